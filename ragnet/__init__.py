@@ -1,0 +1,49 @@
+"""ragnet: retrieval strategies that beat plain top-k RAG, as optimizable DSPy programs.
+
+Heavy pieces (torch, FAISS, DSPy) load lazily on first use of the names that need them,
+so ``import ragnet`` stays fast and ``ragnet.core`` works with numpy alone.
+
+Example:
+    >>> import ragnet
+    >>> ragnet.Document(id="d1", title="t", text="x").id
+    'd1'
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from ragnet.corpus.types import Chunk, Document
+from ragnet.errors import IndexFormatError, InputError, RagnetError
+
+__version__ = "0.1.0"
+
+# name -> module that defines it; resolved on first attribute access.
+_LAZY = {
+    "load_documents": "ragnet.corpus.loader",
+    "chunk_documents": "ragnet.corpus.chunking",
+    "Index": "ragnet.index.index",
+    "Embedder": "ragnet.index.embedder",
+    "configure": "ragnet.lm.config",
+    "BasicRAG": "ragnet.programs",
+    "OneShotRAG": "ragnet.programs",
+    "IterativeRAG": "ragnet.programs",
+    "ReflectiveRAG": "ragnet.programs",
+    "CombinedRAG": "ragnet.programs",
+}
+
+__all__ = ["Chunk", "Document", "IndexFormatError", "InputError", "RagnetError", "__version__", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ragnet' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

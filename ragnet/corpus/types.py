@@ -1,0 +1,81 @@
+"""The two records ragnet passes around: a source ``Document`` and an indexed ``Chunk``."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Document:
+    """One source document.
+
+    Attributes:
+        id: stable identifier (from the JSONL ``id`` field, or derived from the file path).
+        title: document title ("" when unknown).
+        text: the full text.
+        metadata: free-form JSON-compatible metadata from the source (e.g. ``{"year": 2019}``).
+        source: where it was read from, ``"path"`` or ``"path:line"``; used in error messages.
+
+    Example:
+        >>> Document(id="d1", title="Paris", text="Paris is the capital of France.").title
+        'Paris'
+    """
+
+    id: str
+    title: str
+    text: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A token-bounded passage of a ``Document``; what the index stores and search returns.
+
+    Attributes:
+        id: stable chunk id, ``"{doc_id}#{position}"``.
+        doc_id: id of the parent document.
+        title: parent document title.
+        text: chunk text.
+        tokens: length of ``text`` in LM tokens (``ragnet.corpus.tokens.count_tokens``).
+        position: 0-based index of the chunk within its document.
+        metadata: rule-extracted metadata (see ``ragnet.corpus.metadata``) merged with the
+            document's own metadata under the key ``"doc"``.
+        score: hybrid retrieval score of the last search (0.0 when not retrieved).
+        dense_score: raw cosine similarity to the query (None when not computed).
+        bm25_score: raw BM25 score for the query (None when not computed).
+
+    Example:
+        >>> c = Chunk(id="d1#0", doc_id="d1", title="Paris", text="Paris is...", tokens=3)
+        >>> c.with_scores(score=0.9).score
+        0.9
+    """
+
+    id: str
+    doc_id: str
+    title: str
+    text: str
+    tokens: int
+    position: int = 0
+    metadata: dict[str, Any] = field(default_factory=dict)
+    score: float = 0.0
+    dense_score: float | None = None
+    bm25_score: float | None = None
+
+    def with_scores(self, **scores: float | None) -> "Chunk":
+        """Return a copy with retrieval scores (``score``, ``dense_score``, ``bm25_score``) set."""
+        return replace(self, **scores)
+
+    def with_text(self, text: str, tokens: int) -> "Chunk":
+        """Return a copy whose text was replaced (e.g. after cropping)."""
+        return replace(self, text=text, tokens=tokens)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-compatible dict (used for persistence and ``--json`` output)."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Chunk":
+        """Inverse of ``to_dict``."""
+        return cls(**data)

@@ -1,0 +1,75 @@
+"""Exceptions raised by ragnet.
+
+Every error a user can cause carries enough context (file, line, argument) to fix the
+input without reading a traceback. The CLI prints ``str(err)`` and exits with code 2.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class RagnetError(Exception):
+    """Base class of all errors ragnet raises on purpose."""
+
+
+class InputError(RagnetError, ValueError):
+    """Bad user input: a file, a line in it, or an argument.
+
+    Args:
+        message: what is wrong and, ideally, how to fix it.
+        path: the offending file, if any.
+        line: 1-based line number inside ``path``, if any.
+        argument: the offending argument name (e.g. ``"budget"``), if any.
+
+    Example:
+        >>> str(InputError("missing 'text'", path="docs.jsonl", line=3))
+        "docs.jsonl:3: missing 'text'"
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | Path | None = None,
+        line: int | None = None,
+        argument: str | None = None,
+    ) -> None:
+        self.message = message
+        self.path = str(path) if path is not None else None
+        self.line = line
+        self.argument = argument
+        super().__init__(self._format())
+
+    def _format(self) -> str:
+        where = ""
+        if self.path is not None:
+            where = self.path if self.line is None else f"{self.path}:{self.line}"
+        elif self.argument is not None:
+            where = f"argument {self.argument!r}"
+        return f"{where}: {self.message}" if where else self.message
+
+
+class IndexFormatError(RagnetError):
+    """A persisted index is missing files, corrupt, from another format version,
+    or was built with a different embedder than the one requested."""
+
+
+class MissingDependencyError(RagnetError, ImportError):
+    """An optional dependency is not installed; the message says how to install it."""
+
+
+def require(module: str, extra: str | None = None, purpose: str = ""):
+    """Import ``module`` lazily, failing with an actionable message.
+
+    Example:
+        >>> np = require("numpy")
+    """
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        hint = f"pip install 'ragnet[{extra}]'" if extra else f"pip install {module}"
+        why = f" (needed for {purpose})" if purpose else ""
+        raise MissingDependencyError(f"{module} is not installed{why}; run: {hint}") from exc
