@@ -1,0 +1,430 @@
+"""Token-aware chunking: documents become sentence-aligned, overlapping windows.
+
+How a text is cut (``chunk_text``):
+
+1. A text of at most ``chunk_tokens`` tokens is one chunk, unchanged.
+2. Otherwise it is split into sentences (``.``/``!``/``?`` followed by a capitalised word,
+   not after common abbreviations or initials; blank lines; Markdown block starts). A
+   sentence longer than ``chunk_tokens`` is split between words; a single "word" longer than
+   that (a URL, a base64 blob) is split between tokens, the only case where a cut falls
+   inside a word.
+3. Windows take whole sentences while they fit. Each chunk is the exact source substring
+   from its first to its last word, so the original whitespace and every word are kept.
+4. The next window starts ``overlap`` tokens (or a little less) before the previous one
+   ended, at a word boundary, at a sentence start when one is close; the overlap shrinks
+   when the next sentence would otherwise not fit.
+
+Token counts come from ``ragnet.corpus.tokens`` (tiktoken ``cl100k_base``). Each sentence is
+counted once and every chunk once more to check it, so chunking is linear in the text.
+
+Example:
+    >>> text = " ".join(f"Sentence number {i} is here." for i in range(40))
+    >>> chunks = chunk_text(text, chunk_tokens=32, overlap=8)
+    >>> all(count_tokens(c) <= 32 for c in chunks), chunks[0][:27]
+    (True, 'Sentence number 0 is here. ')
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from typing import Any, Iterable, Sequence
+
+from ragnet.corpus.metadata import Gazetteer, _check_gazetteer, extract_with_title, title_parts
+from ragnet.corpus.tokens import count_tokens
+from ragnet.corpus.types import Chunk, Document
+from ragnet.errors import InputError
+
+__all__ = ["chunk_documents", "chunk_text", "split_sentences", "MIN_CHUNK_TOKENS"]
+
+#: Smallest allowed ``chunk_tokens``.
+MIN_CHUNK_TOKENS = 16
+
+# Candidate sentence ends: terminal punctuation (plus closing quotes/brackets) then
+# whitespace, or a paragraph break, or a newline before a Markdown block start.
+_BREAK_RE = re.compile(
+    r"""(?P<punct>[.!?…]+["'”’)\]]*)(?P<space>[ \t\u00a0]*\n[ \t]*\n\s*|\s+)
+      | (?P<para>[ \t]*\n[ \t]*\n\s*)
+      | (?P<block>[ \t]*\n(?=[ \t]*(?:\#{1,6}\s|[-*+]\s|\d{1,3}[.)]\s|>|\||```)))""",
+    re.VERBOSE,
+)
+_WORD_RE = re.compile(r"\S+")
+# A period after these is not a sentence end (compared casefolded, without the period).
+_ABBREVIATIONS = frozenset(
+    """mr mrs ms dr prof sr jr st mt ft rev gen col lt sgt capt cmdr gov sen rep pres hon
+    vs etc al inc ltd co corp bros dept univ assn est approx e.g i.e cf viz
+    jan feb mar apr jun jul aug sep sept oct nov dec""".split()
+)
+# ... and after these only when a number follows ("No. 5", "Vol. 2", "ca. 1900").
+_NUMBER_ABBREVIATIONS = frozenset("no nos vol vols ch pp p fig figs eq ca art sec".split())
+_OPENERS = "\"'“‘(["
+
+
+# ------------------------------------------------------------------ validation
+
+
+def _check_sizes(chunk_tokens: Any, overlap: Any) -> None:
+    if isinstance(chunk_tokens, bool) or not isinstance(chunk_tokens, int):
+        raise InputError(f"must be an integer, got {chunk_tokens!r}", argument="chunk_tokens")
+    if chunk_tokens < MIN_CHUNK_TOKENS:
+        raise InputError(f"must be at least {MIN_CHUNK_TOKENS}, got {chunk_tokens}", argument="chunk_tokens")
+    if isinstance(overlap, bool) or not isinstance(overlap, int):
+        raise InputError(f"must be an integer, got {overlap!r}", argument="overlap")
+    if not 0 <= overlap < chunk_tokens:
+        raise InputError(
+            f"must be at least 0 and less than chunk_tokens ({chunk_tokens}), got {overlap}", argument="overlap"
+        )
+
+
+# ------------------------------------------------------------------ sentences
+
+
+def _is_sentence_end(text: str, m: re.Match) -> bool:
+    """Whether a punctuation match ends a sentence (not an abbreviation or an initial)."""
+    space = m.group("space")
+    if space.count("\n") >= 2:
+        return True  # a paragraph break ends a sentence whatever precedes it
+    nxt = text[m.end() : m.end() + 2]
+    first = nxt[1:2] if nxt[:1] in _OPENERS else nxt[:1]
+    if not (first.isupper() or first.isdigit() or "\n" in space):
+        return False  # "e.g. the", "approx. five": a lower-case continuation
+    if m.group("punct")[0] != ".":
+        return True
+    before = text[max(0, m.start() - 40) : m.start()].rsplit(None, 1)
+    if not before:
+        return True
+    word = before[-1].lstrip(_OPENERS).casefold()
+    if len(word) == 1 and word.isalpha():
+        return False  # an initial: "J. R. R. Tolkien"
+    if word in _ABBREVIATIONS or "." in word:  # "Dr.", "U.S.", "e.g."
+        return False
+    if word in _NUMBER_ABBREVIATIONS and first.isdigit():
+        return False
+    return True
+
+
+def split_sentences(text: str) -> list[tuple[int, int]]:
+    """Character spans ``(start, end)`` of the sentences of ``text``, without surrounding whitespace.
+
+    Example:
+        >>> t = "Dr. Smith met J. R. R. Tolkien in the U.S. in 1950. They talked.\\n\\n# Next"
+        >>> [t[a:b] for a, b in split_sentences(t)]
+        ['Dr. Smith met J. R. R. Tolkien in the U.S. in 1950.', 'They talked.', '# Next']
+    """
+    spans: list[tuple[int, int]] = []
+    start = len(text) - len(text.lstrip())
+    for m in _BREAK_RE.finditer(text):
+        if m.group("punct") is not None:
+            if not _is_sentence_end(text, m):
+                continue
+            end = m.start("space")
+        else:
+            end = m.start()
+        if end > start:
+            spans.append((start, end))
+        start = m.end()
+    end = len(text.rstrip())
+    if end > start:
+        spans.append((start, end))
+    return spans
+
+
+# ------------------------------------------------------------------ pieces
+
+
+def _split_long_word(text: str, start: int, end: int, limit: int) -> list[tuple[int, int, int]]:
+    """Cut ``text[start:end]`` (no whitespace inside) into pieces of at most ``limit`` tokens."""
+    pieces: list[tuple[int, int, int]] = []
+    a = start
+    while a < end:
+        n = count_tokens(text[a:end])
+        if n <= limit:
+            pieces.append((a, end, n))
+            break
+        # largest b with count(text[a:b]) <= limit, by binary search on the character end
+        lo, hi = a + 1, end  # count(text[a:lo]) is small; count(text[a:hi]) > limit
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if count_tokens(text[a:mid]) <= limit:
+                lo = mid
+            else:
+                hi = mid
+        pieces.append((a, lo, count_tokens(text[a:lo])))
+        a = lo
+    return pieces
+
+
+def _split_long_sentence(text: str, start: int, end: int, limit: int) -> list[tuple[int, int, int]]:
+    """Cut a sentence into runs of whole words of at most ``limit`` tokens each."""
+    words: list[tuple[int, int, int]] = []  # (start, end, tokens incl. leading space)
+    prev = start
+    for m in _WORD_RE.finditer(text, start, end):
+        a, b = m.span()
+        n = count_tokens(text[prev:b])
+        if n > limit:
+            words.extend(_split_long_word(text, a, b, limit))
+        else:
+            words.append((a, b, n))
+        prev = b
+    runs: list[tuple[int, int, int]] = []
+    i = 0
+    while i < len(words):
+        total, j = 0, i
+        while j < len(words) and total + words[j][2] <= limit:
+            total += words[j][2]
+            j += 1
+        j = max(j, i + 1)
+        a, b = words[i][0], words[j - 1][1]
+        n = count_tokens(text[a:b])
+        while n > limit and j - 1 > i:
+            j -= 1
+            b = words[j - 1][1]
+            n = count_tokens(text[a:b])
+        runs.append((a, b, n))
+        i = j
+    return runs
+
+
+def _units(text: str, limit: int) -> tuple[list[int], list[int], list[int], list[bool]]:
+    """Sentences (over-long ones cut) as parallel lists: starts, ends, tokens, starts-a-sentence.
+
+    A unit's token count includes the whitespace before it, as it sits in a chunk.
+    """
+    starts: list[int] = []
+    ends: list[int] = []
+    toks: list[int] = []
+    heads: list[bool] = []
+    prev = None
+    for a, b in split_sentences(text):
+        n = count_tokens(text[a if prev is None else prev : b])
+        # Counted alone (at a window start) a sentence may take a token or two more.
+        if n <= limit - 8 or (n <= limit and count_tokens(text[a:b]) <= limit):
+            starts.append(a)
+            ends.append(b)
+            toks.append(n)
+            heads.append(True)
+        else:
+            for i, (x, y, m) in enumerate(_split_long_sentence(text, a, b, limit)):
+                starts.append(x)
+                ends.append(y)
+                toks.append(m)
+                heads.append(i == 0)
+        prev = b
+    return starts, ends, toks, heads
+
+
+# ------------------------------------------------------------------ windows
+
+
+def _overlap_start(
+    text: str, starts: list[int], heads: list[bool], ends: list[int], first: int, last: int, budget: int, ratio: float
+) -> tuple[int, int]:
+    """Where the next window starts: (character offset or -1 for "no overlap", tokens repeated).
+
+    Finds the furthest word back from the end of unit ``last`` (not before unit ``first``)
+    whose suffix fits in ``budget`` tokens: a guess from ``ratio`` (tokens per character of
+    the chunk), corrected by exact counts (two or three per window, not one per word).
+    Prefers the furthest sentence start inside that suffix when it keeps half the budget.
+    """
+    end = ends[last]
+    if budget <= 0:
+        return -1, 0
+    # the last `budget` words (no more can fit), furthest back first; sentence starts marked
+    words: list[int] = []
+    sentence_starts: set[int] = set()
+    u = last
+    while u >= first and len(words) < budget:
+        found = [m.start() for m in _WORD_RE.finditer(text, starts[u], ends[u])]
+        words[:0] = found[-(budget - len(words)) :]
+        if heads[u] and words and words[0] == starts[u]:
+            sentence_starts.add(starts[u])
+        u -= 1
+    if not words:
+        return -1, 0
+    k = 0
+    while k < len(words) - 1 and (end - words[k]) * ratio > budget:
+        k += 1
+    n = count_tokens(text[words[k] : end])
+    while n > budget and k < len(words) - 1:  # guessed too far back
+        k += 1
+        n = count_tokens(text[words[k] : end])
+    if n > budget:
+        return -1, 0  # the last word alone is longer than the budget
+    while k > 0:  # guessed too short: take more words while they fit
+        m = count_tokens(text[words[k - 1] : end])
+        if m > budget:
+            break
+        k, n = k - 1, m
+    heads_in = [a for a in words[k:] if a in sentence_starts]
+    if heads_in and heads_in[0] != words[k]:
+        m = count_tokens(text[heads_in[0] : end])
+        if 2 * m >= budget:
+            return heads_in[0], m
+    return words[k], n
+
+
+def _windows(text: str, chunk_tokens: int, overlap: int) -> list[tuple[str, int]]:
+    """Chunks of a text longer than ``chunk_tokens``: (text, token count) pairs."""
+    starts, ends, toks, heads = _units(text, chunk_tokens)
+    n = len(starts)
+    out: list[tuple[str, int]] = []
+    prefix = [0]
+    for t in toks:
+        prefix.append(prefix[-1] + t)
+    j = 0  # first unit not yet in any chunk
+    lead, carried = starts[0], 0  # window start offset and the tokens repeated before unit j
+    while j < n:
+        # whole units after the carried overlap, while the estimate fits
+        e = bisect.bisect_right(prefix, prefix[j] + chunk_tokens - carried) - 1
+        e = max(e, j + 1)
+        chunk = text[lead : ends[e - 1]]
+        exact = count_tokens(chunk)
+        while exact > chunk_tokens:
+            if e - 1 > j:
+                e -= 1
+            elif lead < starts[j]:
+                lead, carried = starts[j], 0  # the overlap cannot stay; drop it
+            else:
+                break  # unit j alone is too long (tokenised without its leading space)
+            chunk = text[lead : ends[e - 1]]
+            exact = count_tokens(chunk)
+        if exact > chunk_tokens:  # pragma: no cover - _units guards against it
+            out.extend((text[a:b], m) for a, b, m in _split_long_sentence(text, starts[j], ends[j], chunk_tokens))
+        else:
+            out.append((chunk, exact))
+        if e >= n:
+            break
+        # leave room for the next unit so the next window always makes progress
+        budget = min(overlap, chunk_tokens - toks[e])
+        ratio = exact / max(1, len(chunk))
+        offset, carried = _overlap_start(text, starts, heads, ends, j, e - 1, budget, ratio)
+        lead = offset if offset >= 0 else starts[e]
+        if offset < 0:
+            carried = 0
+        j = e
+    return out
+
+
+def _chunk_pairs(text: str, chunk_tokens: int, overlap: int, total: int | None = None) -> list[tuple[str, int]]:
+    if not text.strip():
+        return []
+    if total is None:
+        total = count_tokens(text)
+    if total <= chunk_tokens:
+        return [(text, total)]
+    return _windows(text, chunk_tokens, overlap)
+
+
+def chunk_text(text: str, chunk_tokens: int = 256, overlap: int = 32) -> list[str]:
+    """Cut ``text`` into overlapping windows of at most ``chunk_tokens`` tokens.
+
+    Args:
+        text: the text; a text that fits is returned whole and unchanged.
+        chunk_tokens: maximum tokens per chunk (at least 16).
+        overlap: tokens repeated from the end of one chunk at the start of the next
+            (``0 <= overlap < chunk_tokens``); a little less when sentences do not allow it.
+
+    Returns:
+        The chunks, each a substring of ``text`` (empty list for blank text).
+
+    Raises:
+        InputError: ``chunk_tokens`` or ``overlap`` out of range.
+
+    Example:
+        >>> chunk_text("Short text.", chunk_tokens=64, overlap=8)
+        ['Short text.']
+    """
+    if not isinstance(text, str):
+        raise InputError(f"must be a string, got {type(text).__name__}", argument="text")
+    _check_sizes(chunk_tokens, overlap)
+    return [chunk for chunk, _ in _chunk_pairs(text, chunk_tokens, overlap)]
+
+
+# ------------------------------------------------------------------ documents
+
+
+def _declared_years(metadata: dict[str, Any]) -> set[int]:
+    """Ints (or digit strings) under the document's ``year``/``years`` metadata keys."""
+    found: set[int] = set()
+    for key in ("year", "years"):
+        value = metadata.get(key)
+        values = value if isinstance(value, (list, tuple)) else [value]
+        for v in values:
+            if isinstance(v, str) and v.strip().isdigit():
+                v = int(v.strip())
+            if isinstance(v, int) and not isinstance(v, bool) and 1000 <= v <= 2100:
+                found.add(v)
+    return found
+
+
+def chunk_documents(
+    docs: Iterable[Document],
+    chunk_tokens: int = 256,
+    overlap: int = 32,
+    *,
+    gazetteer: Gazetteer | None = None,
+) -> list[Chunk]:
+    """Chunk documents and attach rule-based metadata to every chunk.
+
+    Chunk ids are ``f"{doc.id}#{i}"`` with ``i`` the 0-based position in the document, so
+    the same documents and settings always give the same chunks. ``Chunk.metadata`` is
+    ``ragnet.corpus.metadata.extract_metadata(chunk text, doc title, gazetteer)``, with
+    integer ``year``/``years`` from the document's metadata merged into ``title_years``,
+    plus the document's metadata under ``"doc"``.
+
+    Args:
+        docs: documents with unique ids and non-blank text.
+        chunk_tokens: maximum tokens per chunk (at least 16).
+        overlap: tokens shared by consecutive chunks (``0 <= overlap < chunk_tokens``).
+        gazetteer: place names for the ``places`` metadata.
+
+    Returns:
+        The chunks, document by document, in order.
+
+    Raises:
+        InputError: bad sizes, a non-Document item, a duplicate document id or a blank text.
+
+    Example:
+        >>> doc = Document(id="d1", title="Paris 2024", text="Paris hosted the Olympics in 2024.")
+        >>> [c] = chunk_documents([doc], chunk_tokens=64, overlap=8)
+        >>> c.id, c.tokens, c.metadata["title_years"], c.metadata["entities"]
+        ('d1#0', 9, [2024], ['olympics', 'paris'])
+    """
+    _check_sizes(chunk_tokens, overlap)
+    _check_gazetteer(gazetteer)
+    docs = list(docs) if not isinstance(docs, Sequence) else docs
+    seen: set[str] = set()
+    for i, doc in enumerate(docs):
+        if not isinstance(doc, Document):
+            raise InputError(f"item {i} is a {type(doc).__name__}, not a ragnet.Document", argument="docs")
+        if doc.id in seen:
+            raise InputError(f"duplicate document id {doc.id!r} (item {i})", argument="docs")
+        seen.add(doc.id)
+        if not isinstance(doc.text, str) or not doc.text.strip():
+            where = doc.source or f"document {doc.id!r}"
+            raise InputError(f"document {doc.id!r} has no text ({where})", argument="docs")
+
+    # one plain call per text: faster than count_tokens_batch, whose thread pool costs more
+    # than it saves on short texts
+    totals = [count_tokens(doc.text) for doc in docs]
+    chunks: list[Chunk] = []
+    for doc, total in zip(docs, totals):
+        parts = title_parts(doc.title, gazetteer)
+        declared = _declared_years(doc.metadata or {})
+        for position, (text, tokens) in enumerate(_chunk_pairs(doc.text, chunk_tokens, overlap, total)):
+            meta = extract_with_title(text, parts, gazetteer)
+            if declared:
+                meta["title_years"] = sorted(declared.union(meta["title_years"]))
+            meta["doc"] = dict(doc.metadata or {})
+            chunks.append(
+                Chunk(
+                    id=f"{doc.id}#{position}",
+                    doc_id=doc.id,
+                    title=doc.title,
+                    text=text,
+                    tokens=tokens,
+                    position=position,
+                    metadata=meta,
+                )
+            )
+    return chunks

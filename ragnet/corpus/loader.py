@@ -1,0 +1,429 @@
+"""Load documents from JSON Lines, plain-text and Markdown files, folders and glob patterns.
+
+Supported inputs:
+
+- ``.jsonl``: one JSON object per line with ``text`` (or ``contents``) and optional ``id``,
+  ``title`` and ``metadata`` (a dict); any other top-level key is kept in ``metadata``.
+  Blank lines are skipped. A record without ``id`` gets ``"{file stem}:{line}"``.
+- ``.txt``, ``.md``, ``.markdown``: one document per file. The id is the path relative to
+  the folder (or glob base) it was found in, or the file name for a file named directly.
+  The title is the first Markdown heading (``.md``), else the first non-empty line when it
+  is at most 120 characters, else the file stem. A Markdown file may start with simple
+  ``key: value`` front matter between ``---`` lines; ``title`` sets the title and the other
+  keys go into ``metadata``.
+- Folders are searched recursively in sorted order for those suffixes (hidden files and
+  folders, whose names start with ``.``, are skipped; other files with unsupported
+  suffixes are skipped with a warning).
+- Glob patterns (``"docs/**/*.md"``) are expanded with ``glob.glob(recursive=True)``.
+
+Nothing is dropped silently: every problem raises ``ragnet.errors.InputError`` naming the
+file and line, e.g. ``docs.jsonl:3: invalid JSON: Expecting ',' delimiter (column 17)``.
+
+Example:
+    >>> import tempfile, pathlib
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (folder / "paris.md").write_text("# Paris\\n\\nParis is the capital of France.\\n")
+    >>> [(d.id, d.title) for d in load_documents(folder)]
+    [('paris.md', 'Paris')]
+"""
+
+from __future__ import annotations
+
+import codecs
+import glob as _glob
+import json
+import os
+import re
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Union
+
+from ragnet.corpus.types import Document
+from ragnet.errors import InputError
+
+__all__ = ["load_documents", "SUFFIXES"]
+
+PathLike = Union[str, os.PathLike]
+
+#: Supported file suffixes (lower case) and their format.
+SUFFIXES = {".jsonl": "jsonl", ".txt": "text", ".md": "markdown", ".markdown": "markdown"}
+_SUPPORTED = ", ".join(SUFFIXES)
+MAX_TITLE_CHARS = 120
+_BINARY_PROBE = 8192
+_GLOB_MAGIC = re.compile(r"[*?\[]")
+_ATX_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
+_SETEXT_UNDERLINE = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
+_FRONT_MATTER_LINE = re.compile(r"^([A-Za-z_][\w\-]*)[ \t]*:[ \t]*(.*?)[ \t]*$")
+
+
+@dataclass(frozen=True)
+class _Source:
+    """A file to read, with the id base it was found under."""
+
+    path: Path
+    display: str  # how the path is written in messages and ids' provenance
+    rel_id: str  # id of a txt/md document
+
+
+def load_documents(
+    paths: PathLike | Iterable[PathLike],
+    *,
+    glob: str | None = None,
+    encoding: str = "utf-8",
+) -> list[Document]:
+    """Read documents from files, folders and glob patterns.
+
+    Args:
+        paths: a file, folder or glob pattern, or a list of them. Files are read in the order
+            given; a folder's files in sorted path order; a pattern's matches sorted. A file
+            reached twice (say, named and inside a named folder) is read once.
+        glob: inside folders, read only the files matching this pattern (relative to the
+            folder, e.g. ``"**/*.md"``) instead of every supported file.
+        encoding: text encoding of the files (UTF-8 by default; a leading BOM is removed).
+
+    Returns:
+        The documents, in input order.
+
+    Raises:
+        InputError: a path does not exist or matches nothing, a file has an unsupported
+            suffix, is empty, binary or not valid in ``encoding``, a JSONL line is not a
+            JSON object or lacks a non-empty string ``text``, two documents share an id, or
+            no document was found. The message names the file and line.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> f = pathlib.Path(tempfile.mkdtemp()) / "docs.jsonl"
+        >>> _ = f.write_text('{"id": "d1", "title": "Paris", "text": "Paris is in France.", "year": 2019}\\n')
+        >>> doc = load_documents(f)[0]
+        >>> doc.id, doc.title, doc.metadata
+        ('d1', 'Paris', {'year': 2019})
+    """
+    codec = _check_encoding(encoding)
+    if glob is not None and (not isinstance(glob, str) or not glob.strip()):
+        raise InputError("must be a non-empty glob pattern such as '**/*.md'", argument="glob")
+    given = _as_list(paths)
+    if not given:
+        raise InputError("no paths given", argument="paths")
+
+    docs: list[Document] = []
+    seen_ids: dict[str, str] = {}
+    seen_files: set[Path] = set()
+    for source in _expand(given, glob):
+        key = source.path.resolve()
+        if key in seen_files:
+            continue
+        seen_files.add(key)
+        for doc, line in _read(source, codec, encoding):
+            first = seen_ids.get(doc.id)
+            if first is not None:
+                raise InputError(
+                    f"duplicate document id {doc.id!r} (first defined at {first}); ids must be unique",
+                    path=source.display,
+                    line=line,
+                )
+            seen_ids[doc.id] = doc.source
+            docs.append(doc)
+    if not docs:
+        names = ", ".join(str(p) for p in given)
+        raise InputError(f"no documents found in {names} (supported files: {_SUPPORTED})", argument="paths")
+    return docs
+
+
+# ------------------------------------------------------------------ arguments and paths
+
+
+def _check_encoding(encoding: str) -> str:
+    try:
+        return codecs.lookup(encoding).name
+    except (LookupError, TypeError):
+        raise InputError(f"unknown text encoding {encoding!r}", argument="encoding") from None
+
+
+def _as_list(paths: Any) -> list[str | Path]:
+    if isinstance(paths, (str, os.PathLike)):
+        return [paths]
+    try:
+        items = list(paths)
+    except TypeError:
+        raise InputError(
+            f"expected a path or a list of paths, got {type(paths).__name__}", argument="paths"
+        ) from None
+    for item in items:
+        if not isinstance(item, (str, os.PathLike)):
+            raise InputError(f"expected paths, got {type(item).__name__}: {item!r}", argument="paths")
+    return items
+
+
+def _expand(given: list[str | Path], pattern: str | None) -> Iterable[_Source]:
+    """Yield the files to read, in order, checking each named path."""
+    for item in given:
+        text = os.fspath(item)
+        path = Path(text)
+        if path.is_dir():
+            yield from _folder_files(path, pattern)
+        elif path.is_file():
+            _check_suffix(path)
+            yield _Source(path, text, path.name)
+        elif path.exists():
+            raise InputError("not a regular file or folder", path=text)
+        elif _GLOB_MAGIC.search(text):
+            yield from _glob_files(text, pattern)
+        else:
+            raise InputError("no such file or folder", path=text)
+
+
+def _check_suffix(path: Path) -> None:
+    suffix = path.suffix.lower()
+    if suffix in SUFFIXES:
+        return
+    hint = " (convert it to JSON Lines, .jsonl: one JSON object per line)" if suffix == ".json" else ""
+    shown = repr(suffix) if suffix else "no suffix"
+    raise InputError(f"unsupported file type {shown}; supported: {_SUPPORTED}{hint}", path=path)
+
+
+def _rel(path: Path, base: Path) -> str:
+    return path.relative_to(base).as_posix()
+
+
+def _is_hidden(path: Path, base: Path) -> bool:
+    return any(part.startswith(".") for part in path.relative_to(base).parts)
+
+
+def _folder_files(folder: Path, pattern: str | None) -> list[_Source]:
+    """Supported files under ``folder`` (or those matching ``pattern``), sorted."""
+    if pattern is not None:
+        matches = sorted(p for p in folder.glob(pattern) if p.is_file() and not _is_hidden(p, folder))
+        if not matches:
+            raise InputError(f"no files match {pattern!r} in this folder", path=folder)
+        for p in matches:
+            _check_suffix(p)
+        return [_Source(p, str(p), _rel(p, folder)) for p in matches]
+
+    files: list[Path] = []
+    skipped: dict[str, int] = {}
+    for root, dirs, names in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in names:
+            if name.startswith("."):
+                continue
+            p = Path(root) / name
+            suffix = p.suffix.lower()
+            if suffix in SUFFIXES:
+                files.append(p)
+            elif p.is_file():
+                skipped[suffix or "(no suffix)"] = skipped.get(suffix or "(no suffix)", 0) + 1
+    files.sort(key=lambda p: p.relative_to(folder).parts)
+    others = ", ".join(f"{n} {s}" for s, n in sorted(skipped.items()))
+    if not files:
+        found = f"; found only {others}" if others else " (the folder is empty)"
+        raise InputError(f"no {_SUPPORTED} files in this folder{found}", path=folder)
+    if skipped:
+        warnings.warn(f"{folder}: skipped files with unsupported suffixes: {others}", stacklevel=4)
+    return [_Source(p, str(p), _rel(p, folder)) for p in files]
+
+
+def _glob_base(pattern: str) -> Path:
+    """The leading folders of ``pattern`` that contain no wildcard."""
+    parts = Path(pattern).parts
+    base: list[str] = []
+    for part in parts[:-1]:
+        if _GLOB_MAGIC.search(part):
+            break
+        base.append(part)
+    return Path(*base) if base else Path(".")
+
+
+def _glob_files(pattern: str, folder_pattern: str | None) -> list[_Source]:
+    matches = sorted(_glob.glob(pattern, recursive=True))
+    if not matches:
+        raise InputError("no files match this pattern", path=pattern)
+    base = _glob_base(pattern)
+    out: list[_Source] = []
+    for m in matches:
+        p = Path(m)
+        if p.is_dir():
+            continue  # "**" also yields folders; their files are matched by the pattern itself
+        _check_suffix(p)
+        try:
+            rel = _rel(p, base)
+        except ValueError:
+            rel = p.name
+        out.append(_Source(p, m, rel))
+    if not out:
+        raise InputError("the pattern matches only folders; use a pattern for files or name the folder", path=pattern)
+    return out
+
+
+# ------------------------------------------------------------------ reading files
+
+
+def _decode(source: _Source, codec: str, encoding: str) -> str:
+    try:
+        data = source.path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read file: {exc.strerror or exc}", path=source.display) from None
+    label = "UTF-8" if codec == "utf-8" else encoding
+    if not codec.startswith(("utf-16", "utf-32")) and b"\x00" in data[:_BINARY_PROBE]:
+        line = data.count(b"\n", 0, data.index(b"\x00")) + 1
+        raise InputError(f"not a {label} text file (binary?): NUL byte", path=source.display, line=line)
+    try:
+        text = data.decode(codec)
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InputError(
+            f"not a {label} text file (binary?): cannot decode byte {data[exc.start]:#04x}",
+            path=source.display,
+            line=line,
+        ) from None
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if not text.strip():
+        raise InputError("file is empty", path=source.display)
+    return text
+
+
+def _read(source: _Source, codec: str, encoding: str) -> list[tuple[Document, int | None]]:
+    """The documents of one file, each with its line number (None for txt/md)."""
+    text = _decode(source, codec, encoding)
+    kind = SUFFIXES[source.path.suffix.lower()]
+    if kind == "jsonl":
+        return _read_jsonl(source, text)
+    return [(_read_text(source, text, markdown=kind == "markdown"), None)]
+
+
+def _read_jsonl(source: _Source, text: str) -> list[tuple[Document, int | None]]:
+    docs: list[tuple[Document, int | None]] = []
+    stem = source.path.stem
+    where = source.display
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", path=where, line=number) from None
+        if not isinstance(record, dict):
+            raise InputError(
+                f"expected a JSON object per line, got {_json_type(record)}", path=where, line=number
+            )
+        docs.append((_record_to_document(record, f"{stem}:{number}", where, number), number))
+    if not docs:
+        raise InputError("file is empty (no JSON records)", path=where)
+    return docs
+
+
+def _json_type(value: Any) -> str:
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
+        type(value), "a number"
+    )
+
+
+def _record_to_document(record: dict, default_id: str, where: str, number: int) -> Document:
+    def fail(message: str) -> InputError:
+        return InputError(message, path=where, line=number)
+
+    record = dict(record)
+    if "text" in record:
+        key = "text"
+    elif "contents" in record:
+        key = "contents"
+    else:
+        keys = ", ".join(sorted(record)) or "none"
+        raise fail(f"missing 'text' field (or 'contents'); keys present: {keys}")
+    text = record.pop(key)
+    if not isinstance(text, str):
+        raise fail(f"{key!r} must be a string, got {_json_type(text)}")
+    if not text.strip():
+        raise fail(f"{key!r} is empty")
+
+    doc_id = record.pop("id", None)
+    if doc_id is None:
+        doc_id = default_id
+    elif isinstance(doc_id, bool) or not isinstance(doc_id, (str, int)):
+        raise fail(f"'id' must be a string or an integer, got {_json_type(doc_id)}")
+    else:
+        doc_id = str(doc_id)
+        if not doc_id.strip():
+            raise fail("'id' is empty")
+
+    title = record.pop("title", None)
+    if title is None:
+        title = ""
+    elif not isinstance(title, str):
+        raise fail(f"'title' must be a string, got {_json_type(title)}")
+
+    metadata = record.pop("metadata", None)
+    if metadata is None:
+        metadata = {}
+    elif not isinstance(metadata, dict):
+        raise fail(f"'metadata' must be an object, got {_json_type(metadata)}")
+    clash = sorted(set(record) & set(metadata))
+    if clash:
+        raise fail(f"key {clash[0]!r} is given both at the top level and inside 'metadata'")
+    merged = {**record, **metadata}
+    return Document(id=doc_id, title=title, text=text, metadata=merged, source=f"{where}:{number}")
+
+
+def _read_text(source: _Source, text: str, *, markdown: bool) -> Document:
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    metadata: dict[str, Any] = {}
+    if markdown:
+        text, metadata = _front_matter(text)
+        if not text.strip():
+            raise InputError("file has front matter but no text", path=source.display)
+    title = metadata.pop("title", None)
+    if not isinstance(title, str) or not title.strip():
+        title = _title(text, markdown) or source.path.stem
+    return Document(id=source.rel_id, title=title, text=text, metadata=metadata, source=source.display)
+
+
+def _title(text: str, markdown: bool) -> str | None:
+    """First Markdown heading (for Markdown), else the first non-empty line if short enough."""
+    lines = text.split("\n")
+    if markdown:
+        in_code = False
+        for i, line in enumerate(lines):
+            if line.lstrip().startswith(("```", "~~~")):
+                in_code = not in_code
+                continue
+            if in_code:
+                continue
+            m = _ATX_HEADING.match(line)
+            if m:
+                return m.group(1).strip()
+            if line.strip() and i + 1 < len(lines) and _SETEXT_UNDERLINE.match(lines[i + 1]):
+                return line.strip()
+    for line in lines:
+        line = line.strip()
+        if line:
+            if markdown:
+                line = line.lstrip("#").strip() or line
+            return line if len(line) <= MAX_TITLE_CHARS else None
+    return None
+
+
+def _front_matter(text: str) -> tuple[str, dict[str, Any]]:
+    """Split ``---``-delimited ``key: value`` front matter off a Markdown text."""
+    lines = text.split("\n")
+    if not lines or lines[0].strip() != "---":
+        return text, {}
+    meta: dict[str, Any] = {}
+    for i, line in enumerate(lines[1:], start=1):
+        if line.strip() in ("---", "..."):
+            return "\n".join(lines[i + 1 :]).lstrip("\n"), meta
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        m = _FRONT_MATTER_LINE.match(line)
+        if not m:
+            return text, {}  # not simple front matter (nested YAML, a rule line...): keep the text as is
+        meta[m.group(1)] = _scalar(m.group(2))
+    return text, {}
+
+
+def _scalar(value: str) -> Any:
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    if re.fullmatch(r"-?\d+", value):
+        return int(value)
+    return value
