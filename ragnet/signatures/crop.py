@@ -1,0 +1,147 @@
+"""CropChunk: cut one chunk down to the sentences that bear on the question, verbatim.
+
+The validator enforces "verbatim": every sentence of the model's output must occur in the
+source chunk (whitespace-normalised, case-insensitive); the crop is rebuilt from the matching
+source spans, in source order. When nothing valid remains, the full chunk is kept and the
+problem recorded.
+
+Example:
+    >>> import dspy
+    >>> from dspy.utils import DummyLM
+    >>> from ragnet import Chunk
+    >>> chunk = Chunk(id="a#0", doc_id="a", title="Paris", tokens=12,
+    ...               text="Paris is the capital of France. It hosts many museums. Cats sleep.")
+    >>> with dspy.context(lm=DummyLM([{"relevant_text": "Paris is the capital of France."}])):
+    ...     out = run_crop(dspy.Predict(CropChunk), "What is the capital of France?", chunk, trace=None)
+    >>> out.relevant_text, out.kept_full
+    ('Paris is the capital of France.', False)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import dspy
+
+from ragnet.signatures.step import run_step
+
+__all__ = ["CropChunk", "crop_default", "crop_validator", "run_crop", "split_sentences", "verbatim_spans"]
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+|\n+|\s*(?:\.\.\.|…)\s*")
+_BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
+_MIN_CHARS = 10
+
+
+class CropChunk(dspy.Signature):
+    """Copy the sentences of the chunk that help answer the question.
+
+    Read the question and the chunk. Select every sentence that states a fact needed to answer
+    the question, or a fact about the people, places, works or events the question names.
+    Copy those sentences exactly as they appear in the chunk: same words, same order, no
+    paraphrasing, no added words, no summary. Skip sentences that are unrelated to the question.
+    If no sentence is clearly relevant, copy the single most relevant sentence.
+    """
+
+    question: str = dspy.InputField(desc="the user's question")
+    title: str = dspy.InputField(desc="title of the document the chunk comes from")
+    chunk: str = dspy.InputField(desc="the chunk text to crop")
+    relevant_text: str = dspy.OutputField(desc="the relevant sentences, copied word for word from the chunk")
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.split())
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split text into sentences (also at newlines and ellipses); bullets and quotes stripped.
+
+    Example:
+        >>> split_sentences("One. Two!\\n- Three... Four")
+        ['One.', 'Two!', 'Three', 'Four']
+    """
+    parts = [_BULLET.sub("", p).strip().strip("\"'“”").strip() for p in _SENTENCE_END.split(text)]
+    return [p for p in parts if p]
+
+
+def verbatim_spans(output: str, source: str) -> tuple[list[str], list[str]]:
+    """Return (source spans matching output sentences, in source order; rejected output sentences).
+
+    Matching is whitespace-normalised and case-insensitive; the returned spans are copied from
+    the (whitespace-normalised) source, so they are verbatim by construction. Fragments shorter
+    than 10 characters are only accepted when they are a whole source sentence.
+
+    Example:
+        >>> verbatim_spans("It rains. Snow is white.", "Snow is white. It rains here.")
+        (['Snow is white.'], ['It rains.'])
+    """
+    src = _norm(source)
+    fold = len(src.casefold()) == len(src)  # fold case only when offsets stay valid
+    hay = src.casefold() if fold else src
+    whole = {s.casefold() for s in split_sentences(source)}
+    found: list[tuple[int, int]] = []
+    rejected: list[str] = []
+    for sentence in split_sentences(output):
+        needle = _norm(sentence)
+        key = needle.casefold() if fold else needle
+        pos = hay.find(key)
+        if pos < 0 and needle.endswith((".", "!", "?")):
+            key = key[:-1]
+            pos = hay.find(key)
+        if pos < 0 or (len(key) < _MIN_CHARS and needle.casefold() not in whole):
+            rejected.append(sentence)
+            continue
+        found.append((pos, pos + len(key)))
+    spans: list[tuple[int, int]] = []
+    for start, end in sorted(found):
+        if spans and start < spans[-1][1]:  # overlapping/contained: merge
+            spans[-1] = (spans[-1][0], max(end, spans[-1][1]))
+        else:
+            spans.append((start, end))
+    return [src[a:b] for a, b in spans], rejected
+
+
+def crop_default(text: str) -> dict[str, Any]:
+    """Fallback: the full chunk."""
+    return {"relevant_text": text, "kept_full": True}
+
+
+def crop_validator(source: str) -> Callable[[dspy.Prediction], tuple[dspy.Prediction, list[str]]]:
+    """Keep only output sentences found verbatim in ``source``; fall back to the full chunk.
+
+    The repaired prediction has ``relevant_text`` and ``kept_full`` (True when the full chunk was kept).
+    """
+
+    def validate(pred: dspy.Prediction) -> tuple[dspy.Prediction, list[str]]:
+        problems: list[str] = []
+        spans, rejected = verbatim_spans(str(pred.relevant_text or ""), source)
+        if rejected:
+            shown = "; ".join(s[:80] for s in rejected[:3])
+            problems.append(f"crop: dropped {len(rejected)} sentence(s) not found verbatim in the chunk: {shown}")
+        if not spans:
+            problems.append("crop: no output sentence occurs verbatim in the chunk; kept the full chunk")
+            pred.relevant_text = source
+            pred.kept_full = True
+            return pred, problems
+        pred.relevant_text = " ".join(spans)
+        pred.kept_full = _norm(pred.relevant_text) == _norm(source)
+        return pred, problems
+
+    return validate
+
+
+def run_crop(predictor: Any, question: str, chunk: Any, *, trace: Any, retries: int = 1) -> dspy.Prediction:
+    """Run CropChunk on one ``ragnet.Chunk``; returns ``relevant_text``, ``kept_full``, ``fallback``."""
+    text = str(chunk.text)
+    return run_step(
+        predictor,
+        step="crop",
+        trace=trace,
+        default=crop_default(text),
+        validate=crop_validator(text),
+        retries=retries,
+        question=question,
+        title=str(chunk.title or ""),
+        chunk=text,
+    )

@@ -1,0 +1,171 @@
+"""Render chunks for prompts with short ids, and map the ids an LM writes back to chunk ids.
+
+Small models copy ``c3`` far more reliably than ``"reports/2019.md#12"``, so every prompt shows
+chunks as ``[c1] Title: text`` blocks and keeps an ``id_map`` (``{"c1": real_id, ...}``) to
+translate the model's answer back. ``resolve_ids`` is deliberately tolerant: it accepts
+``"[c1]"``, ``" C1 "``, ``"c1: Paris"``, ``"c1, c3"`` and real ids given directly.
+
+Example:
+    >>> from ragnet import Chunk
+    >>> chunks = [Chunk(id="paris#0", doc_id="paris", title="Paris", text="Capital of France.", tokens=4)]
+    >>> text, id_map = format_chunks(chunks)
+    >>> text
+    '[c1] Paris: Capital of France.'
+    >>> resolve_ids(["[C1]", "c9"], id_map)
+    (['paris#0'], ['c9'])
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+__all__ = ["format_chunks", "format_context", "resolve_ids", "split_id_text"]
+
+_STRIP = " \t\r\n[](){}<>\"'`*.,;:!?"
+_SPLIT = re.compile(r"[,;\n]+")
+_BRACKETED = re.compile(r"\[\s*([^\[\]]+?)\s*\]")
+_SHORT_ID = re.compile(r"^[\[(\"']*[A-Za-z]{1,3}\d+[\])\"'.]*$")
+_LEADING_TOKEN = re.compile(r"^[\s\[(\"'`*-]*([^\s\[\](),;:\"'`*]+)")
+
+
+def _attr(chunk: Any, name: str, default: Any = "") -> Any:
+    if isinstance(chunk, Mapping):
+        return chunk.get(name, default)
+    return getattr(chunk, name, default)
+
+
+def format_chunks(chunks: Iterable[Any], *, start: int = 1, prefix: str = "c") -> tuple[str, dict[str, str]]:
+    """Render chunks as ``[c1] Title: text`` blocks separated by blank lines.
+
+    Args:
+        chunks: ``ragnet.Chunk`` objects (or dicts / objects with ``id``, ``title``, ``text``).
+        start: number of the first short id (use it to keep short ids unique across turns).
+        prefix: short-id prefix.
+
+    Returns:
+        ``(text, id_map)`` where ``id_map`` maps each short id (``"c1"``) to the real chunk id,
+        in rendering order. A chunk without a title renders as ``[c1] text``.
+
+    Example:
+        >>> text, ids = format_chunks([{"id": "a#0", "title": "", "text": "Hello."}], start=3)
+        >>> text, ids
+        ('[c3] Hello.', {'c3': 'a#0'})
+    """
+    blocks: list[str] = []
+    id_map: dict[str, str] = {}
+    for offset, chunk in enumerate(chunks):
+        short = f"{prefix}{start + offset}"
+        real = str(_attr(chunk, "id"))
+        title = " ".join(str(_attr(chunk, "title") or "").split())
+        body = str(_attr(chunk, "text") or "").strip()
+        blocks.append(f"[{short}] {title}: {body}" if title else f"[{short}] {body}")
+        id_map[short] = real
+    return "\n\n".join(blocks), id_map
+
+
+def format_context(chunks: Iterable[Any] = (), notes: str = "", *, start: int = 1) -> tuple[str, dict[str, str]]:
+    """Render notes (if any) followed by chunks, for steps that read "context".
+
+    Example:
+        >>> format_context([], notes="- Paris is in France")[0]
+        'Notes:\\n- Paris is in France'
+    """
+    text, id_map = format_chunks(chunks, start=start)
+    parts = []
+    if notes and notes.strip():
+        parts.append("Notes:\n" + notes.strip())
+    if text:
+        parts.append(("Chunks:\n" + text) if parts else text)
+    return "\n\n".join(parts), id_map
+
+
+def split_id_text(raw: str) -> list[str]:
+    """Split a free-form id list such as ``"c1, c3"``, ``"[c1] [c3]"`` or ``"- c1\\n- c3"``.
+
+    Example:
+        >>> split_id_text("[c1] [c3]"), split_id_text("['c1', 'c2']"), split_id_text("none")
+        (['c1', 'c3'], ['c1', 'c2'], [])
+    """
+    text = raw.strip()
+    groups = _BRACKETED.findall(text)
+    if len(groups) > 1 and not _BRACKETED.sub("", text).strip(" ,;\n"):
+        return [g.strip() for g in groups]
+    if text.startswith("[") and text.endswith("]"):
+        text = text[1:-1]
+    parts: list[str] = []
+    for part in _SPLIT.split(text):
+        words = part.split()
+        if len(words) > 1 and all(_SHORT_ID.match(w) for w in words):  # "c1 c2"
+            parts.extend(words)
+        else:
+            parts.append(part)
+    parts = [p.strip(_STRIP + "-•") for p in parts]
+    return [p for p in parts if p and p.lower() not in {"none", "null", "n/a", "nothing", "empty"}]
+
+
+def _loose_candidates(raw: str) -> list[str]:
+    """Readings of one id-like piece beyond its literal text: ``[c1] Paris`` -> ``c1``."""
+    out = _BRACKETED.findall(raw)[:1]
+    match = _LEADING_TOKEN.match(raw)
+    if match:
+        out.append(match.group(1).strip(_STRIP))
+    return [c for c in out if c]
+
+
+def resolve_ids(raw_ids: Sequence[Any] | str | None, id_map: Mapping[str, str]) -> tuple[list[str], list[str]]:
+    """Map ids written by an LM back to real chunk ids.
+
+    Accepts short ids in any case, with brackets, quotes or trailing titles (``"[c1] Paris"``),
+    real ids given directly, and a single string listing several ids. Duplicates are dropped
+    (first occurrence wins).
+
+    Args:
+        raw_ids: what the model wrote: a list of ids, one string, or None.
+        id_map: short id -> real id, as returned by ``format_chunks``.
+
+    Returns:
+        ``(known, unknown)``: real ids in the order given, and the raw entries that match nothing.
+
+    Example:
+        >>> resolve_ids("c2, doc#0, c7", {"c1": "doc#0", "c2": "doc#1"})
+        (['doc#1', 'doc#0'], ['c7'])
+    """
+    if raw_ids is None:
+        return [], []
+    items: list[Any] = [raw_ids] if isinstance(raw_ids, str) else list(raw_ids)
+    lookup: dict[str, str] = {}
+    for short, real in id_map.items():
+        lookup.setdefault(str(real).casefold(), str(real))
+    for short, real in id_map.items():
+        lookup[str(short).casefold()] = str(real)  # short ids win over a real id spelled the same
+
+    known: list[str] = []
+    unknown: list[str] = []
+
+    def lookup_first(cands: Iterable[str]) -> str | None:
+        for cand in cands:
+            real = lookup.get(cand.casefold())
+            if real is not None:
+                return real
+        return None
+
+    for item in items:
+        raw = str(item)
+        if not raw.strip():
+            continue
+        real = lookup_first([raw.strip(), raw.strip(_STRIP)])
+        if real is not None:
+            pieces = [(raw, real)]
+        else:  # several ids in one string, or an id with decoration around it
+            pieces = []
+            for piece in split_id_text(raw):
+                resolved = lookup_first([piece, piece.strip(_STRIP), *_loose_candidates(piece)])
+                pieces.append((piece, resolved))
+        for piece, resolved in pieces:
+            if resolved is None:
+                unknown.append(piece.strip())
+            elif resolved not in known:
+                known.append(resolved)
+    return known, unknown

@@ -1,0 +1,185 @@
+"""RewriteQuery: verbalized sampling of diverse sub-queries, each with a probability.
+
+The model proposes ``n`` candidate search queries with probabilities; ragnet normalises the
+probabilities, drops duplicates (of each other and of queries already issued) and takes the
+most probable one (ReflectiveRAG).
+
+Example:
+    >>> import dspy
+    >>> from dspy.utils import DummyLM
+    >>> lm = DummyLM([{"queries": [{"query": "X merger year", "probability": 0.6},
+    ...                            {"query": "When did X merge?", "probability": 0.4}]}])
+    >>> with dspy.context(lm=lm):
+    ...     out = run_rewrite(dspy.Predict(RewriteQuery), "When did X merge?", "", ["When did X merge?"],
+    ...                       n=2, trace=None)
+    >>> out.best, [q.probability for q in out.queries]
+    ('X merger year', [1.0])
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import dspy
+import pydantic
+
+from ragnet.signatures.step import StepOutputError, run_step
+
+__all__ = [
+    "RewriteQuery",
+    "SubQuery",
+    "best_query",
+    "normalize_queries",
+    "rewrite_default",
+    "rewrite_validator",
+    "run_rewrite",
+]
+
+
+class SubQuery(pydantic.BaseModel):
+    """One candidate search query and the model's probability for it."""
+
+    query: str
+    probability: float = 0.0
+
+    @pydantic.field_validator("query", mode="before")
+    @classmethod
+    def _query_to_str(cls, value: Any) -> str:
+        return " ".join(str(value).split())
+
+    @pydantic.field_validator("probability", mode="before")
+    @classmethod
+    def _lenient_probability(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            match = re.search(r"\d*\.?\d+", value)
+            if not match:
+                return 0.0
+            number = float(match.group(0))
+            return number / 100.0 if "%" in value else number
+        return 0.0 if value is None else value
+
+
+class RewriteQuery(dspy.Signature):
+    """Write n different search queries that would find the information still missing.
+
+    The context does not yet answer the question. Propose n search queries for a search engine
+    over a document collection. Each query should target one missing fact: name the specific
+    entity (person, place, work, organisation) and the attribute you need, in at most 12 words.
+    Make the queries differ from each other and from the previous queries; do not copy
+    sentences from the context. Give each query the probability (0.0 to 1.0) that it finds the
+    missing fact; the probabilities should add up to 1.
+    """
+
+    question: str = dspy.InputField(desc="the user's question")
+    context: str = dspy.InputField(desc="what has been found so far (chunks or notes), and what is missing")
+    previous_queries: list[str] = dspy.InputField(desc="queries already searched; do not repeat them")
+    n: int = dspy.InputField(desc="how many queries to write")
+    queries: list[SubQuery] = dspy.OutputField(desc="n items {query, probability}")
+
+
+def _key(text: str) -> str:
+    return " ".join(re.findall(r"\w+", text.casefold()))
+
+
+def normalize_queries(queries: Iterable[Any], previous: Iterable[str] = ()) -> tuple[list[SubQuery], list[str]]:
+    """Clean sub-queries: drop empty ones and repeats, normalise probabilities, sort best first.
+
+    Repeats are detected case-, whitespace- and punctuation-insensitively, against each other and
+    against ``previous``. Negative/NaN probabilities count as 0; if all are 0 the remaining
+    queries share the mass equally. Sorting is stable (model order breaks ties).
+
+    Returns:
+        ``(queries, dropped)`` where ``dropped`` lists the query texts removed as repeats/empty.
+
+    Example:
+        >>> qs, dropped = normalize_queries([{"query": "a b", "probability": 3},
+        ...                                  {"query": "A  b!", "probability": 1},
+        ...                                  {"query": "c", "probability": 1}], previous=["old"])
+        >>> [(q.query, q.probability) for q in qs], dropped
+        ([('a b', 0.75), ('c', 0.25)], ['A b!'])
+    """
+    seen = {_key(p) for p in previous}
+    kept: list[SubQuery] = []
+    dropped: list[str] = []
+    for item in queries:
+        try:
+            q = item if isinstance(item, SubQuery) else SubQuery.model_validate(
+                item if isinstance(item, dict) else {"query": item}
+            )
+        except pydantic.ValidationError:
+            dropped.append(str(item))
+            continue
+        key = _key(q.query)
+        if not key or key in seen:
+            dropped.append(q.query)
+            continue
+        seen.add(key)
+        prob = q.probability if math.isfinite(q.probability) and q.probability > 0 else 0.0
+        kept.append(SubQuery(query=q.query, probability=prob))
+    total = sum(q.probability for q in kept)
+    for q in kept:
+        q.probability = (q.probability / total) if total > 0 else 1.0 / len(kept)
+    kept.sort(key=lambda q: -q.probability)
+    return kept, dropped
+
+
+def best_query(queries: Sequence[SubQuery]) -> str | None:
+    """The most probable query (first on ties), or None for an empty list."""
+    if not queries:
+        return None
+    return max(queries, key=lambda q: q.probability).query
+
+
+def rewrite_default() -> dict[str, Any]:
+    """Fallback: no new query (``best`` is None; programs then stop or use their own fallback)."""
+    return {"queries": [], "best": None}
+
+
+def rewrite_validator(
+    previous: Sequence[str] = (), n: int | None = None
+) -> Callable[[dspy.Prediction], tuple[dspy.Prediction, list[str]]]:
+    """Normalise ``queries``, set ``best``; reject (retry) when no new query remains."""
+
+    def validate(pred: dspy.Prediction) -> tuple[dspy.Prediction, list[str]]:
+        problems: list[str] = []
+        queries, dropped = normalize_queries(pred.queries or [], previous)
+        if dropped:
+            problems.append(f"dropped repeated or empty queries: {dropped}")
+        if not queries:
+            raise StepOutputError("no new query: every proposed query repeats an earlier one")
+        if n is not None and len(pred.queries or []) != n:
+            problems.append(f"asked for {n} queries, got {len(pred.queries or [])}")
+        pred.queries = queries
+        pred.best = best_query(queries)
+        return pred, problems
+
+    return validate
+
+
+def run_rewrite(
+    predictor: Any,
+    question: str,
+    context: str,
+    previous_queries: Sequence[str] = (),
+    *,
+    n: int = 5,
+    trace: Any,
+    retries: int = 1,
+) -> dspy.Prediction:
+    """Run RewriteQuery; returns ``queries`` (best first, probabilities sum to 1), ``best``, ``fallback``."""
+    previous = [str(q) for q in previous_queries]
+    return run_step(
+        predictor,
+        step="rewrite",
+        trace=trace,
+        default=rewrite_default(),
+        validate=rewrite_validator(previous, n),
+        retries=retries,
+        question=question,
+        context=context,
+        previous_queries=previous,
+        n=n,
+    )

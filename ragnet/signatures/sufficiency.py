@@ -1,0 +1,92 @@
+"""AssessSufficiency: does the context answer the question (``Sufficient``) or not (``Refine``)?
+
+Small local models never stop searching when asked "search or answer?" inside an agent prompt;
+this separate, compilable step makes that decision explicit (see DESIGN.md, ReflectiveRAG).
+
+Example:
+    >>> import dspy
+    >>> from dspy.utils import DummyLM
+    >>> lm = DummyLM([{"verdict": "Refine", "confidence": 0.4, "missing": "the year of the merger"}])
+    >>> with dspy.context(lm=lm):
+    ...     out = run_sufficiency(dspy.Predict(AssessSufficiency), "When did X merge?", "[c1] X: ...", trace=None)
+    >>> out.verdict, out.confidence, out.missing
+    ('Refine', 0.4, 'the year of the merger')
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal
+
+import dspy
+
+from ragnet.signatures.step import run_step
+
+__all__ = ["AssessSufficiency", "Verdict", "run_sufficiency", "sufficiency_default", "sufficiency_validator"]
+
+Verdict = Literal["Sufficient", "Refine"]
+
+
+class AssessSufficiency(dspy.Signature):
+    """Judge whether the context contains enough information to answer the question.
+
+    Answer "Sufficient" only if every fact needed for the answer is stated in the context. For a
+    question with several steps (for example "the director of the film that won X"), each step
+    must be covered. Otherwise answer "Refine" and name, in a few words, the specific fact that
+    is still missing (an entity, date, number or relation), so that it can be searched for.
+    Confidence is your probability, from 0.0 to 1.0, that the verdict is correct.
+    """
+
+    question: str = dspy.InputField(desc="the user's question")
+    context: str = dspy.InputField(desc="retrieved chunks and/or notes gathered so far")
+    verdict: Verdict = dspy.OutputField(desc="Sufficient or Refine")
+    confidence: float = dspy.OutputField(desc="probability from 0.0 to 1.0 that the verdict is right")
+    missing: str = dspy.OutputField(default="", desc="the missing fact, a short phrase; empty if Sufficient")
+
+
+def sufficiency_default(verdict: Verdict = "Refine") -> dict[str, Any]:
+    """Fallback verdict (``Refine`` by default: programs keep searching, bounded by their caps)."""
+    return {"verdict": verdict, "confidence": 0.0, "missing": ""}
+
+
+def sufficiency_validator(pred: dspy.Prediction) -> tuple[dspy.Prediction, list[str]]:
+    """Clamp ``confidence`` into [0, 1] (reading 1 < c <= 100 as a percentage); strip ``missing``."""
+    problems: list[str] = []
+    try:
+        conf = float(pred.confidence)
+    except (TypeError, ValueError):
+        conf = float("nan")
+    if math.isnan(conf):
+        problems.append(f"confidence {pred.confidence!r} is not a number; set to 0.0")
+        conf = 0.0
+    elif 1.0 < conf <= 100.0:
+        problems.append(f"confidence {conf} read as a percentage")
+        conf /= 100.0
+    elif not 0.0 <= conf <= 1.0:
+        problems.append(f"confidence {conf} clamped into [0, 1]")
+        conf = min(max(conf, 0.0), 1.0)
+    pred.confidence = conf
+    pred.missing = " ".join(str(pred.missing or "").split())
+    return pred, problems
+
+
+def run_sufficiency(
+    predictor: Any,
+    question: str,
+    context: str,
+    *,
+    trace: Any,
+    retries: int = 1,
+    default_verdict: Verdict = "Refine",
+) -> dspy.Prediction:
+    """Run AssessSufficiency; returns ``verdict``, ``confidence`` (0..1), ``missing``, ``fallback``."""
+    return run_step(
+        predictor,
+        step="sufficiency",
+        trace=trace,
+        default=sufficiency_default(default_verdict),
+        validate=sufficiency_validator,
+        retries=retries,
+        question=question,
+        context=context,
+    )
