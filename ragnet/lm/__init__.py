@@ -1,1 +1,47 @@
-"""lm"""
+"""LM setup for ragnet: litellm model ids, the local llama.cpp engine, the cache, usage.
+
+Names load lazily, so ``ragnet.lm.fetch_model`` (used by ``ragnet fetch-model``) works
+without importing DSPy.
+
+Example:
+    >>> import ragnet.lm
+    >>> lm = ragnet.lm.configure("local")  # doctest: +SKIP
+    >>> with ragnet.lm.track_usage() as usage:  # doctest: +SKIP
+    ...     ...
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_LAZY = {
+    "configure": "ragnet.lm.config",
+    "get_lm": "ragnet.lm.config",
+    "make_lm": "ragnet.lm.config",
+    "track_usage": "ragnet.lm.usage",
+    "UsageMeter": "ragnet.lm.usage",
+    "fetch_model": "ragnet.lm.models",
+    "resolve_model_path": "ragnet.lm.models",
+    "ModelFetchError": "ragnet.lm.models",
+    "ModelNotFoundError": "ragnet.lm.models",
+    "MODELS": "ragnet.lm.models",
+    "DEFAULT_MODEL": "ragnet.lm.models",
+    "LlamaCppEngine": "ragnet.lm.local",
+    "LMTimeoutError": "ragnet.lm.local",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ragnet.lm' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

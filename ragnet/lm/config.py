@@ -1,0 +1,181 @@
+"""Choose the LM ragnet programs run on, with DSPy's response cache switched on.
+
+``configure(lm)`` accepts:
+
+* ``"local"``: the local GGUF model through llama.cpp (``$RAGNET_GGUF`` or the
+  model fetched by ``ragnet fetch-model``);
+* ``"local:/path/model.gguf"``: any GGUF file you own;
+* ``"local:qwen2.5-coder-1.5b"``: another fetched registry model;
+* any litellm model id (``"openai/gpt-4o-mini"``, ``"ollama_chat/llama3.1"``,
+  ``"hosted_vllm/Qwen/Qwen2.5-7B-Instruct"`` with ``api_base=...``);
+* a ready ``dspy.BaseLM`` (e.g. ``dspy.utils.DummyLM`` in tests).
+
+``None`` reads ``$RAGNET_LM`` and falls back to ``"local"``.
+
+Example:
+    >>> import ragnet
+    >>> lm = ragnet.configure("openai/gpt-4o-mini", api_key="sk-...")  # doctest: +SKIP
+    >>> lm.model  # doctest: +SKIP
+    'openai/gpt-4o-mini'
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+# litellm fetches a price map over the network at import unless told not to.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+from ragnet.errors import InputError  # noqa: E402
+from ragnet.lm.models import MODELS, default_model_path, ragnet_home  # noqa: E402
+
+__all__ = ["cache_dir", "configure", "get_lm", "make_lm", "parse_lm_spec"]
+
+_cache_state: dict[str, Any] = {"dir": None}
+
+
+def parse_lm_spec(lm: str | None = None) -> tuple[str, str | None]:
+    """Split an LM spec into ``("local", path-or-None)`` or ``("litellm", model_id)``.
+
+    Example:
+        >>> parse_lm_spec("local:/m/x.gguf")
+        ('local', '/m/x.gguf')
+        >>> parse_lm_spec("openai/gpt-4o-mini")
+        ('litellm', 'openai/gpt-4o-mini')
+    """
+    spec = lm if lm is not None else (os.environ.get("RAGNET_LM") or "local")
+    if not isinstance(spec, str):
+        raise InputError(f"lm must be a string or a dspy LM, got {type(spec).__name__}", argument="lm")
+    spec = spec.strip()
+    if not spec:
+        raise InputError("lm is empty; use 'local', 'local:/path/model.gguf' or a litellm model id "
+                         "such as 'openai/gpt-4o-mini'", argument="lm")
+    if spec == "local":
+        return "local", None
+    if spec.startswith("local:"):
+        target = spec[len("local:"):].strip()
+        if not target:
+            raise InputError("'local:' needs a GGUF path or a model name after the colon", argument="lm")
+        if target in MODELS:
+            target = str(default_model_path(target))
+        return "local", target
+    return "litellm", spec
+
+
+def cache_dir(path: str | Path | None = None) -> Path:
+    """DSPy cache folder: ``path``, else ``$RAGNET_CACHE_DIR``, else ``$RAGNET_HOME/dspy_cache``."""
+    chosen = path or os.environ.get("RAGNET_CACHE_DIR") or ragnet_home() / "dspy_cache"
+    return Path(chosen).expanduser()
+
+
+def _configure_cache(path: str | Path | None) -> Path:
+    import dspy
+
+    folder = cache_dir(path)
+    if _cache_state["dir"] != folder:
+        folder.mkdir(parents=True, exist_ok=True)
+        # restrict_pickle: cached entries are read back with an allow-list unpickler
+        # (DSPy's native responses are plain data; litellm types are allow-listed).
+        dspy.configure_cache(enable_disk_cache=True, enable_memory_cache=True,
+                             disk_cache_dir=str(folder), restrict_pickle=True)
+        _cache_state["dir"] = folder
+    return folder
+
+
+def make_lm(lm: str | None = None, *, api_base: str | None = None, api_key: str | None = None,
+            timeout: float | None = 120, num_retries: int = 2, temperature: float = 0.0,
+            max_tokens: int = 512, cache: bool = True, **kwargs: Any):
+    """Build (but do not install) the ``dspy.LM`` for an LM spec; see :func:`configure`.
+
+    Example:
+        >>> make_lm("openai/gpt-4o-mini", api_key="x").model
+        'openai/gpt-4o-mini'
+    """
+    import dspy
+
+    if isinstance(lm, dspy.BaseLM):
+        return lm
+    kind, target = parse_lm_spec(lm)
+    if kind == "local":
+        if api_base is not None or api_key is not None:
+            raise InputError("api_base/api_key apply to litellm models, not to the local model",
+                             argument="api_base" if api_base is not None else "api_key")
+        from ragnet.lm.local import AsyncLlamaCppEngine, LlamaCppEngine
+
+        engine_options = {k: kwargs.pop(k) for k in ("n_ctx", "n_threads", "n_gpu_layers", "chat_template",
+                                                     "verbose") if k in kwargs}
+        if kwargs:
+            raise InputError(f"unknown options for the local model: {sorted(kwargs)}", argument=sorted(kwargs)[0])
+        engine = LlamaCppEngine(target, timeout=timeout, temperature=temperature, max_tokens=max_tokens,
+                                **engine_options)
+        # Retries cannot help a deterministic local model; a timeout would only repeat.
+        return dspy.LM(engine.model_name, engine=engine, async_engine=AsyncLlamaCppEngine(engine),
+                       temperature=temperature, max_tokens=max_tokens, cache=cache, num_retries=0)
+    try:
+        client = {k: v for k, v in {"api_base": api_base, "api_key": api_key, "timeout": timeout}.items()
+                  if v is not None}
+        return dspy.LM(target, num_retries=num_retries, temperature=temperature, max_tokens=max_tokens,
+                       cache=cache, **client, **kwargs)
+    except (ValueError, TypeError) as exc:
+        raise InputError(f"cannot use LM {target!r}: {exc}", argument="lm") from exc
+
+
+def configure(lm: Any = None, *, api_base: str | None = None, api_key: str | None = None,
+              cache_dir: str | Path | None = None, timeout: float | None = 120, num_retries: int = 2,
+              temperature: float = 0.0, max_tokens: int = 512, **kwargs: Any):
+    """Set the LM for every ragnet/DSPy program, with an on-disk response cache.
+
+    Args:
+        lm: LM spec (see the module docs) or a ``dspy.BaseLM``; ``None`` reads
+            ``$RAGNET_LM``, default ``"local"``.
+        api_base: server URL for litellm models (Ollama, vLLM, any OpenAI-compatible server).
+        api_key: key for litellm models (else the provider's usual env variable).
+        cache_dir: DSPy cache folder; default ``$RAGNET_CACHE_DIR`` or ``$RAGNET_HOME/dspy_cache``.
+        timeout: seconds per LM call (the local engine stops generating and raises
+            :class:`ragnet.lm.local.LMTimeoutError`; litellm models time out the request).
+        num_retries: retries of transient failures for litellm models (with
+            exponential backoff, by DSPy). The local model is never retried.
+        temperature: sampling temperature; 0 makes runs repeatable (and cacheable).
+        max_tokens: answer length limit per call.
+        **kwargs: local model options (``n_ctx``, ``n_threads``, ``n_gpu_layers``,
+            ``chat_template``, ``verbose``) or extra ``dspy.LM`` options for litellm.
+
+    Returns:
+        The configured ``dspy.LM``.
+
+    Raises:
+        InputError: a malformed spec or options that do not fit it.
+        ragnet.lm.models.ModelNotFoundError: ``"local"`` but no model file
+            (the message says to run ``ragnet fetch-model``).
+
+    Example:
+        >>> import ragnet
+        >>> lm = ragnet.configure("local")  # doctest: +SKIP
+        >>> lm.model  # doctest: +SKIP
+        'llamacpp/qwen2.5-coder-0.5b-instruct-q4_k_m'
+    """
+    import dspy
+
+    built = make_lm(lm, api_base=api_base, api_key=api_key, timeout=timeout, num_retries=num_retries,
+                    temperature=temperature, max_tokens=max_tokens, **kwargs)
+    _configure_cache(cache_dir)
+    dspy.configure(lm=built)
+    return built
+
+
+def get_lm():
+    """The LM DSPy is configured with; configures the default (``$RAGNET_LM`` / local) if none.
+
+    Example:
+        >>> import dspy
+        >>> from dspy.utils import DummyLM
+        >>> dspy.configure(lm=DummyLM([]))
+        >>> type(get_lm()).__name__
+        'DummyLM'
+    """
+    import dspy
+
+    current = dspy.settings.lm
+    return current if current is not None else configure()

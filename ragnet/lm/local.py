@@ -1,0 +1,451 @@
+"""A local GGUF model as a DSPy 3.4 engine, through llama.cpp.
+
+DSPy 3.4 runs custom models through its *engine* API: an object with
+``complete(request: dspy.lm15.Request) -> dspy.lm15.Response`` passed as
+``dspy.LM(model, engine=...)``. DSPy keeps caching, retries, history, callbacks
+and usage accounting; the engine makes one attempt. :class:`LlamaCppEngine` is
+that engine for ``llama_cpp.Llama``:
+
+* the prompt is rendered with the model's own chat template (from the GGUF
+  metadata), so system/user/assistant turns look the way the model was trained;
+* decoding is greedy by default (temperature 0), so runs repeat exactly;
+* every call has a wall-clock ``timeout``: generation stops at the first token
+  past the deadline and :class:`LMTimeoutError` is raised;
+* ``Response.usage`` carries the real prompt and completion token counts;
+* JSON-schema response formats (DSPy's ``JSONAdapter``) become a llama.cpp
+  grammar, so structured output is always valid JSON.
+
+One ``Llama`` per (file, context size, threads) is loaded per process and shared
+by every engine that asks for it; calls on it are serialised with a lock, so
+concurrent DSPy programs are safe (they queue).
+
+Example:
+    >>> import dspy
+    >>> from ragnet.lm.local import LlamaCppEngine
+    >>> engine = LlamaCppEngine()                      # doctest: +SKIP
+    >>> lm = dspy.LM(engine.model_name, engine=engine, num_retries=0)  # doctest: +SKIP
+    >>> dspy.Predict("question -> answer", lm=lm)(question="2+2?").answer  # doctest: +SKIP
+    '4'
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import os
+import re
+import threading
+import time
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+from dspy.clients.engines.base import validate_request
+from dspy.lm15 import (
+    ContextLengthError,
+    Message,
+    Request,
+    Response,
+    TextPart,
+    UnsupportedFeatureError,
+    Usage,
+    response_to_events,
+)
+from dspy.utils.exceptions import LMError
+
+from ragnet.errors import InputError, MissingDependencyError, RagnetError, require
+from ragnet.lm.models import resolve_model_path
+
+__all__ = ["AsyncLlamaCppEngine", "LMTimeoutError", "LlamaCppEngine", "default_threads"]
+
+# ChatML, for GGUF files that carry no chat template of their own.
+_CHATML_TEMPLATE = (
+    "{% for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+
+
+class LMTimeoutError(RagnetError, LMError):
+    """A local generation ran past its wall-clock ``timeout``.
+
+    It is a :class:`ragnet.errors.RagnetError` and a DSPy ``LMError`` (so DSPy passes
+    it through unchanged), but *not* DSPy's retryable ``LMTimeoutError``: the same
+    prompt on the same machine would take just as long again.
+
+    Attributes:
+        timeout: the limit in seconds.
+        elapsed: seconds the call ran before it was stopped.
+        prompt_tokens: tokens in the prompt.
+        completion_tokens: tokens generated before the stop.
+    """
+
+    default_code = "timeout"
+
+    def __init__(self, message: str = "", *, timeout: float | None = None, elapsed: float | None = None,
+                 prompt_tokens: int | None = None, completion_tokens: int | None = None,
+                 model: str | None = None) -> None:
+        super().__init__(message, model=model, provider="llama.cpp")
+        self.timeout = timeout
+        self.elapsed = elapsed
+        self.prompt_tokens = prompt_tokens
+        self.completion_tokens = completion_tokens
+
+
+class _Loaded:
+    """A loaded model, its lock and its chat formatter."""
+
+    def __init__(self, llm: Any, formatter: Any) -> None:
+        self.llm = llm
+        self.formatter = formatter
+        self.lock = threading.Lock()
+
+
+_MODELS: dict[tuple, _Loaded] = {}
+_MODELS_LOCK = threading.Lock()
+
+
+def default_threads() -> int:
+    """Half the CPUs (at least 1), llama-cpp-python's own default.
+
+    llama.cpp threads wait for each other with spin barriers, so one thread more than
+    the machine can really give is very expensive: on a busy 2-core machine a short
+    call took 33 s with 2 threads and 1.2 s with 1 (``ragnet`` measurements).
+    """
+    return max(1, (os.cpu_count() or 2) // 2)
+
+
+def _model_name(path: Path) -> str:
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "-", path.stem).strip("-") or "model"
+    return f"llamacpp/{stem}"
+
+
+class LlamaCppEngine:
+    """DSPy engine that runs a local GGUF model with llama.cpp.
+
+    Args:
+        model_path: GGUF file; ``None`` uses :func:`ragnet.lm.models.resolve_model_path`
+            (``$RAGNET_GGUF`` or the fetched default model).
+        n_ctx: context window in tokens (prompt + answer).
+        n_threads: CPU threads; default ``$RAGNET_LM_THREADS`` or :func:`default_threads`.
+        temperature: used when the request does not set one (DSPy usually does).
+        max_tokens: answer length used when the request does not set one.
+        timeout: wall-clock seconds per call, counted from the moment the model is
+            free (calls from several threads queue on one model); ``None`` = no limit.
+            Checked after each generated token: the prompt itself is always read
+            in full first.
+        chat_template: Jinja chat template overriding the one in the GGUF file.
+        n_gpu_layers: layers to offload when llama.cpp was built with GPU support.
+        verbose: let llama.cpp print its load and timing logs.
+        **llama_kwargs: passed to ``llama_cpp.Llama`` (e.g. ``n_batch``).
+
+    The model is loaded on the first call (or by :meth:`load`), not here; a missing
+    file or a missing ``llama_cpp`` fails here already, with the fix in the message.
+
+    Example:
+        >>> engine = LlamaCppEngine("model.gguf", timeout=30)  # doctest: +SKIP
+        >>> engine.model_name  # doctest: +SKIP
+        'llamacpp/model'
+    """
+
+    # Capability hints read by DSPy adapters (dspy.clients.capabilities).
+    supports_function_calling = False
+    supports_reasoning = False
+    supports_response_schema = True
+    supported_params = frozenset({"temperature", "max_tokens", "top_p", "top_k", "stop", "seed",
+                                  "presence_penalty", "frequency_penalty", "response_format"})
+
+    def __init__(self, model_path: str | Path | None = None, *, n_ctx: int = 8192, n_threads: int | None = None,
+                 temperature: float = 0.0, max_tokens: int = 512, timeout: float | None = 120.0,
+                 chat_template: str | None = None, n_gpu_layers: int = 0, verbose: bool = False,
+                 **llama_kwargs: Any) -> None:
+        if n_ctx < 256:
+            raise InputError(f"n_ctx must be at least 256, got {n_ctx}", argument="n_ctx")
+        if max_tokens < 1:
+            raise InputError(f"max_tokens must be positive, got {max_tokens}", argument="max_tokens")
+        if timeout is not None and timeout <= 0:
+            raise InputError(f"timeout must be positive seconds or None, got {timeout}", argument="timeout")
+        self.model_path = resolve_model_path(model_path).resolve()
+        if importlib.util.find_spec("llama_cpp") is None:
+            raise MissingDependencyError(
+                "llama_cpp is not installed (needed for the local model); run: pip install 'ragnet[local]' "
+                "(builds llama-cpp-python, ~7 minutes on 2 cores), or use a litellm model id instead of 'local'"
+            )
+        self.n_ctx = int(n_ctx)
+        threads = n_threads or os.environ.get("RAGNET_LM_THREADS") or default_threads()
+        try:
+            self.n_threads = int(threads)
+        except ValueError:
+            raise InputError(f"thread count must be an integer, got {threads!r} (check RAGNET_LM_THREADS)",
+                             argument="n_threads") from None
+        if self.n_threads < 1:
+            raise InputError(f"n_threads must be at least 1, got {self.n_threads}", argument="n_threads")
+        self.temperature = float(temperature)
+        self.max_tokens = int(max_tokens)
+        self.timeout = None if timeout is None else float(timeout)
+        self.chat_template = chat_template
+        self.n_gpu_layers = int(n_gpu_layers)
+        self.verbose = bool(verbose)
+        self.llama_kwargs = dict(llama_kwargs)
+        self.model_name = _model_name(self.model_path)
+        self._grammars: OrderedDict[str, Any] = OrderedDict()
+
+    def __repr__(self) -> str:
+        return (f"LlamaCppEngine({str(self.model_path)!r}, n_ctx={self.n_ctx}, n_threads={self.n_threads}, "
+                f"timeout={self.timeout})")
+
+    # ------------------------------------------------------------------ loading
+    def _key(self) -> tuple:
+        extra = tuple(sorted((k, repr(v)) for k, v in self.llama_kwargs.items()))
+        return (str(self.model_path), self.n_ctx, self.n_threads, self.n_gpu_layers, self.chat_template, extra)
+
+    def load(self) -> Any:
+        """Load the model now (otherwise the first call does it); return the ``Llama``."""
+        return self._loaded().llm
+
+    def _loaded(self) -> _Loaded:
+        key = self._key()
+        with _MODELS_LOCK:
+            loaded = _MODELS.get(key)
+            if loaded is None:
+                loaded = self._load_model()
+                _MODELS[key] = loaded
+        return loaded
+
+    def _load_model(self) -> _Loaded:
+        llama_cpp = require("llama_cpp", extra="local", purpose="the local model")
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+        try:
+            llm = llama_cpp.Llama(model_path=str(self.model_path), n_ctx=self.n_ctx, n_threads=self.n_threads,
+                                  n_threads_batch=self.n_threads, n_gpu_layers=self.n_gpu_layers,
+                                  verbose=self.verbose, **self.llama_kwargs)
+        except (ValueError, RuntimeError, OSError) as exc:
+            raise RagnetError(f"llama.cpp could not load {self.model_path}: {exc} "
+                              "(is it a complete GGUF file? `ragnet fetch-model` re-downloads the default)") from exc
+        template = self.chat_template or llm.metadata.get("tokenizer.chat_template") or _CHATML_TEMPLATE
+        eos_id, bos_id = llm.token_eos(), llm.token_bos()
+        eos = llm._model.token_get_text(eos_id) if eos_id != -1 else ""
+        bos = llm._model.token_get_text(bos_id) if bos_id != -1 else ""
+        formatter = Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos,
+                                        stop_token_ids=[eos_id] if eos_id != -1 else None)
+        return _Loaded(llm, formatter)
+
+    @classmethod
+    def unload_all(cls) -> None:
+        """Forget every loaded model (memory is freed once no engine call holds it)."""
+        with _MODELS_LOCK:
+            _MODELS.clear()
+
+    # ------------------------------------------------------------------ requests
+    @staticmethod
+    def _messages(request: Request) -> list[dict[str, str]]:
+        if request.tools:
+            raise UnsupportedFeatureError("the local llama.cpp engine does not support tools", feature="tools")
+        messages: list[dict[str, str]] = []
+        system = request.system
+        if system is not None:
+            if not isinstance(system, str):
+                if not all(isinstance(p, TextPart) for p in system):
+                    raise UnsupportedFeatureError("the local engine takes text-only system prompts", feature="media")
+                system = "".join(p.text for p in system)
+            messages.append({"role": "system", "content": system})
+        for message in request.messages:
+            text = message.text
+            if text is None:
+                kinds = sorted({type(p).__name__ for p in message.parts})
+                raise UnsupportedFeatureError(f"the local engine takes text-only messages, got {kinds}",
+                                              feature="media")
+            role = {"developer": "system"}.get(message.role, message.role)
+            messages.append({"role": role, "content": text})
+        return messages
+
+    def _grammar(self, response_format: dict | None) -> Any:
+        if not response_format:
+            return None
+        from llama_cpp.llama_grammar import JSON_GBNF, LlamaGrammar
+
+        schema = response_format.get("schema") if response_format.get("type") == "json_schema" else None
+        key = json.dumps(schema, sort_keys=True) if schema is not None else ""
+        grammar = self._grammars.get(key)
+        if grammar is None:
+            try:
+                grammar = (LlamaGrammar.from_json_schema(key, verbose=False) if schema is not None
+                           else LlamaGrammar.from_string(JSON_GBNF, verbose=False))
+            except Exception:  # a schema llama.cpp cannot express: any JSON object will do
+                grammar = LlamaGrammar.from_string(JSON_GBNF, verbose=False)
+            self._grammars[key] = grammar
+            while len(self._grammars) > 32:
+                self._grammars.popitem(last=False)
+        return grammar
+
+    def complete(self, request: Request) -> Response:
+        """Run one request: render, generate (greedy by default), report usage.
+
+        Raises:
+            LMTimeoutError: generation passed ``timeout``.
+            dspy.lm15.ContextLengthError: the prompt does not fit in ``n_ctx``
+                (DSPy raises it as ``ContextWindowExceededError``).
+            dspy.lm15.UnsupportedFeatureError: tools or non-text content.
+        """
+        validate_request(request)
+        messages = self._messages(request)
+        config = request.config
+        loaded = self._loaded()
+        llm = loaded.llm
+        with loaded.lock:
+            started = time.monotonic()
+            rendered = loaded.formatter(messages=messages)
+            prompt = llm.tokenize(rendered.prompt.encode("utf-8"), add_bos=not rendered.added_special, special=True)
+            if len(prompt) >= self.n_ctx:
+                raise ContextLengthError(
+                    f"prompt has {len(prompt)} tokens but the local model's context is n_ctx={self.n_ctx}; "
+                    "shorten the input (smaller budget / fewer chunks) or raise n_ctx",
+                    provider="llama.cpp",
+                )
+            max_tokens = min(config.max_tokens or self.max_tokens, self.n_ctx - len(prompt))
+            template_stop = [rendered.stop] if isinstance(rendered.stop, str) else list(rendered.stop or [])
+            stop = list(config.stop) + template_stop
+            deadline = None if self.timeout is None else started + self.timeout
+            state = {"timed_out": False, "generated": 0}
+            if not self._prefill(llm, prompt, deadline):
+                elapsed = time.monotonic() - started
+                raise self._timeout_error(elapsed, len(prompt), 0, reading=True)
+
+            def past_deadline(input_ids, logits) -> bool:
+                state["generated"] += 1
+                if deadline is not None and time.monotonic() > deadline:
+                    state["timed_out"] = True
+                    return True
+                return False
+
+            criteria = [past_deadline, *(rendered.stopping_criteria or [])]
+            from llama_cpp import StoppingCriteriaList
+
+            temperature = self.temperature if config.temperature is None else config.temperature
+            options: dict[str, Any] = dict(
+                prompt=prompt, max_tokens=max_tokens, temperature=temperature, stop=stop,
+                stopping_criteria=StoppingCriteriaList(criteria), repeat_penalty=1.0,
+                grammar=self._grammar(config.response_format), model=self.model_name,
+            )
+            for name in ("top_p", "top_k", "seed", "presence_penalty", "frequency_penalty"):
+                value = getattr(config, name)
+                if value is not None:
+                    options[name] = value
+            try:
+                out = llm.create_completion(**options)
+            except ValueError as exc:
+                if "context window" in str(exc):
+                    raise ContextLengthError(str(exc), provider="llama.cpp") from exc
+                raise
+            elapsed = time.monotonic() - started
+        choice = out["choices"][0]
+        usage = out.get("usage") or {}
+        if state["timed_out"]:
+            raise self._timeout_error(elapsed, len(prompt), state["generated"], reading=False)
+        finish = "length" if choice.get("finish_reason") == "length" else "stop"
+        return Response(
+            id=out.get("id") or None,
+            model=self.model_name,
+            message=Message.assistant([TextPart(choice.get("text") or "")]),
+            finish_reason=finish,
+            usage=Usage(input_tokens=int(usage.get("prompt_tokens", len(prompt))),
+                        output_tokens=int(usage.get("completion_tokens", 0))),
+            provider_data={"elapsed_s": round(elapsed, 4)},
+        )
+
+    def _prefill(self, llm: Any, prompt: list[int], deadline: float | None) -> bool:
+        """Read the prompt into the KV cache in slices, checking the deadline between them.
+
+        llama.cpp cannot be interrupted inside one ``create_completion`` prompt pass, so
+        the prompt (all but its last token) is evaluated here first; the completion
+        call then finds it cached (llama.cpp's prefix matching) and only generates.
+        Returns False when the deadline passed before the prompt was read.
+        """
+        if deadline is None:
+            return True
+        cached = llm.input_ids[: llm.n_tokens]
+        common = 0
+        for a, b in zip(cached, prompt):
+            if a != b:
+                break
+            common += 1
+        end = len(prompt) - 1  # generation replays the last prompt token to get fresh logits
+        if common >= end:
+            return True
+        llm.n_tokens = common  # eval() drops the KV cache beyond n_tokens
+        step = llm.n_batch  # the slices llama.cpp itself would use: same speed, checked in between
+        for start in range(common, end, step):
+            if time.monotonic() > deadline:
+                return False
+            llm.eval(prompt[start:min(end, start + step)])
+        return True
+
+    def _timeout_error(self, elapsed: float, prompt_tokens: int, generated: int, *, reading: bool) -> LMTimeoutError:
+        where = "while reading the prompt" if reading else f"after generating {generated} tokens"
+        return LMTimeoutError(
+            f"local model {self.model_path.name} exceeded its {self.timeout:g}s timeout {where} "
+            f"({elapsed:.1f}s, {prompt_tokens} prompt tokens); raise the timeout, lower max_tokens, "
+            "or shorten the prompt",
+            timeout=self.timeout, elapsed=elapsed, prompt_tokens=prompt_tokens, completion_tokens=generated,
+            model=self.model_name,
+        )
+
+    def stream(self, request: Request):
+        """DSPy streaming hook: the whole answer as one chunk (llama.cpp runs to completion)."""
+        return response_to_events(self.complete(request))
+
+    def close(self) -> None:
+        """Engines are shared and borrowed by ``dspy.LM``; the model stays loaded."""
+
+    # ------------------------------------------------------------------ saving
+    def dump_state(self) -> dict[str, Any]:
+        """JSON state so ``dspy.LM.dump_state`` can save programs that carry this LM."""
+        return {"model_path": str(self.model_path), "n_ctx": self.n_ctx, "n_threads": self.n_threads,
+                "temperature": self.temperature, "max_tokens": self.max_tokens, "timeout": self.timeout,
+                "chat_template": self.chat_template, "n_gpu_layers": self.n_gpu_layers}
+
+    @classmethod
+    def load_state(cls, state: dict[str, Any]) -> "LlamaCppEngine":
+        """Rebuild from :meth:`dump_state` output."""
+        state = dict(state)
+        return cls(state.pop("model_path", None), **state)
+
+
+class AsyncLlamaCppEngine:
+    """Async counterpart of :class:`LlamaCppEngine` for ``dspy.LM(..., async_engine=...)``.
+
+    Runs the sync engine in a worker thread, so ``await program.acall(...)`` works and
+    the event loop stays free while the model generates.
+
+    Example:
+        >>> engine = LlamaCppEngine()  # doctest: +SKIP
+        >>> lm = dspy.LM(engine.model_name, engine=engine, async_engine=AsyncLlamaCppEngine(engine))  # doctest: +SKIP
+    """
+
+    def __init__(self, sync: LlamaCppEngine) -> None:
+        self.sync = sync
+        self.supports_function_calling = sync.supports_function_calling
+        self.supports_reasoning = sync.supports_reasoning
+        self.supports_response_schema = sync.supports_response_schema
+        self.supported_params = sync.supported_params
+
+    async def complete(self, request: Request) -> Response:
+        return await asyncio.to_thread(self.sync.complete, request)
+
+    async def stream(self, request: Request):
+        response = await self.complete(request)
+        for event in response_to_events(response):
+            yield event
+
+    async def aclose(self) -> None:
+        """Nothing to release; the model stays loaded for other engines."""
+
+    def dump_state(self) -> dict[str, Any]:
+        return self.sync.dump_state()
+
+    @classmethod
+    def load_state(cls, state: dict[str, Any]) -> "AsyncLlamaCppEngine":
+        return cls(LlamaCppEngine.load_state(state))

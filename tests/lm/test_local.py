@@ -1,0 +1,142 @@
+"""The llama.cpp engine: request mapping (no model) and live calls (marker ``live``)."""
+
+from __future__ import annotations
+
+import time
+
+import dspy
+import pytest
+from dspy.lm15 import Message, Request, TextPart, UnsupportedFeatureError
+from dspy.utils.exceptions import ContextWindowExceededError, LMError, is_retryable_lm_error
+
+from ragnet.errors import RagnetError
+from ragnet.lm.local import LlamaCppEngine, LMTimeoutError
+from ragnet.lm.usage import track_usage
+
+
+def test_messages_from_request():
+    request = Request(
+        model="llamacpp/x",
+        system="Be brief.",
+        messages=(Message.user("Hi"), Message.assistant([TextPart("Hello")]), Message.developer("Rule"),
+                  Message.user("Bye")),
+    )
+    assert LlamaCppEngine._messages(request) == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Hi"},
+        {"role": "assistant", "content": "Hello"},
+        {"role": "system", "content": "Rule"},
+        {"role": "user", "content": "Bye"},
+    ]
+
+
+def test_tools_are_refused():
+    from dspy.lm15 import FunctionTool
+
+    tool = FunctionTool(name="search", description="d", parameters={"type": "object", "properties": {}})
+    request = Request(model="llamacpp/x", messages=(Message.user("Hi"),), tools=(tool,))
+    with pytest.raises(UnsupportedFeatureError, match="tools"):
+        LlamaCppEngine._messages(request)
+
+
+def test_timeout_error_is_ragnet_and_dspy_but_not_retried():
+    err = LMTimeoutError("slow", timeout=2.0, elapsed=2.1, prompt_tokens=10, completion_tokens=3, model="m")
+    assert isinstance(err, RagnetError) and isinstance(err, LMError)
+    assert not is_retryable_lm_error(err)
+    assert err.code == "timeout" and err.completion_tokens == 3
+    assert "slow" in str(err)
+
+
+def test_engine_validates_arguments(tmp_path):
+    from ragnet.errors import InputError
+
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"x")
+    with pytest.raises(InputError, match="timeout"):
+        LlamaCppEngine(gguf, timeout=0)
+    with pytest.raises(InputError, match="n_ctx"):
+        LlamaCppEngine(gguf, n_ctx=16)
+
+
+# ----------------------------------------------------------------------------- live
+@pytest.fixture(scope="module")
+def engine(live_model_path):
+    eng = LlamaCppEngine(live_model_path, n_ctx=4096, max_tokens=64, timeout=120)
+    eng.load()
+    return eng
+
+
+@pytest.fixture
+def live_lm(engine, dspy_state):
+    return dspy.LM(engine.model_name, engine=engine, temperature=0.0, max_tokens=64, num_retries=0, cache=True)
+
+
+@pytest.mark.live
+def test_live_predict_parses_answer_and_counts_tokens(live_lm):
+    predict = dspy.Predict("question -> answer")
+    with dspy.context(lm=live_lm), track_usage() as usage:
+        started = time.perf_counter()
+        first = predict(question="What is the capital of France? Answer with the city name.")
+        fresh_seconds = time.perf_counter() - started
+        again = predict(question="What is the capital of France? Answer with the city name.")
+    assert "paris" in first.answer.lower()
+    assert again.answer == first.answer
+    assert usage.lm_calls == 2 and usage.cached_calls == 1
+    assert usage.input_tokens > 50 and 0 < usage.output_tokens <= 64
+    assert fresh_seconds > 0
+
+
+@pytest.mark.live
+def test_live_json_adapter_uses_grammar(live_lm):
+    predict = dspy.Predict("question -> answer: int")
+    with dspy.context(lm=live_lm, adapter=dspy.JSONAdapter()):
+        result = predict(question="What is 2 + 2?")
+    assert result.answer == 4
+
+
+@pytest.mark.live
+def test_live_tiny_timeout_raises(live_model_path, engine, dspy_state):
+    quick = LlamaCppEngine(live_model_path, n_ctx=4096, max_tokens=200, timeout=0.01)
+    lm = dspy.LM(quick.model_name, engine=quick, num_retries=0, cache=False)
+    with dspy.context(lm=lm), track_usage() as usage:
+        with pytest.raises(LMTimeoutError, match="timeout") as info:
+            dspy.Predict("topic -> essay")(topic="rivers of Europe, in great detail")
+    assert info.value.timeout == 0.01
+    assert usage.timeouts == 1 and usage.failed_calls == 1
+
+
+@pytest.mark.live
+def test_live_prompt_longer_than_context(live_model_path, dspy_state):
+    small = LlamaCppEngine(live_model_path, n_ctx=256, max_tokens=16)
+    lm = dspy.LM(small.model_name, engine=small, num_retries=0, cache=False)
+    with pytest.raises(ContextWindowExceededError, match="n_ctx=256"):
+        lm("word " * 400)
+
+
+@pytest.mark.live
+def test_live_configure_local_async_and_threads(live_model_path, dspy_state, monkeypatch, tmp_path):
+    import asyncio
+
+    from ragnet.lm.config import configure
+
+    monkeypatch.setenv("RAGNET_GGUF", str(live_model_path))
+    lm = configure("local", cache_dir=tmp_path / "cache", max_tokens=32)
+    assert lm.model.startswith("llamacpp/")
+    predict = dspy.Predict("question -> answer")
+    questions = ["What is the capital of Italy?", "What is the capital of Spain?"]
+    with track_usage() as usage:
+        results = dspy.Parallel(num_threads=2, disable_progress_bar=True)(
+            [(predict, dspy.Example(question=q).with_inputs("question")) for q in questions])
+        answer = asyncio.run(predict.acall(question="What is the capital of Germany?")).answer
+    assert "rome" in results[0].answer.lower() and "madrid" in results[1].answer.lower()
+    assert "berlin" in answer.lower()
+    assert usage.lm_calls == 3 and usage.input_tokens > 100
+
+
+@pytest.mark.live
+def test_live_lm_state_roundtrip(engine):
+    lm = dspy.LM(engine.model_name, engine=engine, num_retries=0)
+    state = lm.dump_state()
+    assert state["engine"]["state"]["model_path"] == str(engine.model_path)
+    loaded = dspy.LM.load_state(state, allow_custom_lm_class=True)
+    assert isinstance(loaded.engine, LlamaCppEngine) and loaded.engine.n_ctx == engine.n_ctx
