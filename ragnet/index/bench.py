@@ -1,0 +1,197 @@
+"""Benchmarks for the index: per-query search latency and indexing overhead.
+
+Both functions return plain dicts of figures (``ragnet bench`` prints them). Thread
+counts are pinned (FAISS's OpenMP pool and torch's intra-op pool): on a small shared
+machine, unpinned BLAS/OpenMP threads make timings swing by an order of magnitude.
+
+Example:
+    >>> index = Index.load("my_index")                               # doctest: +SKIP
+    >>> run_search_bench(index, ["who wrote Hamlet?"] * 50)["hybrid"]  # doctest: +SKIP
+    {'median_ms': 6.1, 'p95_ms': 7.9, 'mean_ms': 6.3}
+"""
+
+from __future__ import annotations
+
+import contextlib
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
+
+from ragnet.corpus.types import Document
+from ragnet.index.embedder import Embedder
+from ragnet.index.index import Index, passage_text
+
+
+@contextlib.contextmanager
+def pinned_threads(threads: int, faiss_threads: int | None = None) -> Iterator[None]:
+    """Pin torch intra-op threads to ``threads`` and FAISS's OpenMP threads to
+    ``faiss_threads`` (default: same), restoring both afterwards."""
+    import faiss
+    import torch
+
+    old_faiss, old_torch = faiss.omp_get_max_threads(), torch.get_num_threads()
+    faiss.omp_set_num_threads(faiss_threads or threads)
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        faiss.omp_set_num_threads(old_faiss)
+        torch.set_num_threads(old_torch)
+
+
+def _summary(times_s: list[float]) -> dict[str, float]:
+    ms = np.asarray(times_s) * 1e3
+    return {
+        "median_ms": round(float(np.median(ms)), 3),
+        "p95_ms": round(float(np.percentile(ms, 95)), 3),
+        "mean_ms": round(float(ms.mean()), 3),
+    }
+
+
+def _time_each(fn: Callable[[str], Any], queries: Sequence[str], repeats: int) -> list[float]:
+    times = []
+    for _ in range(repeats):
+        for q in queries:
+            t0 = time.perf_counter()
+            fn(q)
+            times.append(time.perf_counter() - t0)
+    return times
+
+
+def run_search_bench(
+    index: Index,
+    queries: Sequence[str],
+    repeats: int = 3,
+    k: int = 5,
+    lam: float = 0.4,
+    threads: int = 2,
+    faiss_threads: int = 1,
+    warmup: int = 10,
+) -> dict[str, Any]:
+    """Milliseconds per query for hybrid, dense-only and BM25-only search.
+
+    Also times the query embedding alone (the dominant cost of hybrid and dense search).
+
+    Args:
+        index: a built or loaded ``Index``.
+        queries: query texts (each is timed ``repeats`` times).
+        repeats: passes over ``queries``.
+        k: results per query.
+        lam: hybrid BM25 weight.
+        threads: torch threads (query embedding, flat scan) during the run.
+        faiss_threads: FAISS OpenMP threads (HNSW/IVF search) during the run; one query
+            at a time gains nothing from more, and idle OpenMP workers spinning next to
+            torch's slow it down.
+        warmup: untimed queries first (model loaded, TorchScript traced).
+
+    The embedder's query cache is switched off while timing, so every query is embedded.
+
+    Returns:
+        ``{"queries", "repeats", "threads", "chunks", "faiss_index", "hybrid", "dense", "bm25",
+        "embed"}``; each timing is ``{"median_ms", "p95_ms", "mean_ms"}``.
+
+    Example:
+        >>> run_search_bench(index, qs, repeats=1)["dense"]["median_ms"]  # doctest: +SKIP
+        4.2
+    """
+    queries = [q for q in queries if q.strip()]
+    if not queries:
+        raise ValueError("run_search_bench needs at least one non-empty query")
+    emb = index.embedder
+    old_cache = emb.query_cache
+    with pinned_threads(threads, faiss_threads):
+        emb.query_cache = 0
+        emb.clear_cache()
+        try:
+            result = _search_figures(index, queries, repeats, k, lam, warmup)
+        finally:
+            emb.query_cache = old_cache
+    result.update(threads=threads, faiss_threads=faiss_threads)
+    return result
+
+
+def _search_figures(index: Index, queries: list[str], repeats: int, k: int, lam: float, warmup: int) -> dict[str, Any]:
+    for q in (queries * (warmup // len(queries) + 1))[:warmup]:
+        index.search(q, k=k, lam=lam)
+    return {
+        "queries": len(queries),
+        "repeats": repeats,
+        "chunks": len(index),
+        "faiss_index": index.manifest.get("faiss_index"),
+        "k": k,
+        "lam": lam,
+        "hybrid": _summary(_time_each(lambda q: index.search(q, k=k, lam=lam), queries, repeats)),
+        "dense": _summary(_time_each(lambda q: index.dense_search(q, k=k), queries, repeats)),
+        "bm25": _summary(_time_each(lambda q: index.bm25_search(q, k=k), queries, repeats)),
+        "embed": _summary(_time_each(index.embed_query, queries, repeats)),
+    }
+
+
+def run_index_bench(
+    texts: Sequence[str | Document],
+    embedder: Embedder | str | None = None,
+    batch_size: int = 64,
+    chunk_tokens: int = 256,
+    overlap: int = 32,
+    faiss_index: str = "auto",
+    threads: int | None = None,
+    path: str | Path | None = None,
+) -> dict[str, Any]:
+    """Compare ``Index.build`` with a bare ``SentenceTransformer.encode`` of the same passages.
+
+    Builds an index over ``texts`` (strings become documents ``t0``, ``t1``, ...), then
+    encodes exactly the passages the index embedded with ``model.encode`` at the same batch
+    size. ``overhead_pct`` is ``(build total - raw encode) / raw encode`` (everything:
+    chunking, metadata, embedding, FAISS, BM25, persistence); ``embed_overhead_pct`` is the
+    same for the embedding phase alone.
+
+    Args:
+        texts: document texts or ``Document`` objects.
+        embedder: as for ``Index.build``.
+        batch_size: batch size for both the index and the raw encode.
+        chunk_tokens, overlap, faiss_index: as for ``Index.build``.
+        threads: pin torch/FAISS threads (None: leave as is).
+        path: where to write the index (default: a temporary folder, removed afterwards).
+
+    Example:
+        >>> run_index_bench(["some text"] * 100)["overhead_pct"]  # doctest: +SKIP
+        4.8
+    """
+    docs = [t if isinstance(t, Document) else Document(id=f"t{i}", title="", text=t) for i, t in enumerate(texts)]
+    emb = embedder if isinstance(embedder, Embedder) else Embedder(embedder, batch_size=batch_size)
+    old_batch, emb.batch_size = emb.batch_size, batch_size
+    ctx = pinned_threads(threads) if threads else contextlib.nullcontext()
+    with ctx, tempfile.TemporaryDirectory(prefix="ragnet-bench-") as tmp:
+        model = emb.model
+        model.encode(["warm up the model"] * 4, batch_size=batch_size)
+        target = Path(path) if path is not None else Path(tmp) / "index"
+        index = Index.build(docs, target, chunk_tokens=chunk_tokens, overlap=overlap, embedder=emb,
+                            faiss_index=faiss_index, show_progress=False)
+        passages = [passage_text(c) for c in index.chunks]
+        t0 = time.perf_counter()
+        model.encode(passages, batch_size=batch_size, convert_to_numpy=True, show_progress_bar=False)
+        raw = time.perf_counter() - t0
+    emb.batch_size = old_batch
+    stats = index.build_stats or {}
+    total, embed = stats.get("total_s", float("nan")), stats.get("embed_s", float("nan"))
+    return {
+        "docs": len(docs),
+        "chunks": len(index),
+        "unique_passages": len(set(passages)),
+        "batch_size": batch_size,
+        "threads": threads,
+        "raw_encode_s": round(raw, 3),
+        "build": {key: round(val, 3) for key, val in stats.items()},
+        "embed_overhead_pct": round(100.0 * (embed - raw) / raw, 2),
+        "overhead_pct": round(100.0 * (total - raw) / raw, 2),
+        "chunks_per_s": round(len(index) / total, 1) if total else None,
+    }
+
+
+def median_ms(times_s: Sequence[float]) -> float:
+    """Median of ``times_s`` in milliseconds (helper for ad-hoc timing)."""
+    return statistics.median(times_s) * 1e3
