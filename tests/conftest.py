@@ -7,3 +7,32 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("OMP_NUM_THREADS", "2")
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+
+def _live_skip_reason(path) -> str | None:
+    if importlib.util.find_spec("llama_cpp") is None:
+        return "llama_cpp is not installed (pip install 'ragnet[local]')"
+    if path is None or not path.is_file():
+        return "no local GGUF model (run `ragnet fetch-model` or set RAGNET_GGUF)"
+    return None
+
+
+@pytest.fixture(scope="session")
+def live_model_path():
+    """Path of the real local model. Skips when it is missing, unless RAGNET_REQUIRE_LIVE=1
+    (set by `make test`, so CI can never pass by silently skipping the live tests)."""
+    from ragnet.lm.models import default_model_path
+
+    env = os.environ.get("RAGNET_GGUF")
+    path = Path(env) if env else default_model_path()
+    reason = _live_skip_reason(path)
+    if reason:
+        if os.environ.get("RAGNET_REQUIRE_LIVE") == "1":
+            pytest.fail(f"live tests required but {reason}")
+        pytest.skip(reason)
+    return path

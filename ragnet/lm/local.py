@@ -117,6 +117,30 @@ def default_threads() -> int:
     return max(1, (os.cpu_count() or 2) // 2)
 
 
+def _common_prefix(a, b) -> int:
+    """Length of the common prefix of two token sequences."""
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _restore_longest_prefix(llm: Any, prompt: list[int]) -> None:
+    """Load the cached KV state sharing the longest prefix with ``prompt``, if it beats the live one."""
+    cache = getattr(llm, "cache", None)
+    if cache is None:
+        return
+    try:
+        state = cache[prompt]
+    except KeyError:
+        return
+    stored = _common_prefix(state.input_ids[: state.n_tokens].tolist(), prompt)
+    if stored > _common_prefix(llm.input_ids[: llm.n_tokens], prompt):
+        llm.load_state(state)
+
+
 def _model_name(path: Path) -> str:
     stem = re.sub(r"[^A-Za-z0-9._-]+", "-", path.stem).strip("-") or "model"
     return f"llamacpp/{stem}"
@@ -225,6 +249,12 @@ class LlamaCppEngine:
         except (ValueError, RuntimeError, OSError) as exc:
             raise RagnetError(f"llama.cpp could not load {self.model_path}: {exc} "
                               "(is it a complete GGUF file? `ragnet fetch-model` re-downloads the default)") from exc
+        # Keep KV states of recent prompts so a call reuses the longest cached prefix: each ragnet
+        # step has its own long instruction prefix, and steps alternate, so llama.cpp's single
+        # "last prompt" reuse alone would re-read every instruction block on every call.
+        cache_mb = int(os.environ.get("RAGNET_LM_PREFIX_CACHE_MB", "1024"))
+        if cache_mb > 0:
+            llm.set_cache(llama_cpp.LlamaRAMCache(capacity_bytes=cache_mb << 20))
         template = self.chat_template or llm.metadata.get("tokenizer.chat_template") or _CHATML_TEMPLATE
         eos_id, bos_id = llm.token_eos(), llm.token_bos()
         eos = llm._model.token_get_text(eos_id) if eos_id != -1 else ""
@@ -364,14 +394,10 @@ class LlamaCppEngine:
         call then finds it cached (llama.cpp's prefix matching) and only generates.
         Returns False when the deadline passed before the prompt was read.
         """
+        _restore_longest_prefix(llm, prompt)
         if deadline is None:
             return True
-        cached = llm.input_ids[: llm.n_tokens]
-        common = 0
-        for a, b in zip(cached, prompt):
-            if a != b:
-                break
-            common += 1
+        common = _common_prefix(llm.input_ids[: llm.n_tokens], prompt)
         end = len(prompt) - 1  # generation replays the last prompt token to get fresh logits
         if common >= end:
             return True

@@ -1,1 +1,25 @@
-"""programs"""
+"""DSPy programs: BasicRAG (baseline), OneShotRAG, IterativeRAG, ReflectiveRAG, CombinedRAG.
+
+Each is a ``dspy.Module`` whose LM steps are ``dspy.Predict`` over ragnet's signatures, so
+``dspy`` optimizers can compile them, and ``save``/``load`` store prompts and demos as JSON.
+Calling a program returns a ``dspy.Prediction`` with ``answer``, ``evidence``, ``context``,
+``notes``, ``trace`` and ``usage``.
+"""
+
+from ragnet.programs.base import RAGProgram
+from ragnet.programs.basic import BasicRAG
+from ragnet.programs.combined import CombinedRAG
+from ragnet.programs.iterative import IterativeRAG
+from ragnet.programs.oneshot import OneShotRAG
+from ragnet.programs.reflective import ReflectiveRAG
+from ragnet.programs.trace import Trace
+
+STRATEGIES = {
+    "basic": BasicRAG,
+    "oneshot": OneShotRAG,
+    "iterative": IterativeRAG,
+    "reflective": ReflectiveRAG,
+    "combined": CombinedRAG,
+}
+
+__all__ = ["RAGProgram", "BasicRAG", "OneShotRAG", "IterativeRAG", "ReflectiveRAG", "CombinedRAG", "Trace", "STRATEGIES"]

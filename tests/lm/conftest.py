@@ -65,25 +65,3 @@ def dspy_state(tmp_path):
         dspy.configure(lm=saved_lm)
         dspy.cache = saved_cache
         config._cache_state["dir"] = saved_dir
-
-
-def _live_skip_reason(path) -> str | None:
-    if importlib.util.find_spec("llama_cpp") is None:
-        return "llama_cpp is not installed (pip install 'ragnet[local]')"
-    if path is None or not path.is_file():
-        return "no local GGUF model (run `ragnet fetch-model` or set RAGNET_GGUF)"
-    return None
-
-
-@pytest.fixture(scope="session")
-def live_model_path():
-    """Path of the real local model, or skip with the reason."""
-    import os
-    from pathlib import Path
-
-    env = os.environ.get("RAGNET_GGUF")
-    path = Path(env) if env else default_model_path()
-    reason = _live_skip_reason(path)
-    if reason:
-        pytest.skip(reason)
-    return path

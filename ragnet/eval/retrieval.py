@@ -1,0 +1,661 @@
+"""``ragnet eval retrieval``: gold-evidence recall of context selections, with no LM.
+
+For each question one candidate pool is retrieved per retrieval mode (``lam``), and every
+selection rule is computed from that pool in numpy, so a few hundred questions take minutes.
+A selection fills a *context* token budget (the sum of ``chunk.tokens`` of the selected
+chunks; no prompt overhead), which keeps the figures comparable across programs and LMs.
+
+Metrics per question, averaged over the questions that have gold titles:
+
+* **all-gold recall**: every gold title has at least one chunk in the selection;
+* **gold fraction**: the share of gold titles with a chunk in the selection.
+
+Selections (``selections=``):
+
+``top5``
+    the 5 best-ranked candidates, whatever the budget.
+``rank-fill``
+    candidates in rank order, skipping any that no longer fit (the baseline OneShotRAG's
+    knapsack must never fall below).
+``rank-prefix``
+    candidates in rank order, stopping at the first that does not fit.
+``knapsack``
+    Token-Constrained Top-Kmax (``ragnet.core.knapsack.select``, exact) on calibrated
+    relevance, once per entry of ``transforms``.
+``protected``
+    the ``rank-prefix`` selection kept as is, then the knapsack on the leftover budget over
+    the remaining candidates. It is a superset of ``rank-prefix``, so its recall can never be
+    below that of the strict-prefix fill on any question.
+
+Variants: the metadata rule filter (``rules``: drop contradicting chunks, add title/entity
+matches, as OneShotRAG does) and noise removal (``noise``: ReflectiveRAG's ρ filter keeping 70 %
+of the pool) are applied to the pool before selection. The full grid (selections x transforms
+x budgets) runs for every ``lam``; the rule/noise variants run for top-5, rank-fill and the best
+knapsack and protected transforms of that ``lam``.
+
+Example:
+    >>> from ragnet import Index                                            # doctest: +SKIP
+    >>> from ragnet.eval.datasets import load_questions                     # doctest: +SKIP
+    >>> qs = load_questions("hotpotqa_dev_distractor", split="dev")         # doctest: +SKIP
+    >>> result = run_retrieval_eval(Index.load("hotpot_idx"), qs)           # doctest: +SKIP
+    >>> print(format_retrieval_report(result))                              # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from ragnet.core import knapsack
+from ragnet.core import noise as noise_mod
+from ragnet.core.calibrate import TRANSFORMS as _KNOWN_TRANSFORMS
+from ragnet.core.calibrate import relevance as calibrate
+from ragnet.errors import InputError
+
+__all__ = [
+    "DEFAULT_TRANSFORMS",
+    "SELECTIONS",
+    "format_retrieval_report",
+    "gold_chunk_ids",
+    "run_retrieval_eval",
+]
+
+#: Selection rules this module knows, in report order.
+SELECTIONS = ("top5", "rank-fill", "rank-prefix", "knapsack", "protected")
+#: Relevance calibrations compared by default: ``(transform, temperature)``.
+DEFAULT_TRANSFORMS: tuple[tuple[str, float], ...] = (
+    ("raw", 1.0),
+    ("exp", 0.02),
+    ("exp", 0.05),
+    ("exp", 0.1),
+    ("exp", 0.2),
+    ("rank", 1.0),
+    ("rank", 0.5),
+)
+TOP_K = 5
+# Same floor as ragnet.programs.packing.pack: a relevance of 0 would never be selected.
+_REL_FLOOR = 1e-12
+
+
+# --------------------------------------------------------------------------- gold mapping
+
+
+def _doc_map(index: Any) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """``doc_id -> chunk ids`` and ``casefolded title -> chunk ids`` (cached on the index object)."""
+    cached = getattr(index, "_ragnet_eval_doc_map", None)
+    if cached is not None and cached[0] == len(index.chunks):
+        return cached[1], cached[2]
+    by_doc: dict[str, list[str]] = {}
+    by_title: dict[str, list[str]] = {}
+    for c in index.chunks:
+        by_doc.setdefault(c.doc_id, []).append(c.id)
+        by_title.setdefault(" ".join(str(c.title).split()).casefold(), []).append(c.id)
+    try:
+        index._ragnet_eval_doc_map = (len(index.chunks), by_doc, by_title)
+    except AttributeError:  # pragma: no cover - an index type with __slots__
+        pass
+    return by_doc, by_title
+
+
+def gold_chunk_ids(record: Any, index: Any) -> dict[str, list[str]]:
+    """The chunks of each gold document of ``record``: ``{gold key: [chunk ids]}``.
+
+    Gold documents are ``record.gold_passage_ids`` when the record has them (pooled-corpus
+    sets linked by passage id), else ``record.gold_titles``. A key matches chunks whose
+    ``doc_id`` equals it (pooled HotpotQA: the document id *is* the paragraph title, see
+    ``ragnet.eval.datasets.pooled_documents``) and, failing that, chunks whose title equals
+    it (case-insensitive). A gold document absent from the index maps to ``[]``.
+
+    Example:
+        >>> # gold_chunk_ids(record, index)
+        >>> # {'Scott Derrickson': ['Scott Derrickson#0'], 'Ed Wood': ['Ed Wood#0']}
+    """
+    by_doc, by_title = _doc_map(index)
+    keys = list(getattr(record, "gold_passage_ids", None) or []) or list(getattr(record, "gold_titles", None) or [])
+    out: dict[str, list[str]] = {}
+    for key in keys:
+        key = str(key)
+        if key in out:
+            continue
+        ids = by_doc.get(key) or by_title.get(" ".join(key.split()).casefold()) or []
+        out[key] = list(ids)
+    return out
+
+
+# --------------------------------------------------------------------------- pools and selections
+
+
+@dataclass
+class _Pool:
+    """One question's candidates in rank order, as arrays."""
+
+    tokens: np.ndarray  # int64
+    scores: np.ndarray  # float64
+    gold: np.ndarray  # int64: gold document index, or -1
+
+    @classmethod
+    def of(cls, chunks: Sequence[Any], gold_of: dict[str, int]) -> "_Pool":
+        return cls(
+            tokens=np.fromiter((max(1, int(c.tokens)) for c in chunks), dtype=np.int64, count=len(chunks)),
+            scores=np.fromiter((float(c.score) for c in chunks), dtype=np.float64, count=len(chunks)),
+            gold=np.fromiter((gold_of.get(c.id, -1) for c in chunks), dtype=np.int64, count=len(chunks)),
+        )
+
+
+def _rank_fill(tokens: np.ndarray, budget: int) -> np.ndarray:
+    picked, used = [], 0
+    for i, t in enumerate(tokens.tolist()):
+        if used + t <= budget:
+            picked.append(i)
+            used += t
+    return np.asarray(picked, dtype=np.int64)
+
+
+def _rank_prefix(tokens: np.ndarray, budget: int) -> np.ndarray:
+    return np.arange(int(np.searchsorted(np.cumsum(tokens), budget, side="right")), dtype=np.int64)
+
+
+def _knapsack(rel: np.ndarray, tokens: np.ndarray, budget: int) -> np.ndarray:
+    if rel.size == 0 or budget <= 0:
+        return np.empty(0, dtype=np.int64)
+    return knapsack.select(rel, tokens, budget, method="exact")
+
+
+def _protected(rel: np.ndarray, tokens: np.ndarray, budget: int) -> np.ndarray:
+    prefix = _rank_prefix(tokens, budget)
+    p = prefix.size
+    left = budget - int(tokens[:p].sum())
+    rest = _knapsack(rel[p:], tokens[p:], left) + p
+    return np.concatenate([prefix, rest])
+
+
+def _relevance(scores: np.ndarray, transform: str, temperature: float) -> np.ndarray:
+    return np.maximum(calibrate(scores, transform, temperature), _REL_FLOOR)
+
+
+def _label(transform: str, temperature: float) -> str:
+    return "raw" if transform in ("raw", "linear") else f"{transform} T={temperature:g}"
+
+
+def _selection_names(selections: Sequence[str], transforms: Sequence[tuple[str, float]]) -> list[str]:
+    names = []
+    for sel in selections:
+        if sel in ("knapsack", "protected"):
+            names.extend(f"{sel} {_label(t, temp)}" for t, temp in transforms)
+        else:
+            names.append(sel)
+    return names
+
+
+def _select_all(
+    pool: _Pool,
+    budgets: Sequence[int],
+    selections: Sequence[str],
+    transforms: Sequence[tuple[str, float]],
+) -> dict[tuple[str, int], np.ndarray]:
+    """Every selection of ``pool``: ``{(name, budget): indices}``."""
+    out: dict[tuple[str, int], np.ndarray] = {}
+    rels = {_label(t, temp): _relevance(pool.scores, t, temp) for t, temp in transforms} if pool.scores.size else {}
+    for budget in budgets:
+        for sel in selections:
+            if sel == "top5":
+                out[("top5", budget)] = np.arange(min(TOP_K, pool.tokens.size), dtype=np.int64)
+            elif sel == "rank-fill":
+                out[("rank-fill", budget)] = _rank_fill(pool.tokens, budget)
+            elif sel == "rank-prefix":
+                out[("rank-prefix", budget)] = _rank_prefix(pool.tokens, budget)
+            else:
+                fn = _knapsack if sel == "knapsack" else _protected
+                for t, temp in transforms:
+                    label = _label(t, temp)
+                    rel = rels.get(label, np.empty(0))
+                    out[(f"{sel} {label}", budget)] = fn(rel, pool.tokens, budget)
+    return out
+
+
+class _Tally:
+    """Running sums per (mode, selection, budget) cell."""
+
+    def __init__(self) -> None:
+        self.cells: dict[tuple, dict[str, float]] = {}
+        self.per_question: dict[tuple, list[int]] = {}
+
+    def add(self, key: tuple, pool: _Pool, sel: np.ndarray, n_gold: int) -> None:
+        found = np.unique(pool.gold[sel][pool.gold[sel] >= 0]).size if sel.size else 0
+        all_gold = int(found == n_gold)
+        cell = self.cells.setdefault(key, {"all_gold": 0.0, "gold_fraction": 0.0, "tokens": 0.0, "chunks": 0.0, "n": 0})
+        cell["all_gold"] += all_gold
+        cell["gold_fraction"] += found / n_gold
+        cell["tokens"] += float(pool.tokens[sel].sum()) if sel.size else 0.0
+        cell["chunks"] += sel.size
+        cell["n"] += 1
+        self.per_question.setdefault(key, []).append(all_gold)
+
+
+# --------------------------------------------------------------------------- the run
+
+
+def _check_args(budgets, selections, lam_values, transforms, pool, keep) -> tuple:
+    try:
+        budgets = tuple(int(b) for b in budgets)
+    except (TypeError, ValueError):
+        raise InputError(f"budgets must be whole numbers of tokens, got {budgets!r}", argument="budgets") from None
+    if not budgets or any(b < 1 for b in budgets):
+        raise InputError(f"budgets must be positive token counts, got {budgets!r}", argument="budgets")
+    selections = (selections,) if isinstance(selections, str) else tuple(selections)
+    unknown = [s for s in selections if s not in SELECTIONS]
+    if unknown or not selections:
+        raise InputError(
+            f"unknown selection {unknown[0] if unknown else None!r}; choose from {', '.join(SELECTIONS)}",
+            argument="selections",
+        )
+    lam_values = tuple(float(x) for x in lam_values)
+    if not lam_values or any(not 0.0 <= x <= 1.0 for x in lam_values):
+        raise InputError(f"lam values must lie in [0, 1], got {lam_values!r}", argument="lam_values")
+    parsed = []
+    for item in transforms:
+        t, temp = (item, 1.0) if isinstance(item, str) else tuple(item)
+        if t not in _KNOWN_TRANSFORMS:
+            raise InputError(
+                f"unknown transform {t!r}; choose from {', '.join(_KNOWN_TRANSFORMS)}", argument="transforms"
+            )
+        if not float(temp) > 0:
+            raise InputError(f"temperature must be > 0, got {temp!r} for {t}", argument="transforms")
+        parsed.append((t, float(temp)))
+    if any(s in ("knapsack", "protected") for s in selections) and not parsed:
+        raise InputError("knapsack selections need at least one transform", argument="transforms")
+    if isinstance(pool, bool) or not isinstance(pool, int) or pool < 1:
+        raise InputError(f"pool must be a positive integer, got {pool!r}", argument="pool")
+    if not 0 < float(keep) <= 1:
+        raise InputError(f"keep must be in (0, 1], got {keep!r}", argument="keep")
+    return budgets, selections, lam_values, tuple(parsed)
+
+
+def run_retrieval_eval(
+    index: Any,
+    questions: Sequence[Any],
+    *,
+    budgets: Sequence[int] = (1000, 2000, 4000, 8000),
+    selections: Sequence[str] = SELECTIONS,
+    lam_values: Sequence[float] = (0.0, 0.4),
+    rules: Sequence[bool] = (False, True),
+    noise: Sequence[bool] = (False, True),
+    transforms: Sequence[tuple[str, float]] = DEFAULT_TRANSFORMS,
+    pool: int = 100,
+    search_pool: int = 100,
+    max_add: int = 10,
+    keep: float = 0.7,
+    batch_size: int = 64,
+    show_progress: bool = True,
+) -> dict[str, Any]:
+    """Measure gold-evidence recall of each context selection rule; no LM is called.
+
+    Args:
+        index: a ``ragnet.Index`` holding the questions' gold documents.
+        questions: ``QARecord``s (``question`` and ``gold_titles``/``gold_passage_ids``); questions
+            without gold documents are skipped and counted.
+        budgets: context token budgets (sum of ``chunk.tokens``).
+        selections: any of ``SELECTIONS``.
+        lam_values: hybrid BM25 weights to compare (0.0 = dense only).
+        rules: rule-filter settings to try (``False`` is the plain grid, ``True`` a variant).
+        noise: noise-removal settings to try.
+        transforms: ``(transform, temperature)`` pairs for ``knapsack`` and ``protected``.
+        pool: candidates kept per question (``index.search(k=pool)``); 8k-token budgets need
+            about 70 HotpotQA paragraphs.
+        search_pool: ``index.search``'s own ``pool`` (per-retriever candidates whose scores are
+            min-max normalised together). Keep it at the value the program under study uses
+            (OneShotRAG: the index default, 100), since it changes the hybrid scores.
+        max_add: most chunks the rule filter adds.
+        keep: share of the pool noise removal keeps.
+        batch_size: questions per ``search_batch`` call.
+        show_progress: tqdm bars.
+
+    Returns:
+        A JSON-compatible dict: ``rows`` (one per mode x selection x budget with ``all_gold``,
+        ``gold_fraction``, ``mean_tokens``, ``mean_chunks``, and ``wins``/``losses`` against
+        rank-fill of the same mode), ``best`` per mode and budget, ``dominance`` (for each
+        knapsack/protected selection: is it >= rank-fill at every budget), a ``recommendation``
+        for OneShotRAG, counts and ``seconds``.
+
+    Raises:
+        InputError: bad arguments or no question with gold documents.
+    """
+    from tqdm.auto import tqdm
+
+    budgets, selections, lam_values, transforms = _check_args(budgets, selections, lam_values, transforms, pool, keep)
+    if isinstance(search_pool, bool) or not isinstance(search_pool, int) or search_pool < 1:
+        raise InputError(f"search_pool must be a positive integer, got {search_pool!r}", argument="search_pool")
+    rules_values = sorted({bool(r) for r in rules})
+    noise_values = sorted({bool(n) for n in noise})
+    started = time.perf_counter()
+
+    # Gold documents per question; skip questions with none.
+    records, golds = [], []
+    skipped = 0
+    gold_missing = 0
+    for rec in questions:
+        gold = gold_chunk_ids(rec, index)
+        if not gold:
+            skipped += 1
+            continue
+        if not str(getattr(rec, "question", "") or "").strip():
+            raise InputError(f"question {getattr(rec, 'id', '?')!r} has empty text", argument="questions")
+        gold_missing += any(not ids for ids in gold.values())
+        records.append(rec)
+        golds.append(gold)
+    if not records:
+        raise InputError("no question has gold titles or passage ids to measure recall against", argument="questions")
+    gold_of = [{cid: g for g, ids in enumerate(gold.values()) for cid in ids} for gold in golds]
+    n_gold = [len(gold) for gold in golds]
+    texts = [str(r.question).strip() for r in records]
+    k = min(pool, len(index))
+
+    # One candidate pool per question and mode.
+    t0 = time.perf_counter()
+    candidates: dict[float, list[list[Any]]] = {}
+    total = len(texts) * len(lam_values)
+    with tqdm(total=total, desc="Retrieving", unit="q", disable=not show_progress) as bar:
+        for lam in lam_values:
+            hits: list[list[Any]] = []
+            for start in range(0, len(texts), batch_size):
+                part = texts[start : start + batch_size]
+                hits.extend(index.search_batch(part, k=k, lam=lam, pool=search_pool))
+                bar.update(len(part))
+            candidates[lam] = hits
+    search_s = time.perf_counter() - t0
+
+    # The plain grid: every selection x transform x budget, per mode.
+    t0 = time.perf_counter()
+    tally = _Tally()
+    with tqdm(total=total, desc="Selecting", unit="q", disable=not show_progress) as bar:
+        for lam in lam_values:
+            for qi, chunks in enumerate(candidates[lam]):
+                p = _Pool.of(chunks, gold_of[qi])
+                for (name, budget), sel in _select_all(p, budgets, selections, transforms).items():
+                    tally.add((lam, False, False, name, budget), p, sel, n_gold[qi])
+                bar.update(1)
+    grid_s = time.perf_counter() - t0
+
+    # Rule / noise variants for the strongest selections of each mode.
+    t0 = time.perf_counter()
+    variants = [(r, n) for r in rules_values for n in noise_values if r or n]
+    variant_sel: dict[float, list[str]] = {}
+    if variants:
+        qvecs = index.embedder.encode_queries(texts)
+        trace_cls = apply_rules = None
+        rule_index = _QueryVectors(index, texts, qvecs)
+        if any(r for r, _ in variants):
+            from ragnet.programs.oneshot import apply_metadata_rules as apply_rules
+            from ragnet.programs.trace import Trace as trace_cls
+        with tqdm(total=total, desc="Rules/noise variants", unit="q", disable=not show_progress) as bar:
+            for lam in lam_values:
+                names = _variant_selections(tally, lam, budgets, selections, transforms)
+                variant_sel[lam] = names
+                sel_kinds = tuple(s for s in selections if s in ("top5", "rank-fill"))
+                var_transforms = _transforms_of(names, transforms)
+                kinds = sel_kinds + tuple(
+                    s for s in ("knapsack", "protected") if any(n.startswith(s + " ") for n in names)
+                )
+                for qi, chunks in enumerate(candidates[lam]):
+                    ruled = None
+                    for use_rules, use_noise in variants:
+                        cands = chunks
+                        if use_rules:
+                            if ruled is None:
+                                ruled = apply_rules(
+                                    rule_index, texts[qi], list(chunks), trace_cls(), max_add=max_add, lam=lam
+                                )
+                            cands = ruled
+                        if use_noise and cands:
+                            kept = noise_mod.filter(qvecs[qi], index.vectors([c.id for c in cands]), keep=float(keep))
+                            cands = [cands[i] for i in np.sort(kept)]
+                        p = _Pool.of(cands, gold_of[qi])
+                        for (name, budget), sel in _select_all(p, budgets, kinds, var_transforms).items():
+                            if name in names:
+                                tally.add((lam, use_rules, use_noise, name, budget), p, sel, n_gold[qi])
+                    bar.update(1)
+    variants_s = time.perf_counter() - t0
+
+    result = _summarise(tally, records, lam_values, budgets, selections, transforms, variant_sel)
+    result.update(
+        questions=len(records),
+        skipped_no_gold=skipped,
+        gold_missing_from_index=gold_missing,
+        pool=k,
+        search_pool=search_pool,
+        budgets=list(budgets),
+        lam_values=list(lam_values),
+        transforms=[[t, temp] for t, temp in transforms],
+        max_add=max_add,
+        keep=keep,
+        seconds={
+            "retrieve": round(search_s, 2),
+            "grid": round(grid_s, 2),
+            "variants": round(variants_s, 2),
+            "total": round(time.perf_counter() - started, 2),
+        },
+    )
+    return result
+
+
+class _QueryVectors:
+    """The index, with ``embed_query`` answered from vectors embedded in one batch up front.
+
+    The rule filter scores the chunks it adds by their cosine to the question; embedding each
+    question again, one at a time, would cost more than the whole selection grid.
+    """
+
+    def __init__(self, index: Any, texts: Sequence[str], vectors: np.ndarray) -> None:
+        self._index = index
+        self._vectors = dict(zip(texts, vectors))
+
+    def embed_query(self, text: str) -> np.ndarray:
+        vec = self._vectors.get(text)
+        return vec if vec is not None else self._index.embed_query(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._index, name)
+
+
+def _transforms_of(names: Iterable[str], transforms: Sequence[tuple[str, float]]) -> tuple[tuple[str, float], ...]:
+    labels = {n.split(" ", 1)[1] for n in names if " " in n}
+    return tuple((t, temp) for t, temp in transforms if _label(t, temp) in labels)
+
+
+def _mean_all_gold(tally: _Tally, key_prefix: tuple, name: str, budgets: Sequence[int]) -> float:
+    vals = [tally.cells[(*key_prefix, name, b)] for b in budgets if (*key_prefix, name, b) in tally.cells]
+    return sum(c["all_gold"] / c["n"] for c in vals) / len(vals) if vals else -1.0
+
+
+def _variant_selections(tally, lam, budgets, selections, transforms) -> list[str]:
+    """top5, rank-fill, and the best knapsack / protected transform of this mode (plain grid)."""
+    names = [s for s in ("top5", "rank-fill") if s in selections]
+    for kind in ("knapsack", "protected"):
+        if kind not in selections:
+            continue
+        best = max(
+            (f"{kind} {_label(t, temp)}" for t, temp in transforms),
+            key=lambda n: _mean_all_gold(tally, (lam, False, False), n, budgets),
+        )
+        names.append(best)
+    return names
+
+
+# --------------------------------------------------------------------------- summary
+
+
+def _mode(lam: float, rules: bool, noise: bool) -> str:
+    base = "dense" if lam == 0 else f"hybrid λ={lam:g}"
+    extras = [x for x, on in (("rules", rules), ("noise", noise)) if on]
+    return base + ("" if not extras else " + " + " + ".join(extras))
+
+
+def _summarise(tally, records, lam_values, budgets, selections, transforms, variant_sel) -> dict[str, Any]:
+    rows = []
+    for key, cell in tally.cells.items():
+        lam, use_rules, use_noise, name, budget = key
+        base = tally.per_question.get((lam, use_rules, use_noise, "rank-fill", budget))
+        mine = tally.per_question[key]
+        wins = losses = None
+        if base is not None:
+            wins = sum(1 for a, b in zip(mine, base) if a > b)
+            losses = sum(1 for a, b in zip(mine, base) if a < b)
+        n = cell["n"]
+        rows.append(
+            {
+                "mode": _mode(lam, use_rules, use_noise),
+                "lam": lam,
+                "rules": use_rules,
+                "noise": use_noise,
+                "selection": name,
+                "budget": budget,
+                "all_gold": round(cell["all_gold"] / n, 4),
+                "gold_fraction": round(cell["gold_fraction"] / n, 4),
+                "mean_tokens": round(cell["tokens"] / n, 1),
+                "mean_chunks": round(cell["chunks"] / n, 2),
+                "wins_vs_rank_fill": wins,
+                "losses_vs_rank_fill": losses,
+                "n": n,
+            }
+        )
+    lookup = {(r["mode"], r["selection"], r["budget"]): r for r in rows}
+
+    best: dict[str, dict[str, Any]] = {}
+    for mode in dict.fromkeys(r["mode"] for r in rows):
+        best[mode] = {}
+        for b in budgets:
+            cands = [r for r in rows if r["mode"] == mode and r["budget"] == b and r["selection"] != "top5"]
+            if cands:
+                top = max(cands, key=lambda r: (r["all_gold"], r["gold_fraction"]))
+                best[mode][str(b)] = {"selection": top["selection"], "all_gold": top["all_gold"]}
+
+    dominance: dict[str, dict[str, Any]] = {}
+    for mode in best:
+        dominance[mode] = {}
+        names = sorted(
+            {
+                r["selection"]
+                for r in rows
+                if r["mode"] == mode and r["selection"].split(" ")[0] in ("knapsack", "protected")
+            }
+        )
+        for name in names:
+            margins = {}
+            for b in budgets:
+                mine, base = lookup.get((mode, name, b)), lookup.get((mode, "rank-fill", b))
+                if mine and base:
+                    margins[str(b)] = round(mine["all_gold"] - base["all_gold"], 4)
+            if margins:
+                dominance[mode][name] = {
+                    "dominates_rank_fill": all(m >= 0 for m in margins.values()),
+                    "margin": margins,
+                    "mean_margin": round(sum(margins.values()) / len(margins), 4),
+                }
+
+    return {
+        "rows": rows,
+        "best": best,
+        "dominance": dominance,
+        "variant_selections": {_mode(lam, False, False): names for lam, names in variant_sel.items()},
+        "recommendation": _recommend(dominance, lam_values),
+    }
+
+
+def _recommend(dominance: dict[str, dict[str, Any]], lam_values: Sequence[float]) -> dict[str, Any] | None:
+    """The knapsack/protected selection with the best mean margin over rank-fill among those that are
+    never below it, preferring the mode with the largest lam (OneShotRAG searches hybrid)."""
+    for lam in sorted(lam_values, reverse=True):
+        mode = _mode(lam, False, False)
+        table = dominance.get(mode, {})
+        safe = {n: d for n, d in table.items() if d["dominates_rank_fill"]}
+        pick_from, dominated = (safe, True) if safe else (table, False)
+        if not pick_from:
+            continue
+        name = max(pick_from, key=lambda n: (pick_from[n]["mean_margin"], n.startswith("protected")))
+        kind, label = name.split(" ", 1)
+        transform, _, temp = label.partition(" T=")
+        return {
+            "mode": mode,
+            "lam": lam,
+            "selection": name,
+            "method": kind,
+            "transform": transform,
+            "temperature": float(temp) if temp else 1.0,
+            "dominates_rank_fill": dominated,
+            "margin": pick_from[name]["margin"],
+        }
+    return None
+
+
+def _pct(x: float | None) -> str:
+    return "–" if x is None else f"{100 * x:.1f}"
+
+
+def format_retrieval_report(result: dict[str, Any]) -> str:
+    """A markdown report of :func:`run_retrieval_eval`'s result.
+
+    Each cell reads ``all-gold % (gold fraction %)``; ``Δ`` rows compare with rank-fill.
+
+    Example:
+        >>> # print(format_retrieval_report(run_retrieval_eval(index, questions)))
+    """
+    budgets = result["budgets"]
+    lines = [
+        f"### Gold-evidence recall: {result['questions']} questions, {result['pool']} candidates per question "
+        f"(search pool {result.get('search_pool', result['pool'])})",
+        "",
+        "Cells: all-gold recall % (gold fraction %) at each context budget (sum of chunk tokens).",
+        "",
+        "| mode | selection | "
+        + " | ".join(f"{b:,}" for b in budgets)
+        + " | mean tokens @max | ≥ rank-fill everywhere |",
+        "|---|---|" + "---|" * len(budgets) + "---|---|",
+    ]
+    by_key = {(r["mode"], r["selection"], r["budget"]): r for r in result["rows"]}
+    modes = list(dict.fromkeys(r["mode"] for r in result["rows"]))
+    for mode in modes:
+        names = list(dict.fromkeys(r["selection"] for r in result["rows"] if r["mode"] == mode))
+        dom = result["dominance"].get(mode, {})
+        for name in names:
+            cells = []
+            for b in budgets:
+                r = by_key.get((mode, name, b))
+                cells.append("–" if r is None else f"{_pct(r['all_gold'])} ({_pct(r['gold_fraction'])})")
+            last = by_key.get((mode, name, budgets[-1]))
+            flag = ""
+            if name in dom:
+                flag = "yes" if dom[name]["dominates_rank_fill"] else "no"
+            lines.append(
+                f"| {mode} | {name} | " + " | ".join(cells) + f" | {last['mean_tokens'] if last else '–'} | {flag} |"
+            )
+    lines += ["", "**Best selection per budget** (excluding top-5):", ""]
+    for mode, per_budget in result["best"].items():
+        parts = [f"{b}: {v['selection']} {_pct(v['all_gold'])}" for b, v in per_budget.items()]
+        lines.append(f"- {mode}: " + "; ".join(parts))
+    rec = result.get("recommendation")
+    lines.append("")
+    if rec:
+        margins = ", ".join(f"{b}: {100 * m:+.1f}" for b, m in rec["margin"].items())
+        verdict = "never below rank-fill" if rec["dominates_rank_fill"] else "NOT >= rank-fill at every budget"
+        lines.append(
+            f"**Recommendation** ({rec['mode']}): method={rec['method']}, transform={rec['transform']}, "
+            f"temperature={rec['temperature']:g} — {verdict} (Δ all-gold points vs rank-fill: {margins})."
+        )
+        duels = [
+            f"{b}: {r['wins_vs_rank_fill']}/{r['losses_vs_rank_fill']}"
+            for b in budgets
+            if (r := by_key.get((rec["mode"], rec["selection"], b))) and r["wins_vs_rank_fill"] is not None
+        ]
+        if duels:
+            lines.append(f"Questions won/lost against rank-fill: {', '.join(duels)}.")
+    skipped = result.get("skipped_no_gold", 0)
+    missing = result.get("gold_missing_from_index", 0)
+    lines.append("")
+    lines.append(
+        f"{skipped} question(s) without gold skipped; {missing} question(s) have a gold document missing "
+        f"from the index. Time: {result['seconds']['total']} s."
+    )
+    return "\n".join(lines)

@@ -1,0 +1,75 @@
+"""Save and load compiled programs with DSPy's JSON save/load, plus a ragnet header.
+
+``save_program`` calls ``program.save(<tmp>.json)`` (DSPy's own state format: signatures'
+instructions and demos, never pickle), adds ``metadata.ragnet = {program, version, format}``
+and renames the file into place atomically. ``load_program`` checks that header first, so a
+file compiled for another program or another ragnet format fails with a clear message
+instead of a KeyError deep inside DSPy, then calls DSPy's ``program.load``.
+
+Example:
+    >>> # save_program(prog, "oneshot.json"); load_program(OneShotRAG(index), "oneshot.json")
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ragnet._atomic import atomic_path, write_json
+from ragnet.errors import InputError
+
+FORMAT_VERSION = 1
+
+
+def _header(program: Any) -> dict[str, Any]:
+    import ragnet
+
+    return {"program": type(program).__name__, "version": ragnet.__version__, "format": FORMAT_VERSION}
+
+
+def save_program(program: Any, path: str | Path, **extra: Any) -> Path:
+    """Save ``program``'s compiled state to ``path`` (must end in .json); extra keys go in the header."""
+    path = Path(path)
+    if path.suffix != ".json":
+        raise InputError("compiled programs are saved as JSON; use a path ending in .json", argument="out")
+    with atomic_path(path, suffix=".json") as tmp:
+        program.save(str(tmp))
+        state = json.loads(tmp.read_text(encoding="utf-8"))
+        state.setdefault("metadata", {})["ragnet"] = {**_header(program), **extra}
+        write_json(tmp, state)
+    return path
+
+
+def read_header(path: str | Path) -> dict[str, Any]:
+    """The ragnet header of a saved program, with clear errors for unreadable files."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError("no such file", path=path)
+    try:
+        state = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"not a saved ragnet program (invalid JSON: {exc})", path=path) from None
+    header = state.get("metadata", {}).get("ragnet") if isinstance(state, dict) else None
+    if not isinstance(header, dict):
+        raise InputError("not a saved ragnet program (no metadata.ragnet header); save with `ragnet optimize`",
+                         path=path)
+    return header
+
+
+def load_program(program: Any, path: str | Path) -> Any:
+    """Load compiled state into ``program`` (same class as saved); returns the program."""
+    header = read_header(path)
+    if header.get("format") != FORMAT_VERSION:
+        raise InputError(f"saved with program format {header.get('format')!r}, this ragnet reads {FORMAT_VERSION}",
+                         path=path)
+    if header.get("program") != type(program).__name__:
+        raise InputError(
+            f"compiled for {header.get('program')}, not {type(program).__name__}; "
+            f"use the matching --strategy", path=path,
+        )
+    try:
+        program.load(str(path))
+    except (KeyError, ValueError, TypeError) as exc:
+        raise InputError(f"does not match {type(program).__name__}'s steps: {exc}", path=path) from None
+    return program

@@ -1,0 +1,30 @@
+"""BasicRAG: the baseline — hybrid top-k retrieval, then answer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ragnet.programs.base import RAGProgram, RunResult, check_positive_int
+from ragnet.programs.trace import Trace
+
+
+class BasicRAG(RAGProgram):
+    """Plain top-k RAG, the baseline every strategy is measured against.
+
+    Args:
+        index: a ``ragnet.Index``.
+        k: chunks retrieved and shown to the answer step.
+        lam: hybrid BM25 weight (0.4).
+
+    Example:
+        >>> # prog = BasicRAG(ragnet.Index.load("idx"), k=5); prog(question="...").answer
+    """
+
+    def __init__(self, index: Any, k: int = 5, *, lam: float = 0.4, retries: int = 1) -> None:
+        super().__init__(index, lam=lam, retries=retries)
+        self.k = check_positive_int(k, "k")
+
+    def _run(self, question: str, trace: Trace) -> RunResult:
+        hits = self._search(question, trace, k=self.k)
+        answer, evidence = self._answer(question, hits, trace)
+        return RunResult(answer=answer, evidence=evidence, context=hits)

@@ -1,0 +1,71 @@
+"""Build programs by strategy name, with the ablation presets that mirror the studies' tables.
+
+A spec is ``"<strategy>"`` or ``"<strategy>:<preset>"``, e.g. ``"oneshot:no-filter"`` or
+``"iterative:no-fallback"``. Presets are constructor switches, never forks of the code.
+
+Example:
+    >>> sorted(PRESETS["iterative"])[:3]
+    ['no-contextualize', 'no-dedup', 'no-delete']
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ragnet.errors import InputError
+from ragnet.programs import STRATEGIES
+
+PRESETS: dict[str, dict[str, dict[str, Any]]] = {
+    "basic": {"k3": {"k": 3}, "k10": {"k": 10}},
+    "oneshot": {
+        "no-filter": {"rules": False},
+        "rank-fill": {"method": "rank"},
+        "knapsack": {"method": "exact"},
+        "greedy": {"method": "greedy"},
+        "llm-filter": {"llm_filter": True},
+        "crop": {"crop": True},
+        "full": {"llm_filter": True, "crop": True},
+    },
+    "iterative": {
+        "no-fallback": {"fallback": False},
+        "no-delete": {"delete": False},
+        "no-dedup": {"dedup": False},
+        "no-contextualize": {"contextualize": False},
+        "no-sufficiency": {"sufficiency": False},
+        "plain": {"fallback": False, "delete": False, "dedup": False, "contextualize": False},
+    },
+    "reflective": {"no-noise": {"noise_removal": False}, "no-reflection": {"max_reflections": 0}},
+    "combined": {"no-rules": {"rules": False}, "no-contextualize": {"contextualize": False}},
+}
+
+# Strategies whose constructor takes a token budget.
+BUDGETED = {"oneshot", "combined"}
+
+
+def parse_spec(spec: str) -> tuple[str, str | None]:
+    """Split ``"strategy:preset"``; validate both parts."""
+    name, _, preset = spec.strip().partition(":")
+    if name not in STRATEGIES:
+        raise InputError(f"unknown strategy {name!r}; choose from {', '.join(STRATEGIES)}", argument="strategy")
+    if preset and preset not in PRESETS.get(name, {}):
+        known = ", ".join(f"{name}:{p}" for p in PRESETS.get(name, {})) or "none"
+        raise InputError(f"unknown preset {spec!r}; presets for {name}: {known}", argument="strategy")
+    return name, preset or None
+
+
+def build_program(spec: str, index: Any, *, budget: int | None = None, **overrides: Any):
+    """Instantiate a program from a spec; ``budget`` applies to budgeted strategies only."""
+    name, preset = parse_spec(spec)
+    kwargs: dict[str, Any] = dict(PRESETS.get(name, {}).get(preset, {})) if preset else {}
+    if budget is not None and name in BUDGETED:
+        kwargs["budget"] = budget
+    kwargs.update(overrides)
+    try:
+        return STRATEGIES[name](index, **kwargs)
+    except TypeError as exc:  # an override the strategy does not take
+        raise InputError(f"{spec}: {exc}", argument="strategy") from None
+
+
+def all_specs() -> list[str]:
+    """Every strategy and preset spec, for help texts."""
+    return [s for name in STRATEGIES for s in [name, *(f"{name}:{p}" for p in PRESETS.get(name, {}))]]

@@ -1,0 +1,103 @@
+"""Control flow of BasicRAG and OneShotRAG with a scripted LM over a real index."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragnet.corpus.tokens import count_tokens
+from ragnet.errors import InputError
+from ragnet.programs import BasicRAG, OneShotRAG
+from tests.programs.scripted import ProgramLM
+
+Q = "What was the population of Aldermoor in 2021?"
+
+
+def test_basic_rag_searches_once_and_maps_cited_ids(yearbook_index, run_with):
+    with run_with(ProgramLM()) as lm:
+        pred = BasicRAG(yearbook_index, k=4)(question=Q)
+    searches = [e for e in pred.trace if e["step"] == "search"]
+    assert len(searches) == 1 and len(searches[0]["retrieved"]) == 4
+    assert pred.context == searches[0]["retrieved"]
+    assert pred.evidence == [pred.context[0]]  # the scripted answer cites c1
+    assert pred.answer == "scripted answer"
+    assert lm.steps() == ["answer"]
+    assert pred.usage["lm_calls"] == 1 and pred.usage["searches"] == 1
+    assert pred.usage["input_tokens"] > 0
+
+
+def test_retrieve_makes_no_lm_calls_by_default(yearbook_index, run_with):
+    with run_with(ProgramLM()) as lm:
+        chunks = OneShotRAG(yearbook_index, budget=2000).retrieve(Q)
+    assert chunks and lm.calls == []
+
+
+@pytest.mark.parametrize("budget", [700, 1500, 4000])
+@pytest.mark.parametrize("method", ["protected", "exact", "greedy", "rank"])
+def test_final_prompt_respects_budget(yearbook_index, run_with, budget, method):
+    with run_with(ProgramLM()) as lm:
+        pred = OneShotRAG(yearbook_index, budget=budget, method=method)(question=Q)
+    (prompt,) = [p for s, p in lm.calls if s == "answer"]
+    select = [e for e in pred.trace if e["step"] == "select"][0]
+    assert select["tokens"] <= budget
+    assert count_tokens(prompt) <= budget
+    assert pred.context == select["kept"] and len(pred.context) >= 1
+
+
+def test_bigger_budget_holds_more_evidence(yearbook_index, run_with):
+    with run_with(ProgramLM()):
+        small = OneShotRAG(yearbook_index, budget=1000).retrieve(Q)
+        large = OneShotRAG(yearbook_index, budget=4000).retrieve(Q)
+    assert sum(c.tokens for c in large) > sum(c.tokens for c in small)
+
+
+def test_metadata_filter_drop_and_add_are_traced(yearbook_index, run_with):
+    with run_with(ProgramLM()):
+        pred = OneShotRAG(yearbook_index, budget=3000)(question=Q)
+    (event,) = [e for e in pred.trace if e["step"] == "filter" and e["kind"] == "rules"]
+    assert event["dropped"], "chunks from other years/cities must be dropped"
+    assert all("mismatch" in d["reason"] for d in event["dropped"])
+    for cid in pred.context:
+        meta = yearbook_index.chunk(cid).metadata
+        assert meta["doc"]["year"] == 2021 and meta["doc"]["city"] == "Aldermoor"
+
+
+def test_rules_off_keeps_contradicting_chunks(yearbook_index, run_with):
+    with run_with(ProgramLM()):
+        pred = OneShotRAG(yearbook_index, budget=3000, rules=False)(question=Q)
+    assert not [e for e in pred.trace if e["step"] == "filter"]
+    years = {yearbook_index.chunk(cid).metadata["doc"]["year"] for cid in pred.context}
+    assert len(years) > 1
+
+
+def test_budget_smaller_than_every_chunk_is_a_clear_error(yearbook_index, run_with):
+    with run_with(ProgramLM()), pytest.raises(InputError) as err:
+        OneShotRAG(yearbook_index, budget=300)(question=Q)
+    assert err.value.argument == "budget" and "at least" in str(err.value)
+
+
+def test_crop_runs_before_selection_and_shrinks_chunks(yearbook_index, run_with):
+    def crop(prompt, n):
+        # Return the first sentence of the chunk verbatim.
+        chunk = prompt.rsplit("[[ ## chunk ## ]]", 1)[1].split("[[ ##")[0].strip()
+        return {"relevant_text": chunk.split(". ")[0] + "."}
+
+    with run_with(ProgramLM(crop=crop)) as lm:
+        pred = OneShotRAG(yearbook_index, budget=1200, crop=True, max_crops=6)(question=Q)
+    steps = lm.steps()
+    assert 1 <= steps.count("crop") <= 6 and steps[-1] == "answer"  # max_crops caps the LM calls
+    names = [e["step"] for e in pred.trace]
+    assert names.index("crop") < names.index("select")  # cropping happens before the budget is filled
+    (event,) = [e for e in pred.trace if e["step"] == "crop"]
+    assert event["cropped"] and all(c["tokens_after"] < c["tokens_before"] for c in event["cropped"])
+    cropped = {c["id"]: c["tokens_after"] for c in event["cropped"]}
+    kept_cropped = [cid for cid in pred.context if cid in cropped]
+    assert kept_cropped, "cropped chunks should be selected: they are cheaper for the same relevance"
+
+
+def test_invalid_arguments_name_the_argument(yearbook_index):
+    for kwargs, name in [({"budget": 0}, "budget"), ({"method": "fast"}, "method"), ({"transform": "log"}, "transform")]:
+        with pytest.raises(InputError) as err:
+            OneShotRAG(yearbook_index, **kwargs)
+        assert err.value.argument == name
+    with pytest.raises(InputError):
+        BasicRAG(yearbook_index)(question="  ")

@@ -1,0 +1,140 @@
+"""Control flow of IterativeRAG, ReflectiveRAG and CombinedRAG with a scripted LM."""
+
+from __future__ import annotations
+
+import math
+
+from ragnet.corpus.tokens import count_tokens
+from ragnet.programs import CombinedRAG, IterativeRAG, ReflectiveRAG
+from tests.programs.scripted import ProgramLM
+
+Q = "Which city had more hospital beds in 2022, Aldermoor or Brightwater?"
+
+
+def events(pred, step):
+    return [e for e in pred.trace if e["step"] == step]
+
+
+def sufficient_at(turn):
+    return lambda p, n: {"verdict": "Sufficient" if n >= turn else "Refine", "confidence": 0.9 if n >= turn else 0.2,
+                         "missing": "" if n >= turn else "beds in Brightwater"}
+
+
+def test_fallback_only_on_first_turn(yearbook_index, run_with):
+    with run_with(ProgramLM()):
+        pred = IterativeRAG(yearbook_index, max_turns=3)(question=Q)
+    fallbacks = [e for e in events(pred, "search") if e["fallback"]]
+    assert len(fallbacks) == 1 and fallbacks[0]["turn"] == 1 and fallbacks[0]["query"] == Q
+    with run_with(ProgramLM()):
+        pred = IterativeRAG(yearbook_index, max_turns=3, fallback=False)(question=Q)
+    assert not [e for e in events(pred, "search") if e["fallback"]]
+
+
+def test_dedup_never_reshows_an_id(yearbook_index, run_with):
+    with run_with(ProgramLM()):
+        pred = IterativeRAG(yearbook_index, max_turns=5, delete=False)(question=Q)
+    retrieved = [cid for e in events(pred, "search") for cid in e["retrieved"]]
+    assert len(retrieved) == len(set(retrieved)) == 6 * 5  # 5 turns + the fallback, k=5 each
+
+
+def test_without_dedup_searches_can_repeat_ids(yearbook_index, run_with):
+    same = lambda p, n: {"queries": [{"query": "hospital beds Aldermoor 2022", "probability": 1.0}]}
+    with run_with(ProgramLM(rewrite=same)):
+        pred = IterativeRAG(yearbook_index, max_turns=2, dedup=False, fallback=False)(question=Q)
+    retrieved = [cid for e in events(pred, "search") for cid in e["retrieved"]]
+    assert len(retrieved) > len(set(retrieved)) or len(events(pred, "search")) == 1
+
+
+def test_max_turns_is_respected(yearbook_index, run_with):
+    with run_with(ProgramLM()) as lm:
+        pred = IterativeRAG(yearbook_index, max_turns=3)(question=Q)
+    assert max(e["turn"] for e in events(pred, "search")) == 3
+    assert lm.steps().count("sufficiency") == 3
+    assert events(pred, "stop")[-1]["reason"] == "max_turns"
+
+
+def test_sufficient_verdict_stops_the_loop(yearbook_index, run_with):
+    with run_with(ProgramLM(sufficiency=sufficient_at(2))) as lm:
+        pred = IterativeRAG(yearbook_index, max_turns=5)(question=Q)
+    assert max(e["turn"] for e in events(pred, "search")) == 2
+    assert events(pred, "stop")[-1] == {**events(pred, "stop")[-1], "reason": "sufficient", "turn": 2}
+    assert lm.steps()[-1] == "answer"
+
+
+def test_delete_only_removes_context_ids_and_never_empties(yearbook_index, run_with):
+    delete_all = lambda p, n: {"delete_ids": [f"c{i}" for i in range(1, 40)] + ["c999", "bogus#1"]}
+    with run_with(ProgramLM(delete=delete_all)):
+        pred = IterativeRAG(yearbook_index, max_turns=3)(question=Q)
+    context = []
+    for e in pred.trace:
+        if e["step"] == "search":
+            context.extend(cid for cid in e["retrieved"] if cid not in context)
+        if e["step"] == "delete":
+            assert set(e["deleted"]) <= set(context)
+            context = [cid for cid in context if cid not in e["deleted"]]
+            assert context, "chunk_delete must never empty the working context"
+    assert pred.context == context and pred.evidence
+    assert set(pred.evidence) <= set(pred.context)
+
+
+def test_answer_evidence_is_never_deleted(yearbook_index, run_with):
+    delete_first = lambda p, n: {"delete_ids": ["c1"]}
+    with run_with(ProgramLM(delete=delete_first)):
+        pred = IterativeRAG(yearbook_index, max_turns=2)(question=Q)
+    assert set(pred.evidence) <= set(pred.context)
+
+
+def test_off_format_sufficiency_is_recorded_and_loop_continues(yearbook_index, run_with):
+    broken = lambda p, n: {"confidence": "very"}  # no verdict field at all
+    with run_with(ProgramLM(sufficiency=broken)):
+        pred = IterativeRAG(yearbook_index, max_turns=2)(question=Q)
+    errors = [e for e in events(pred, "lm_error") if e["failed_step"] == "sufficiency"]
+    assert [e["action"] for e in errors] == ["retried", "fallback"] * 2  # one retry, then the safe default
+    assert all(e["error_type"] == "AdapterParseError" for e in errors)
+    assert [e["verdict"] for e in events(pred, "sufficiency")] == ["Refine", "Refine"]
+    assert pred.usage["lm_errors"] == len(events(pred, "lm_error"))
+
+
+def test_notes_cache_feeds_the_answer(yearbook_index, run_with):
+    with run_with(ProgramLM(sufficiency=sufficient_at(1))) as lm:
+        pred = IterativeRAG(yearbook_index)(question=Q)
+    (answer_prompt,) = [p for s, p in lm.calls if s == "answer"]
+    assert "note 1" in answer_prompt and pred.notes == "- note 1"
+
+
+def test_reflective_stops_when_sufficient_and_removes_noise(yearbook_index, run_with):
+    with run_with(ProgramLM(sufficiency=sufficient_at(2))):
+        pred = ReflectiveRAG(yearbook_index, k=5)(question=Q)
+    assert len(events(pred, "search")) == 2
+    (noise,) = events(pred, "noise")
+    assert len(noise["kept"]) == math.ceil(0.7 * 10) and pred.context == noise["kept"]
+    assert 0 <= noise["redundancy_after"] <= 1
+
+
+def test_reflective_caps_reflections(yearbook_index, run_with):
+    with run_with(ProgramLM()):
+        pred = ReflectiveRAG(yearbook_index, max_reflections=2, tau=0.0)(question=Q)
+    assert len(events(pred, "search")) == 3
+    assert events(pred, "stop")[-1]["reason"] == "max_reflections"
+
+
+def test_reflective_delta_rule_stops_on_convergence(yearbook_index, run_with):
+    with run_with(ProgramLM()):
+        pred = ReflectiveRAG(yearbook_index, max_reflections=4, tau=5.0)(question=Q)
+    stop = events(pred, "stop")[-1]
+    assert stop["reason"] == "converged" and stop["delta"] < 5.0
+    assert len(events(pred, "search")) == 2
+
+
+def test_combined_never_deletes_and_respects_budget(yearbook_index, run_with):
+    with run_with(ProgramLM()) as lm:
+        pred = CombinedRAG(yearbook_index, budget=2500, max_turns=3)(question=Q)
+    assert "delete" not in lm.steps() and not events(pred, "delete")
+    (select,) = events(pred, "select")
+    pooled = {cid for e in events(pred, "search") for cid in e["retrieved"]}
+    assert set(select["kept"]) <= pooled and select["tokens"] <= 2500
+    (answer_prompt,) = [p for s, p in lm.calls if s == "answer"]
+    assert count_tokens(answer_prompt) <= 2500
+    # The agent's working view stays short: sufficiency never sees the whole pool.
+    suff_prompts = [p for s, p in lm.calls if s == "sufficiency"]
+    assert all(p.count("[c") <= 10 for p in suff_prompts)

@@ -1,0 +1,50 @@
+"""End-to-end runs of every strategy on the real local model (llama.cpp, Qwen2.5-Coder 0.5B).
+
+These assert well-formed predictions and traces, not accuracy: a 0.5B model's answers are
+what they are; the demo table and `ragnet eval` report quality.
+"""
+
+from __future__ import annotations
+
+import dspy
+import pytest
+
+from ragnet.lm.config import make_lm
+from ragnet.programs.registry import build_program
+
+pytestmark = pytest.mark.live
+
+SETTINGS = {
+    "basic": {},
+    "oneshot": {"budget": 1500},
+    "iterative": {"max_turns": 2},
+    "reflective": {"max_reflections": 1},
+    "combined": {"budget": 1500, "max_turns": 2},
+}
+
+
+@pytest.fixture(scope="module")
+def local_lm(live_model_path):
+    # No cache: every run must really call the model.
+    return make_lm(f"local:{live_model_path}", cache=False, timeout=300)
+
+
+@pytest.mark.parametrize("strategy", list(SETTINGS))
+def test_strategy_end_to_end_on_local_model(strategy, yearbook_index, local_lm):
+    question = "What was the population of Aldermoor in 2021?"
+    program = build_program(strategy, yearbook_index, **SETTINGS[strategy])
+    with dspy.context(lm=local_lm):
+        pred = program(question=question)
+    assert isinstance(pred.answer, str)
+    assert pred.context and set(pred.evidence) <= set(pred.context)
+    assert all(yearbook_index.chunk(cid) for cid in pred.context)
+    steps = [e["step"] for e in pred.trace]
+    assert steps[0] == "search" and steps[-1] == "answer"
+    assert pred.usage["lm_calls"] >= 1 and pred.usage["input_tokens"] > 0 and pred.usage["output_tokens"] > 0
+    assert pred.usage["lm_calls"] == pred.usage["lm_calls"] - pred.usage["cached_calls"]  # cache off
+    for event in pred.trace:
+        if event["step"] == "lm_error":  # failures are recorded with what was done about them
+            assert event["action"] in {"retried", "fallback", "repaired"} and event["failed_step"]
+    if strategy in ("oneshot", "combined"):
+        (select,) = [e for e in pred.trace if e["step"] == "select"]
+        assert select["tokens"] <= SETTINGS[strategy]["budget"]
