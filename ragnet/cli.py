@@ -30,6 +30,8 @@ app = typer.Typer(
 )
 bench_app = typer.Typer(help="Benchmarks that print median timings as JSON.", no_args_is_help=True)
 app.add_typer(bench_app, name="bench")
+eval_app = typer.Typer(help="Measure strategies on benchmarks with gold evidence.", no_args_is_help=True)
+app.add_typer(eval_app, name="eval")
 
 
 def _console():
@@ -139,8 +141,10 @@ def _pin_threads(threads: int) -> None:
         pass
 
 
-def _bench_index(data: str, index_dir: Optional[Path], data_dir: Optional[Path]):
-    """Load the cached pooled index for ``data`` or build it (once; ~7 min for HotpotQA on 2 cores)."""
+def _pooled_index(data: str, index_dir: Optional[Path], data_dir: Optional[Path]):
+    """Load the cached pooled index for ``data`` or build it (once; ~7 min for HotpotQA on 2 cores).
+
+    Cached under ``$RAGNET_HOME/indexes/<set>-pooled`` unless ``index_dir`` is given."""
     from ragnet.eval.datasets import load_questions, pooled_documents, resolve_dataset
     from ragnet.index import Index
 
@@ -175,7 +179,7 @@ def bench_core(
             from ragnet.eval.datasets import read_split
             from ragnet.index.bench import run_search_bench
 
-            idx, questions, qpath = _bench_index(data, index_dir, data_dir)
+            idx, questions, qpath = _pooled_index(data, index_dir, data_dir)
             dev = read_split(qpath, "dev")
             texts = [q.question for q in questions if q.id in dev][:queries]
             result["search"] = {"corpus_chunks": len(idx), **run_search_bench(idx, texts, repeats=3)}
@@ -198,10 +202,46 @@ def bench_index(
         from ragnet.index.bench import run_index_bench
 
         docs = pooled_documents(load_questions(data, data_dir=data_dir))[:n]
-        result = {"threads": threads, "documents": len(docs), **run_index_bench(docs)}
+        result = {**run_index_bench(docs), "threads": threads, "documents": len(docs)}
     except RagnetError as err:
         _fail(err)
     typer.echo(json.dumps(result, indent=2))
+
+
+@eval_app.command("retrieval")
+def eval_retrieval(
+    data: str = typer.Option("hotpotqa_dev_distractor", help="Dataset (name under the data dir, folder or questions.jsonl)."),
+    split: str = typer.Option("dev", help="Question split: dev (tune here) or acceptance (final measurement only)."),
+    n: Optional[int] = typer.Option(None, "-n", help="At most this many questions."),
+    budgets: str = typer.Option("1000,2000,4000,8000", help="Comma-separated context token budgets."),
+    data_dir: Optional[Path] = typer.Option(None, help="Benchmark data folder (default ../shared/data or $RAGNET_DATA)."),
+    index_dir: Optional[Path] = typer.Option(None, help="Cached pooled index (built there if missing)."),
+    out: Optional[Path] = typer.Option(None, help="Write report.md and summary.json here."),
+    threads: int = typer.Option(2, help="Threads for torch/FAISS (pinned)."),
+) -> None:
+    """Gold-evidence recall of top-k, rank-order filling and Top-Kmax selections; no LM."""
+    _pin_threads(threads)
+    try:
+        from ragnet._atomic import write_json, write_text
+        from ragnet.eval.datasets import load_questions
+        from ragnet.eval.retrieval import format_retrieval_report, run_retrieval_eval
+
+        try:
+            budget_list = [int(b) for b in budgets.split(",") if b.strip()]
+        except ValueError:
+            raise RagnetError(f"argument 'budgets': expected comma-separated integers, got {budgets!r}") from None
+        idx, _, qpath = _pooled_index(data, index_dir, data_dir)
+        questions = load_questions(qpath, split=split, limit=n)
+        result = run_retrieval_eval(idx, questions, budgets=budget_list, show_progress=True)
+        report = format_retrieval_report(result)
+    except RagnetError as err:
+        _fail(err)
+    command = "ragnet eval retrieval " + " ".join(sys.argv[3:])
+    typer.echo(report)
+    if out is not None:
+        write_text(out / "report.md", f"# Retrieval-only recall\n\nCommand: `{command.strip()}`\n\n{report}\n")
+        write_json(out / "summary.json", result)
+        typer.echo(f"wrote {out / 'report.md'} and {out / 'summary.json'}")
 
 
 @app.command()

@@ -49,7 +49,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from ragnet.core import knapsack
+from ragnet.core import knapsack, selection
 from ragnet.core import noise as noise_mod
 from ragnet.core.calibrate import TRANSFORMS as _KNOWN_TRANSFORMS
 from ragnet.core.calibrate import relevance as calibrate
@@ -145,31 +145,13 @@ class _Pool:
         )
 
 
-def _rank_fill(tokens: np.ndarray, budget: int) -> np.ndarray:
-    picked, used = [], 0
-    for i, t in enumerate(tokens.tolist()):
-        if used + t <= budget:
-            picked.append(i)
-            used += t
-    return np.asarray(picked, dtype=np.int64)
-
-
-def _rank_prefix(tokens: np.ndarray, budget: int) -> np.ndarray:
-    return np.arange(int(np.searchsorted(np.cumsum(tokens), budget, side="right")), dtype=np.int64)
-
-
 def _knapsack(rel: np.ndarray, tokens: np.ndarray, budget: int) -> np.ndarray:
     if rel.size == 0 or budget <= 0:
         return np.empty(0, dtype=np.int64)
     return knapsack.select(rel, tokens, budget, method="exact")
 
 
-def _protected(rel: np.ndarray, tokens: np.ndarray, budget: int) -> np.ndarray:
-    prefix = _rank_prefix(tokens, budget)
-    p = prefix.size
-    left = budget - int(tokens[:p].sum())
-    rest = _knapsack(rel[p:], tokens[p:], left) + p
-    return np.concatenate([prefix, rest])
+_rank_fill, _rank_prefix, _protected = selection.rank_fill, selection.rank_prefix, selection.protected
 
 
 def _relevance(scores: np.ndarray, transform: str, temperature: float) -> np.ndarray:

@@ -108,13 +108,16 @@ _MODELS_LOCK = threading.Lock()
 
 
 def default_threads() -> int:
-    """Half the CPUs (at least 1), llama-cpp-python's own default.
+    """All CPUs on small machines (<= 4), half of them on larger ones (llama-cpp-python's default,
+    which assumes hyper-threads).
 
-    llama.cpp threads wait for each other with spin barriers, so one thread more than
-    the machine can really give is very expensive: on a busy 2-core machine a short
-    call took 33 s with 2 threads and 1.2 s with 1 (``ragnet`` measurements).
+    Measured on an idle 2-core machine: 2 threads generate 1.7x faster than 1. But llama.cpp
+    threads wait for each other with spin barriers, so more threads than the machine can really
+    give is very expensive: on a 2-core machine busy with other work a short call took 33 s with
+    2 threads and 1.2 s with 1. Set ``RAGNET_LM_THREADS=1`` when the CPU is shared.
     """
-    return max(1, (os.cpu_count() or 2) // 2)
+    cpus = os.cpu_count() or 2
+    return cpus if cpus <= 4 else cpus // 2
 
 
 def _common_prefix(a, b) -> int:

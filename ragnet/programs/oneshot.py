@@ -68,7 +68,7 @@ class OneShotRAG(RAGProgram):
         index: Any,
         budget: int = 4000,
         *,
-        pool: int = 50,
+        pool: int = 100,
         rules: bool = True,
         max_add: int = 10,
         llm_filter: bool = False,

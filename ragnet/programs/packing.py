@@ -16,7 +16,7 @@ from typing import Any, Sequence
 import dspy
 import numpy as np
 
-from ragnet.core import knapsack
+from ragnet.core import knapsack, selection
 from ragnet.core.calibrate import relevance as calibrate
 from ragnet.corpus.tokens import count_tokens, count_tokens_batch
 from ragnet.corpus.types import Chunk
@@ -120,25 +120,19 @@ def pack(
     costs = budget.chunk_costs(chunks)
     budget.require_fits(costs)
     if method == "rank":
-        order, used = [], 0
-        for i, cost in enumerate(costs.tolist()):
-            if used + cost <= budget.context_budget:
-                order.append(i)
-                used += cost
+        order = selection.rank_fill(costs, budget.context_budget).tolist()
     else:
         rel = calibrate(np.asarray(scores, dtype=np.float64), transform, temperature)
         # A relevance of exactly 0 (e.g. "linear" at the minimum) is never selected; a floor lets
         # leftover budget still take the next-best chunks.
         rel = np.maximum(rel, 1e-12)
-        prefix: list[int] = []
         if method == "protected":
-            cum = np.cumsum(costs)
-            prefix = list(range(int(np.searchsorted(cum, budget.context_budget, side="right"))))
-        rest = np.arange(len(prefix), len(chunks))
-        left = budget.context_budget - int(costs[: len(prefix)].sum())
-        picked = rest[knapsack.select(rel[rest], costs[rest], left, method="exact" if method == "protected" else method)] \
-            if len(rest) and left > 0 else np.zeros(0, dtype=np.int64)
-        order = prefix + sorted(picked.tolist(), key=lambda i: (-rel[i], i))
+            picked = selection.protected(rel, costs, budget.context_budget)
+            prefix = selection.rank_prefix(costs, budget.context_budget).size
+            order = picked[:prefix].tolist() + sorted(picked[prefix:].tolist(), key=lambda i: (-rel[i], i))
+        else:
+            picked = knapsack.select(rel, costs, budget.context_budget, method=method)
+            order = sorted(picked.tolist(), key=lambda i: (-rel[i], i))
     selected = [chunks[i] for i in order]
     total = budget.total(selected)
     while selected and total > budget.budget:  # repair: the per-chunk estimate was a little optimistic
