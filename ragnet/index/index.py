@@ -471,9 +471,9 @@ class Index:
     ) -> list[Chunk]:
         """Hybrid search: the ``k`` best chunks for ``query``, best first.
 
-        Scoring. A candidate pool is the union of the FAISS top-``pool`` and the BM25
-        top-``pool`` (BM25 score > 0) chunks; ``pool`` grows by ``len(exclude)`` and is
-        at least ``k``. For every candidate, the raw cosine ``cos`` (exact, from the stored
+        Scoring. A candidate pool is the union of the dense top-``pool`` (exact scan for a
+        flat index, FAISS HNSW/IVF otherwise) and the BM25 top-``pool`` (BM25 score > 0)
+        chunks; ``pool`` grows by ``len(exclude)`` and is at least ``k``. For every candidate, the raw cosine ``cos`` (exact, from the stored
         embeddings) and the raw BM25 score ``bm25`` (from the full BM25 score vector) are
         min-max normalised over the pool of this query::
 

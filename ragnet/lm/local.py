@@ -120,6 +120,24 @@ def default_threads() -> int:
     return cpus if cpus <= 4 else cpus // 2
 
 
+def _kv_only_cache(llama_cpp: Any, capacity_bytes: int) -> Any:
+    """A ``LlamaRAMCache`` that keeps only the KV state of each prompt, not its logits.
+
+    llama-cpp-python's states also copy the logits buffer (n_batch x n_vocab floats: ~300 MB
+    for Qwen's 152k vocabulary), which its capacity accounting ignores; a few dozen calls then
+    exhausted 24 GB. Logits are never needed from a cached prefix: generation always
+    re-evaluates the last prompt token.
+    """
+    import numpy as np
+
+    class KVOnlyCache(llama_cpp.LlamaRAMCache):
+        def __setitem__(self, key, value) -> None:
+            value.scores = np.zeros((1, value.scores.shape[-1]), dtype=np.single)
+            super().__setitem__(key, value)
+
+    return KVOnlyCache(capacity_bytes=capacity_bytes)
+
+
 def _common_prefix(a, b) -> int:
     """Length of the common prefix of two token sequences."""
     n = 0
@@ -257,7 +275,7 @@ class LlamaCppEngine:
         # "last prompt" reuse alone would re-read every instruction block on every call.
         cache_mb = int(os.environ.get("RAGNET_LM_PREFIX_CACHE_MB", "1024"))
         if cache_mb > 0:
-            llm.set_cache(llama_cpp.LlamaRAMCache(capacity_bytes=cache_mb << 20))
+            llm.set_cache(_kv_only_cache(llama_cpp, cache_mb << 20))
         template = self.chat_template or llm.metadata.get("tokenizer.chat_template") or _CHATML_TEMPLATE
         eos_id, bos_id = llm.token_eos(), llm.token_bos()
         eos = llm._model.token_get_text(eos_id) if eos_id != -1 else ""
