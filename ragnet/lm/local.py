@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+import atexit
 import os
 import re
 import threading
@@ -288,7 +289,13 @@ class LlamaCppEngine:
     def unload_all(cls) -> None:
         """Forget every loaded model (memory is freed once no engine call holds it)."""
         with _MODELS_LOCK:
+            loaded = list(_MODELS.values())
             _MODELS.clear()
+        for item in loaded:
+            close = getattr(item.llm, "close", None)
+            if close is not None:
+                with item.lock:
+                    close()
 
     # ------------------------------------------------------------------ requests
     @staticmethod
@@ -496,3 +503,8 @@ class AsyncLlamaCppEngine:
     @classmethod
     def load_state(cls, state: dict[str, Any]) -> "AsyncLlamaCppEngine":
         return cls(LlamaCppEngine.load_state(state))
+
+
+# Close models while the interpreter is still whole: llama-cpp-python's own __del__ at shutdown
+# runs after its C bindings are torn down and prints a TypeError traceback per model.
+atexit.register(LlamaCppEngine.unload_all)
