@@ -28,12 +28,11 @@ from typing import Any
 
 import numpy as np
 
-from ragnet.core.calibrate import TRANSFORMS, relevance
+from ragnet.core.calibrate import relevance
 from ragnet.corpus.types import Chunk
-from ragnet.errors import InputError
 from ragnet.programs.base import RunResult, check_positive_int
 from ragnet.programs.iterative import IterativeRAG
-from ragnet.programs.oneshot import DEFAULT_METHOD, DEFAULT_TEMPERATURE, DEFAULT_TRANSFORM, METHODS, apply_metadata_rules
+from ragnet.programs.oneshot import DEFAULT_METHOD, DEFAULT_TEMPERATURE, DEFAULT_TRANSFORM, apply_metadata_rules, check_selection
 from ragnet.programs.packing import PromptBudget, pack
 from ragnet.programs.trace import Trace
 from ragnet.signatures import format_context, run_contextualize, run_sufficiency
@@ -81,13 +80,7 @@ class CombinedRAG(IterativeRAG):
         )
         self.budget = check_positive_int(budget, "budget")
         self.rules = bool(rules)
-        if transform not in TRANSFORMS:
-            raise InputError(f"unknown transform {transform!r}; choose from {', '.join(TRANSFORMS)}", argument="transform")
-        if not temperature > 0:
-            raise InputError(f"must be > 0, got {temperature!r}", argument="temperature")
-        if method not in METHODS:
-            raise InputError(f"unknown method {method!r}; choose from {', '.join(METHODS)}", argument="method")
-        self.transform, self.temperature, self.method = transform, float(temperature), method
+        self.transform, self.temperature, self.method = check_selection(transform, temperature, method)
 
     def _run(self, question: str, trace: Trace) -> RunResult:
         pool: dict[str, tuple[Chunk, float]] = {}  # id -> (chunk, best calibrated relevance)

@@ -40,6 +40,17 @@ DEFAULT_TEMPERATURE = 0.1
 METHODS = ("protected", "exact", "greedy", "rank")
 
 
+def check_selection(transform: str, temperature: float, method: str) -> tuple[str, float, str]:
+    """Validate the budgeted-selection arguments shared by OneShotRAG and CombinedRAG."""
+    if transform not in TRANSFORMS:
+        raise InputError(f"unknown transform {transform!r}; choose from {', '.join(TRANSFORMS)}", argument="transform")
+    if not isinstance(temperature, (int, float)) or not temperature > 0:
+        raise InputError(f"must be > 0, got {temperature!r}", argument="temperature")
+    if method not in METHODS:
+        raise InputError(f"unknown method {method!r}; choose from {', '.join(METHODS)}", argument="method")
+    return transform, float(temperature), method
+
+
 class OneShotRAG(RAGProgram):
     """One-shot retrieval that fills a token budget with the most relevant evidence.
 
@@ -88,13 +99,7 @@ class OneShotRAG(RAGProgram):
         self.llm_filter = bool(llm_filter)
         self.crop = bool(crop)
         self.max_crops = check_positive_int(max_crops, "max_crops", minimum=0)
-        if transform not in TRANSFORMS:
-            raise InputError(f"unknown transform {transform!r}; choose from {', '.join(TRANSFORMS)}", argument="transform")
-        if not temperature > 0:
-            raise InputError(f"must be > 0, got {temperature!r}", argument="temperature")
-        if method not in METHODS:
-            raise InputError(f"unknown method {method!r}; choose from {', '.join(METHODS)}", argument="method")
-        self.transform, self.temperature, self.method = transform, float(temperature), method
+        self.transform, self.temperature, self.method = check_selection(transform, temperature, method)
         self.filter = step_predictor(FilterChunks, "filter")
         self.cropper = step_predictor(CropChunk, "crop")
 
