@@ -292,6 +292,20 @@ def _read(source: _Source, codec: str, encoding: str) -> list[tuple[Document, in
     return [(_read_text(source, text, markdown=kind == "markdown"), None)]
 
 
+def parse_jsonl_record(line: str, where: Any, number: int) -> dict:
+    """One JSONL line as a dict, or an InputError naming ``where`` and the line ``number``.
+
+    Shared by the document loader and the benchmark loaders (``ragnet.eval.datasets``).
+    """
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", path=where, line=number) from None
+    if not isinstance(record, dict):
+        raise InputError(f"expected a JSON object per line, got {_json_type(record)}", path=where, line=number)
+    return record
+
+
 def _read_jsonl(source: _Source, text: str) -> list[tuple[Document, int | None]]:
     docs: list[tuple[Document, int | None]] = []
     stem = source.path.stem
@@ -299,14 +313,7 @@ def _read_jsonl(source: _Source, text: str) -> list[tuple[Document, int | None]]
     for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", path=where, line=number) from None
-        if not isinstance(record, dict):
-            raise InputError(
-                f"expected a JSON object per line, got {_json_type(record)}", path=where, line=number
-            )
+        record = parse_jsonl_record(line, where, number)
         docs.append((_record_to_document(record, f"{stem}:{number}", where, number), number))
     if not docs:
         raise InputError("file is empty (no JSON records)", path=where)

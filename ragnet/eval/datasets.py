@@ -11,12 +11,12 @@ Example:
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from ragnet.corpus.loader import parse_jsonl_record
 from ragnet.corpus.types import Document
 from ragnet.errors import InputError
 
@@ -85,10 +85,7 @@ def load_questions(
         for lineno, line in enumerate(fh, 1):
             if not line.strip():
                 continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", path=qpath, line=lineno) from None
+            rec = parse_jsonl_record(line, qpath, lineno)
             for key in ("id", "question", "answers"):
                 if key not in rec:
                     raise InputError(f"record has no {key!r} field", path=qpath, line=lineno)
