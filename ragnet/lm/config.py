@@ -104,7 +104,7 @@ def make_lm(lm: str | None = None, *, api_base: str | None = None, api_key: str 
                              argument="api_base" if api_base is not None else "api_key")
         from ragnet.lm.local import AsyncLlamaCppEngine, LlamaCppEngine
 
-        engine_options = {k: kwargs.pop(k) for k in ("n_ctx", "n_threads", "n_gpu_layers", "chat_template",
+        engine_options = {k: kwargs.pop(k) for k in ("n_ctx", "n_threads", "n_gpu_layers", "chat_template", "grammar",
                                                      "verbose") if k in kwargs}
         if kwargs:
             raise InputError(f"unknown options for the local model: {sorted(kwargs)}", argument=sorted(kwargs)[0])
@@ -124,7 +124,7 @@ def make_lm(lm: str | None = None, *, api_base: str | None = None, api_key: str 
 
 def configure(lm: Any = None, *, api_base: str | None = None, api_key: str | None = None,
               cache_dir: str | Path | None = None, timeout: float | None = 120, num_retries: int = 2,
-              temperature: float = 0.0, max_tokens: int = 512, **kwargs: Any):
+              temperature: float = 0.0, max_tokens: int = 512, adapter: Any = "auto", **kwargs: Any):
     """Set the LM for every ragnet/DSPy program, with an on-disk response cache.
 
     Args:
@@ -139,7 +139,13 @@ def configure(lm: Any = None, *, api_base: str | None = None, api_key: str | Non
             exponential backoff, by DSPy). The local model is never retried.
         temperature: sampling temperature; 0 makes runs repeatable (and cacheable).
         max_tokens: answer length limit per call.
-        **kwargs: local model options (``n_ctx``, ``n_threads``, ``n_gpu_layers``,
+        adapter: how signatures become prompts: ``"auto"`` (default) uses DSPy's ``JSONAdapter``
+            for the local llama.cpp engine and DSPy's default ``ChatAdapter`` for everything
+            else; ``"chat"``, ``"json"`` or any ``dspy.Adapter`` force one. Why: a 0.5B model
+            misreads the ChatAdapter's ``[[ ## field ## ]]`` layout (it copies the schema notes
+            into its answer, ~130 wasted tokens per call, and DSPy then re-asks with JSON: two
+            calls per step), while it writes the JSON object the JSONAdapter asks for.
+        **kwargs: local model options (``n_ctx``, ``n_threads``, ``n_gpu_layers``, ``grammar``,
             ``chat_template``, ``verbose``) or extra ``dspy.LM`` options for litellm.
 
     Returns:
@@ -161,8 +167,30 @@ def configure(lm: Any = None, *, api_base: str | None = None, api_key: str | Non
     built = make_lm(lm, api_base=api_base, api_key=api_key, timeout=timeout, num_retries=num_retries,
                     temperature=temperature, max_tokens=max_tokens, **kwargs)
     _configure_cache(cache_dir)
-    dspy.configure(lm=built)
+    dspy.configure(lm=built, adapter=resolve_adapter(adapter, built))
     return built
+
+
+def resolve_adapter(adapter: Any, lm: Any):
+    """The ``dspy.Adapter`` for ``adapter`` ("auto", "chat", "json" or an Adapter) and ``lm``.
+
+    Example:
+        >>> from dspy.utils import DummyLM
+        >>> type(resolve_adapter("auto", DummyLM([]))).__name__
+        'ChatAdapter'
+    """
+    import dspy
+
+    if isinstance(adapter, dspy.Adapter):
+        return adapter
+    choice = str(adapter or "auto").lower()
+    if choice == "auto":
+        choice = "json" if str(getattr(lm, "model", "")).startswith("llamacpp/") else "chat"
+    if choice == "json":
+        return dspy.JSONAdapter()
+    if choice == "chat":
+        return dspy.ChatAdapter()
+    raise InputError(f"expected 'auto', 'chat', 'json' or a dspy.Adapter, got {adapter!r}", argument="adapter")
 
 
 def get_lm():

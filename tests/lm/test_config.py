@@ -130,3 +130,22 @@ def test_configure_litellm(ragnet_home, dspy_state, tmp_path):
     lm = configure("openai/gpt-4o-mini", api_key="sk-test", cache_dir=tmp_path / "c", num_retries=1)
     assert dspy.settings.lm is lm
     assert lm.model == "openai/gpt-4o-mini" and lm.num_retries == 1
+
+
+def test_resolve_adapter_auto_picks_json_for_local_engine_only():
+    import dspy
+    from dspy.utils import DummyLM
+
+    from ragnet.lm.config import resolve_adapter
+
+    local = DummyLM([])
+    local.model = "llamacpp/tiny"  # how make_lm names the local engine's LM
+
+    assert isinstance(resolve_adapter("auto", local), dspy.JSONAdapter)
+    chat = resolve_adapter("auto", DummyLM([]))
+    assert isinstance(chat, dspy.ChatAdapter) and not isinstance(chat, dspy.JSONAdapter)
+    assert isinstance(resolve_adapter("json", DummyLM([])), dspy.JSONAdapter)
+    custom = dspy.ChatAdapter()
+    assert resolve_adapter(custom, local) is custom
+    with pytest.raises(InputError, match="adapter"):
+        resolve_adapter("xml", DummyLM([]))

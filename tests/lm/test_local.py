@@ -87,7 +87,19 @@ def test_live_predict_parses_answer_and_counts_tokens(live_lm):
 
 
 @pytest.mark.live
-def test_live_json_adapter_uses_grammar(live_lm):
+def test_live_json_adapter_uses_grammar_when_asked(live_model_path, dspy_state):
+    constrained = LlamaCppEngine(live_model_path, n_ctx=4096, max_tokens=32, timeout=120, grammar=True)
+    lm = dspy.LM(constrained.model_name, engine=constrained, temperature=0.0, max_tokens=32, num_retries=0,
+                 cache=False)
+    predict = dspy.Predict("question -> answer: int")
+    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+        result = predict(question="What is 2 + 2?")
+    assert result.answer == 4
+    assert len(constrained._grammars) == 1  # the schema became a (cached) grammar
+
+
+@pytest.mark.live
+def test_live_json_adapter_without_grammar_parses(live_lm):
     predict = dspy.Predict("question -> answer: int")
     with dspy.context(lm=live_lm, adapter=dspy.JSONAdapter()):
         result = predict(question="What is 2 + 2?")
