@@ -53,7 +53,8 @@ def delete_default(id_map: Mapping[str, str]) -> dict[str, Any]:
 def delete_validator(
     id_map: Mapping[str, str], *, protected: Collection[str] = (), keep_at_least: int = 1
 ) -> Callable[[dspy.Prediction], tuple[dspy.Prediction, list[str]]]:
-    """Resolve ``delete_ids`` to real ids; drop unknown/protected ids; keep ``keep_at_least`` chunks.
+    """Resolve ``delete_ids`` to real ids; drop unknown/protected ids; refuse a deletion that would
+    leave fewer than ``keep_at_least`` chunks.
 
     The repaired prediction has ``delete_ids`` (real ids) and ``kept_ids`` (real ids, context order).
     """
@@ -70,12 +71,13 @@ def delete_validator(
             problems.append(f"refused to delete protected chunks: {blocked}")
         delete = [cid for cid in known if cid not in protected_set]
         kept = [cid for cid in order if cid not in delete]
-        need = min(keep_at_least, len(order)) - len(kept)
-        if need > 0:
-            spared = [cid for cid in order if cid in delete][:need]
-            problems.append(f"refused to delete every chunk; kept {spared}")
-            delete = [cid for cid in delete if cid not in spared]
-            kept = [cid for cid in order if cid not in delete]
+        if delete and len(kept) < min(keep_at_least, len(order)):
+            # "Delete (nearly) everything" is the listwise failure the study measured, not a
+            # judgement about single chunks: a 0.5B model answers ["c1", "c2", "c3"] for most
+            # contexts. Sparing an arbitrary chunk would keep the wrong one as often as not, so
+            # the whole decision is refused and the context stays as it was.
+            problems.append(f"refused a deletion that would leave fewer than {keep_at_least} chunk(s): {delete}")
+            delete, kept = [], list(order)
         pred.delete_ids = delete
         pred.kept_ids = kept
         return pred, problems

@@ -186,11 +186,18 @@ def test_run_contextualize_keeps_earlier_notes(scripted, trace, chunks):
 # --- delete ----------------------------------------------------------------------------------
 
 
-def test_delete_never_deletes_everything():
+def test_delete_refuses_to_delete_everything():
     pred, problems = delete_validator(ID_MAP)(dspy.Prediction(delete_ids=["c3", "c1", "c2"]))
-    assert pred.kept_ids == ["paris#0"]  # the earliest chunk in context order is spared
-    assert pred.delete_ids == ["cats#3", "lyon#0"]
-    assert any("refused to delete every chunk" in p for p in problems)
+    assert pred.kept_ids == ["paris#0", "lyon#0", "cats#3"]  # the whole decision is refused
+    assert pred.delete_ids == []
+    assert any("refused a deletion that would leave fewer than 1" in p for p in problems)
+
+
+def test_delete_below_floor_is_refused_but_partial_delete_passes():
+    pred, problems = delete_validator(ID_MAP, keep_at_least=2)(dspy.Prediction(delete_ids=["c1", "c2"]))
+    assert pred.delete_ids == [] and len(pred.kept_ids) == 3 and problems
+    pred, problems = delete_validator(ID_MAP, keep_at_least=2)(dspy.Prediction(delete_ids=["c2"]))
+    assert pred.delete_ids == ["lyon#0"] and pred.kept_ids == ["paris#0", "cats#3"] and not problems
 
 
 def test_delete_drops_unknown_and_protected_ids():
@@ -204,7 +211,7 @@ def test_delete_drops_unknown_and_protected_ids():
 def test_run_delete_end_to_end(scripted, trace, chunks):
     with scripted([{"delete_ids": ["c1", "c2", "c3"]}]):
         out = run_delete(dspy.Predict(SelectDeletions), "q", chunks, trace=trace, keep_at_least=2)
-    assert out.kept_ids == ["paris#0", "lyon#0"] and out.delete_ids == ["cats#3"]
+    assert out.kept_ids == ["paris#0", "lyon#0", "cats#3"] and out.delete_ids == []
     assert trace.errors()[0]["action"] == "repaired"
 
 
