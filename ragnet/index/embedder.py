@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections import OrderedDict
@@ -92,7 +93,8 @@ def _load_model(target: str, device: str) -> Any:
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         st = require("sentence_transformers", purpose="embedding chunks and queries")
         try:
-            model = st.SentenceTransformer(target, device=device)
+            with _quiet_weight_loading():
+                model = st.SentenceTransformer(target, device=device)
         except Exception as exc:  # noqa: BLE001 - re-raised with the model name
             raise InputError(
                 f"could not load embedding model {target!r} on {device!r}: {exc}. "
@@ -103,6 +105,24 @@ def _load_model(target: str, device: str) -> Any:
         model.eval()
         _MODELS[key] = model
         return model
+
+
+@contextlib.contextmanager
+def _quiet_weight_loading():
+    """Hide transformers' "Loading weights" progress bar: it prints on every model load
+    (every CLI call), which buries the output of ``ragnet ask`` and ``ragnet demo``."""
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:  # pragma: no cover - sentence-transformers depends on transformers
+        yield
+        return
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()
 
 
 class Embedder:
