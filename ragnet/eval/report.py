@@ -1,0 +1,352 @@
+"""``ragnet eval`` outputs: the summary of every aggregate, ``report.md`` and the plots.
+
+:func:`build_summary` turns result rows into one JSON-ready dict: per-strategy aggregates
+(``ragnet.eval.metrics.aggregate``), tables by question type and level, paired comparisons
+with the baseline (``basic``) with a sign test, budget curves and the evaluation overhead.
+:func:`format_report` renders it as markdown, and :func:`write_outputs` writes
+``summary.json``, ``report.md`` and the PNG plots atomically.
+
+Example:
+    >>> summary = build_summary(rows, meta, timing)            # doctest: +SKIP
+    >>> print(format_report(summary))                          # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ragnet.eval.metrics import aggregate, paired_comparison
+
+__all__ = ["build_summary", "format_report", "write_outputs"]
+
+#: A strategy "beats basic" only when its mean gain is positive and the sign test says p < this.
+SIGNIFICANCE = 0.05
+OVERHEAD_TARGET = 0.05
+
+
+def _small(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    agg = aggregate(rows)
+    return {k: agg[k] for k in ("n", "errors", "em", "f1", "llm_match", "gold_all", "gold_fraction")}
+
+
+def _group(rows: Sequence[dict[str, Any]], key: str) -> dict[str, list[dict[str, Any]]]:
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        if r.get(key) is not None:
+            groups[str(r[key])].append(r)
+    return dict(sorted(groups.items()))
+
+
+def _baseline(labels: Sequence[str]) -> str | None:
+    if "basic" in labels:
+        return "basic"
+    return next((lb for lb in labels if lb.split(":")[0].split("@")[0] == "basic"), None)
+
+
+def _verdict(cmp: dict[str, Any], baseline: str) -> tuple[bool, str]:
+    delta, p = cmp["delta"], cmp["p_value"]
+    if delta > 0 and p < SIGNIFICANCE:
+        return True, f"beats {baseline} (p={p:.3g})"
+    if delta > 0:
+        return False, f"does not beat {baseline}: gain not significant (p={p:.3g})"
+    if delta == 0:
+        return False, f"does not beat {baseline}: no difference"
+    return False, f"does not beat {baseline}: worse"
+
+
+def _overhead(rows_new: Sequence[dict[str, Any]], loop_s: float, report_s: float, threads: int) -> dict[str, Any]:
+    """Evaluation overhead: (wall − Σ program s − Σ judge s) / Σ program s over this run's rows.
+
+    ``loop_ratio`` covers the evaluation loop (scoring, gold mapping, writing rows); ``ratio``
+    adds the report and plots, a fixed cost of a few seconds. Per-question index set-up
+    (cached, one-off) is left out of both."""
+    program_s = judge_s = index_s = job_s = 0.0
+    for r in rows_new:
+        judge = r.get("judge") or {}
+        j = float(judge.get("seconds", 0) or 0)
+        i = float(r.get("index_seconds", 0) or 0)
+        p = float((r.get("usage") or {}).get("seconds", 0) or 0) if not r.get("error") else max(
+            0.0, float(r.get("job_seconds", 0) or 0) - i)
+        program_s, judge_s, index_s = program_s + p, judge_s + j, index_s + i
+        job_s += float(r.get("job_seconds", 0) or 0)
+    out: dict[str, Any] = {
+        "rows": len(rows_new), "loop_s": round(loop_s, 4), "report_s": round(report_s, 4),
+        "program_s": round(program_s, 4), "judge_s": round(judge_s, 4), "index_s": round(index_s, 4),
+        "threads": threads, "ratio": None, "loop_ratio": None, "target": OVERHEAD_TARGET,
+    }
+    if not rows_new or program_s <= 0:
+        out["method"] = "no new rows in this run" if not rows_new else "no program time"
+        return out
+    if threads == 1:
+        out["wall_s"] = round(loop_s + report_s, 4)
+        loop_overhead = loop_s - program_s - judge_s - index_s
+        out["method"] = "(evaluation loop wall - program s - judge s - per-question index s) / program s"
+    else:
+        loop_overhead = job_s - program_s - judge_s - index_s
+        out["method"] = ("threads > 1: (sum of job walls - program s - judge s - per-question index s) / program s")
+    out["loop_ratio"] = round(loop_overhead / program_s, 6)
+    out["ratio"] = round((loop_overhead + report_s) / program_s, 6)
+    return out
+
+
+def build_summary(rows: Sequence[dict[str, Any]], meta: dict[str, Any], timing: dict[str, Any] | None = None
+                  ) -> dict[str, Any]:
+    """Every aggregate of a run, JSON-ready (written as ``summary.json``).
+
+    Args:
+        rows: the latest row per (strategy, question) of the selected questions and strategies.
+        meta: run settings; ``meta["strategies"]`` lists ``{label, spec, budget, program}``.
+        timing: ``setup_s``, ``loop_s``, ``threads``, ``new_rows`` (rows computed in this run).
+    """
+    timing = timing or {}
+    labels = [s["label"] for s in meta["strategies"]]
+    by_label: dict[str, list[dict[str, Any]]] = {lb: [] for lb in labels}
+    for r in rows:
+        by_label.setdefault(r["strategy"], []).append(r)
+    judged = bool(meta.get("judge"))
+    primary = "llm_match" if judged else "em"
+    baseline = _baseline(labels)
+    summary: dict[str, Any] = {
+        "meta": meta,
+        "primary_metric": primary,
+        "baseline": baseline,
+        "strategies": {lb: aggregate(by_label[lb]) for lb in labels},
+        "by_type": {lb: {k: _small(v) for k, v in _group(by_label[lb], "type").items()} for lb in labels},
+        "by_level": {lb: {k: _small(v) for k, v in _group(by_label[lb], "level").items()} for lb in labels},
+        "vs_baseline": {},
+        "budget_curves": {},
+    }
+    if baseline is not None:
+        for lb in labels:
+            if lb == baseline:
+                continue
+            cmp = paired_comparison(by_label[lb], by_label[baseline], primary)
+            gold_cmp = paired_comparison(by_label[lb], by_label[baseline], "gold_all")
+            beats, verdict = _verdict(cmp, baseline)
+            mine, base = summary["strategies"][lb], summary["strategies"][baseline]
+            deltas = {k: (None if mine.get(k) is None or base.get(k) is None else round(mine[k] - base[k], 6))
+                      for k in ("em", "f1", "llm_match", "gold_all", "gold_fraction", "input_tokens", "lm_calls",
+                                "latency_p50")}
+            summary["vs_baseline"][lb] = {**cmp, "gold_all": gold_cmp, "deltas": deltas, "beats_baseline": beats,
+                                          "verdict": verdict}
+    curves: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for s in meta["strategies"]:
+        if s.get("budget") is not None:
+            agg = summary["strategies"][s["label"]]
+            curves[s["spec"]].append({"budget": s["budget"], "label": s["label"], primary: agg[primary],
+                                      "gold_all": agg["gold_all"], "input_tokens": agg["input_tokens"]})
+    summary["budget_curves"] = {k: sorted(v, key=lambda p: p["budget"]) for k, v in curves.items() if len(v) > 1}
+    summary["timing"] = {"setup_s": round(float(timing.get("setup_s", 0.0)), 4),
+                         "loop_s": round(float(timing.get("loop_s", 0.0)), 4)}
+    summary["_new_rows"] = list(timing.get("new_rows", []))
+    return summary
+
+
+# --------------------------------------------------------------------------- markdown
+
+
+def _pct(x: float | None) -> str:
+    return "–" if x is None else f"{100 * x:.1f}"
+
+
+def _num(x: float | None, digits: int = 1) -> str:
+    if x is None:
+        return "–"
+    return f"{x:,.{digits}f}"
+
+
+def _delta(x: float | None) -> str:
+    return "–" if x is None else f"{100 * x:+.1f}"
+
+
+def format_report(summary: dict[str, Any]) -> str:
+    """``report.md``: command, side-by-side accuracy with deltas vs basic, verdicts, by type and
+    level, chunk retention by stage, cost, budgets, and the evaluation overhead."""
+    meta = summary["meta"]
+    labels = [s["label"] for s in meta["strategies"]]
+    aggs = summary["strategies"]
+    primary = summary["primary_metric"]
+    baseline = summary["baseline"]
+    pname = "LLM match" if primary == "llm_match" else "EM"
+    lines = [f"# ragnet eval: {meta['set']} ({meta.get('split') or 'all'} split, {meta['mode']} corpus)", ""]
+    if meta.get("command"):
+        lines += [f"Command: `{meta['command']}`", ""]
+    judge = f"judge {meta.get('judge_lm')}" if meta.get("judge") else "no LLM judge (--no-judge)"
+    lines += [
+        (f"{meta['questions']} questions × {len(labels)} strategies; LM {meta.get('lm')}; {judge}; "
+        f"threads {meta.get('threads')}; index `{meta.get('index')}`; rows in `{meta.get('results')}`; "
+        f"{meta.get('created')}."),
+        "",
+    ]
+    if meta.get("split") == "acceptance":
+        lines += ["> Acceptance split: for final measurement only. Do not tune anything on these figures.", ""]
+    programs = meta.get("programs") or {}
+    if programs:
+        lines += ["Compiled programs: " + ", ".join(f"{k} ← `{v['file']}`" for k, v in programs.items()), ""]
+
+    lines += ["## Accuracy", "",
+              (f"Primary metric: **{pname}**. Errors count as wrong. Δ columns are percentage points vs "
+              f"{baseline or '(no basic strategy in this run)'}; gold recall = every gold document has a chunk in "
+              "the final context."), "",
+              "| strategy | n | EM | F1 | LLM match | Δ " + pname + " | all-gold recall | Δ gold | gold fraction "
+              "| redundancy | chunks | errors |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    vs = summary.get("vs_baseline", {})
+    for lb in labels:
+        a = aggs[lb]
+        d = vs.get(lb, {}).get("deltas", {})
+        lines.append(
+            f"| {lb} | {a['n']} | {_pct(a['em'])} | {_pct(a['f1'])} | {_pct(a['llm_match'])} | "
+            f"{_delta(d.get(primary)) if lb != baseline else '(base)'} | {_pct(a['gold_all'])} | "
+            f"{_delta(d.get('gold_all')) if lb != baseline else '(base)'} | {_pct(a['gold_fraction'])} | "
+            f"{_num(a['redundancy'], 3)} | {_num(a['chunks'])} | {a['errors']} |"
+        )
+    lines.append("")
+    suspicious = {lb: aggs[lb].get("judge_zero_f1_matches", 0) for lb in labels}
+    calls = sum(aggs[lb].get("judge_calls", 0) for lb in labels)
+    if sum(suspicious.values()):
+        lines += [(f"> ⚠️ Judge check: {sum(suspicious.values())} of {calls} judged answers were called a match "
+                   "while sharing no word with any gold answer ("
+                   + ", ".join(f"{lb}: {k}" for lb, k in suspicious.items() if k)
+                   + "). A small judge LM is unreliable; prefer a stronger `--judge-lm`, or read EM/F1."), ""]
+    if baseline is not None and vs:
+        lines += [f"### Against {baseline}", "",
+                  (f"Per question on {pname}: wins / losses / ties, two-sided sign test. A strategy *beats* "
+                  f"{baseline} only with a positive mean gain and p < {SIGNIFICANCE}."), ""]
+        for lb in labels:
+            if lb not in vs:
+                continue
+            c = vs[lb]
+            flag = "✅" if c["beats_baseline"] else "❌"
+            lines.append(f"- {flag} **{lb}** {c['verdict']}: {_delta(c['delta'])} points, {c['wins']} wins / "
+                         f"{c['losses']} losses / {c['ties']} ties over {c['questions']} questions; gold recall "
+                         f"{_delta(c['gold_all']['delta'])} points ({c['gold_all']['wins']}/{c['gold_all']['losses']}).")
+        lines.append("")
+
+    for key, title in (("by_type", "By question type"), ("by_level", "By level")):
+        groups = sorted({g for lb in labels for g in summary[key].get(lb, {})})
+        if not groups:
+            continue
+        lines += [f"## {title}", "", f"Cells: {pname} % (all-gold recall %), n questions.", "",
+                  f"| {key[3:]} | n | " + " | ".join(labels) + " |", "|---|---|" + "---|" * len(labels)]
+        for g in groups:
+            cells, n = [], 0
+            for lb in labels:
+                cell = summary[key].get(lb, {}).get(g)
+                if cell is None:
+                    cells.append("–")
+                    continue
+                n = max(n, cell["n"])
+                cells.append(f"{_pct(cell[primary])} ({_pct(cell['gold_all'])})")
+            lines.append(f"| {g} | {n} | " + " | ".join(cells) + " |")
+        lines.append("")
+
+    lines += ["## Chunk retention by stage", "",
+              ("Mean chunks after each stage, mean gold documents present, and the share of the gold documents "
+               "retrieved that are still present (kept). Stages a strategy does not have are left out."), ""]
+    for lb in labels:
+        stages = aggs[lb].get("stages") or {}
+        if not stages:
+            continue
+        parts = []
+        for stage, s in stages.items():
+            extra = ""
+            if "removed" in s:
+                extra = f", −{_num(s['removed'])} removed"
+            if "cropped" in s:
+                extra = f", {_num(s['cropped'])} cropped"
+            parts.append(f"{stage} {_num(s['chunks'])} ({_num(s['gold'], 2)} gold, {_pct(s['gold_retention'])}% kept"
+                         f"{extra})")
+        lines.append(f"- **{lb}**: " + " → ".join(parts))
+    lines.append("")
+
+    lines += ["## Cost", "", "Means per question (latency: program wall seconds; judge time not included).", "",
+              ("| strategy | searches | turns | LM calls | cached | tokens in | tokens out | context tokens | p50 s "
+              "| p95 s | LM errors | judge calls |"),
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for lb in labels:
+        a = aggs[lb]
+        lines.append(
+            f"| {lb} | {_num(a['searches'])} | {_num(a['turns'])} | {_num(a['lm_calls'])} | {_num(a['cached_calls'])} | "
+            f"{_num(a['input_tokens'], 0)} | {_num(a['output_tokens'], 0)} | {_num(a['context_tokens'], 0)} | "
+            f"{_num(a['latency_p50'], 2)} | {_num(a['latency_p95'], 2)} | {a['total_lm_errors']} | "
+            f"{a['judge_calls']} |"
+        )
+    lines.append("")
+
+    curves = summary.get("budget_curves") or {}
+    if curves:
+        lines += ["## Token budgets", "", f"Cells: {pname} % / all-gold recall % / mean tokens in.", ""]
+        for spec, points in curves.items():
+            lines.append(f"- **{spec}**: " + "; ".join(
+                f"{p['budget']:,}: {_pct(p[primary])} / {_pct(p['gold_all'])} / {_num(p['input_tokens'], 0)}"
+                for p in points))
+        lines.append("")
+
+    plots = summary.get("plots") or []
+    if plots:
+        lines += ["## Plots", ""] + [f"![{Path(p).stem}]({Path(p).name})" for p in plots] + [""]
+    elif summary.get("plots_skipped"):
+        lines += [f"Plots skipped: {summary['plots_skipped']}", ""]
+
+    ov = summary.get("overhead") or {}
+    lines += ["## Evaluation overhead", ""]
+    if ov.get("ratio") is None:
+        lines.append(f"Not measured ({ov.get('method', 'n/a')}).")
+    else:
+        ok = "✅" if ov["loop_ratio"] < ov["target"] else "❌"
+        if ov.get("carried_over"):
+            lines.append("(Measured by the earlier run that computed these rows; this run only re-reported them.)")
+        lines.append(
+            f"{ok} evaluation loop: **{100 * ov['loop_ratio']:.2f}%** of program time (target < "
+            f"{100 * ov['target']:.0f}%); with the report and plots ({ov['report_s']:.2f} s, a fixed cost): "
+            f"{100 * ov['ratio']:.2f}%. {ov['rows']} rows, program {ov['program_s']:.2f} s, judge "
+            f"{ov['judge_s']:.2f} s, per-question index set-up {ov['index_s']:.2f} s (left out), loop "
+            f"{ov['loop_s']:.2f} s. Method: {ov['method']}."
+        )
+    lines.append("")
+    return "\n".join(lines)
+
+
+def _previous_overhead(path: Path) -> dict[str, Any] | None:
+    import json
+
+    try:
+        old = json.loads(path.read_text(encoding="utf-8")).get("overhead") or {}
+    except (OSError, ValueError, AttributeError):
+        return None
+    return old if old.get("ratio") is not None else None
+
+
+def write_outputs(out_dir: str | Path, summary: dict[str, Any], rows: Sequence[dict[str, Any]], *,
+                  plots: bool = True, log: Callable[[str], None] = print, started: float | None = None) -> None:
+    """Write plots, then ``report.md`` and ``summary.json`` (atomically), with the overhead
+    including the time spent here."""
+    from ragnet._atomic import write_json, write_text
+    from ragnet.errors import MissingDependencyError
+
+    out_dir = Path(out_dir)
+    started = time.perf_counter() if started is None else started
+    summary["plots"] = []
+    if plots:
+        try:
+            from ragnet.eval.plots import write_plots
+
+            summary["plots"] = [str(p) for p in write_plots(summary, out_dir)]
+        except MissingDependencyError as exc:
+            summary["plots_skipped"] = str(exc)
+            log(f"warning: plots skipped: {exc}")
+    new_rows = summary.pop("_new_rows", [])
+    timing = summary.get("timing", {})
+    summary["overhead"] = _overhead(new_rows, float(timing.get("loop_s", 0.0)), time.perf_counter() - started,
+                                    int(summary["meta"].get("threads", 1)))
+    if not new_rows:  # a re-report of finished rows keeps the figure measured when they were computed
+        previous = _previous_overhead(out_dir / "summary.json")
+        if previous is not None:
+            summary["overhead"] = {**previous, "carried_over": True}
+    write_text(out_dir / "report.md", format_report(summary))
+    write_json(out_dir / "summary.json", summary)

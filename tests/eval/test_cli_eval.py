@@ -1,0 +1,95 @@
+"""``ragnet eval`` through typer's CliRunner: a run end to end on the tiny set with a scripted
+LM, the acceptance warning, one-line errors naming the argument, and the subcommands intact."""
+
+from __future__ import annotations
+
+import json
+
+import dspy
+import pytest
+from typer.testing import CliRunner
+
+from ragnet.cli import app
+from tests.eval.tiny_set import tiny_lm, write_tiny_set
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    """Data dir, RAGNET_HOME in tmp, and `--lm scripted` answered by the tiny set's scripted LM."""
+    data = write_tiny_set(tmp_path / "data", dev=("q1", "q2"), acceptance=("q3",))
+    monkeypatch.setenv("RAGNET_HOME", str(tmp_path / "home"))
+    engine = tiny_lm()
+    seen = []
+
+    def fake_configure(lm=None, **kwargs):
+        seen.append(lm)
+        return dspy.settings.lm
+
+    monkeypatch.setattr("ragnet.lm.config.configure", fake_configure)
+    with dspy.context(lm=engine.lm(), adapter=dspy.ChatAdapter(use_json_adapter_fallback=False)):
+        yield data, tmp_path, engine, seen
+
+
+def invoke(*args):
+    return CliRunner().invoke(app, ["eval", *args], catch_exceptions=False)
+
+
+def test_eval_runs_strategies_and_writes_outputs(env):
+    data, tmp, _engine, seen = env
+    out = tmp / "out"
+    result = invoke("--data", "tiny", "--data-dir", str(data), "--strategies", "basic,oneshot", "--lm", "scripted",
+                    "--budgets", "1000,2000", "--out", str(out), "--no-plots")
+    assert result.exit_code == 0, result.output
+    assert seen == ["scripted"]
+    assert "wrote" in result.output and "oneshot@2000" in result.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert list(summary["strategies"]) == ["basic", "oneshot@1000", "oneshot@2000"]
+    assert summary["meta"]["questions"] == 2 and summary["meta"]["split"] == "dev"
+    assert summary["strategies"]["basic"]["llm_match"] == 1.0  # q1 exact, q2 judged a match
+    report = (out / "report.md").read_text()
+    assert ("Command: `ragnet eval --data tiny --data-dir " + str(data) + " --strategies basic,oneshot --lm scripted "
+            "--budgets 1000,2000 --out " + str(out) + " --no-plots`") in report
+    assert len((out / "results.jsonl").read_text().splitlines()) == 6
+    assert not list(out.glob("*.png"))
+    # the pooled index went to the content-hash cache under $RAGNET_HOME
+    (cached,) = (tmp / "home" / "indexes").iterdir()
+    assert cached.name.startswith("tiny-pooled-") and len(cached.name) == len("tiny-pooled-") + 12
+
+    again = invoke("--data", "tiny", "--data-dir", str(data), "--strategies", "basic", "--lm", "scripted",
+                   "--out", str(out), "--no-plots", "--no-judge")
+    assert again.exit_code == 2 and "use another --out, or --fresh" in again.output
+
+
+def test_acceptance_split_warns_and_default_out_names_set_and_split(env, monkeypatch):
+    data, tmp, _engine, _ = env
+    monkeypatch.chdir(tmp)
+    result = invoke("--data", "tiny", "--data-dir", str(data), "--split", "acceptance", "--strategies", "basic",
+                    "--no-judge", "--no-plots")
+    assert result.exit_code == 0, result.output
+    assert "for final measurement only" in result.output
+    summary = json.loads((tmp / ".ragnet-cache" / "eval" / "tiny-acceptance" / "summary.json").read_text())
+    assert summary["meta"]["questions"] == 1 and summary["primary_metric"] == "em"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--budgets", "1000,x"], "argument 'budgets': expected comma-separated integers"),
+    (["--strategies", "basic,nope"], "argument 'strategy': unknown strategy 'nope'"),
+    (["--threads", "0"], "argument 'threads'"),
+    (["--mode", "open"], "argument 'mode': unknown mode"),
+    (["--ids", "q1,zzz"], "argument 'ids': unknown question id(s) in tiny: zzz"),
+    (["--program", "basic=missing.json"], "missing.json: no such file"),
+    (["--program", "missing.json"], "does not say which strategy it is for"),
+    (["--split", "test"], "argument 'split'"),
+])
+def test_bad_input_is_one_line_with_exit_status_2(env, args, message):
+    data, tmp, _, _ = env
+    result = invoke("--data", "tiny", "--data-dir", str(data), "--out", str(tmp / "o"), "--no-plots", *args)
+    assert result.exit_code == 2
+    assert message in result.output and "Traceback" not in result.output
+
+
+def test_subcommands_and_help_still_work(env):
+    assert "Usage" in invoke().output  # no arguments: help
+    result = invoke("retrieval", "--help")
+    assert result.exit_code == 0 and "Gold-evidence recall" in result.output
+    assert "--strategies" in invoke("--help").output
