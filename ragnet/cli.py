@@ -32,6 +32,17 @@ bench_app = typer.Typer(help="Benchmarks that print median timings as JSON.", no
 app.add_typer(bench_app, name="bench")
 eval_app = typer.Typer(help="Measure strategies on benchmarks with gold evidence.", no_args_is_help=True)
 app.add_typer(eval_app, name="eval")
+from ragnet.cli_eval import register as _register_eval  # noqa: E402  (`ragnet eval [OPTIONS]`)
+
+_register_eval(eval_app)
+
+from ragnet import cli_laziness  # noqa: E402
+
+cli_laziness.register(eval_app)
+
+from ragnet import cli_optimize  # noqa: E402
+
+cli_optimize.register(app)
 
 
 def _console():
@@ -142,21 +153,24 @@ def _pin_threads(threads: int) -> None:
 
 
 def _pooled_index(data: str, index_dir: Optional[Path], data_dir: Optional[Path]):
-    """Load the cached pooled index for ``data`` or build it (once; ~7 min for HotpotQA on 2 cores).
+    """Load the pooled index for ``data`` or build it once (~10 min for HotpotQA on 2 cores).
 
-    Cached under ``$RAGNET_HOME/indexes/<set>-pooled`` unless ``index_dir`` is given."""
-    from ragnet.eval.datasets import load_questions, pooled_documents, resolve_dataset
+    Cached by content hash under ``$RAGNET_HOME/indexes/<set>-pooled-<hash12>``
+    (``ragnet.eval.index_cache``) unless ``index_dir`` is given. Sets with a ``corpus.jsonl``
+    pool that corpus; distractor sets pool every question's paragraphs."""
+    from ragnet.eval.datasets import load_eval_set
+    from ragnet.eval.index_cache import cached_index
     from ragnet.index import Index
 
-    qpath = resolve_dataset(data, data_dir)
-    target = index_dir or Path(os.environ.get("RAGNET_HOME", Path.home() / ".cache" / "ragnet")) / "indexes" / f"{qpath.parent.name}-pooled"
-    questions = load_questions(qpath)
-    if (target / "manifest.json").is_file():
-        idx = Index.load(target)
+    ev = load_eval_set(data, data_dir=data_dir, split=None, mode="pooled")
+    if index_dir is None:
+        idx = cached_index(ev.documents, f"{ev.name}-pooled", log=lambda msg: typer.echo(msg, err=True))
+    elif (index_dir / "manifest.json").is_file():
+        idx = Index.load(index_dir)
     else:
-        typer.echo(f"building pooled index for {qpath.parent.name} at {target} (one-off)", err=True)
-        idx = Index.build(pooled_documents(questions), target, show_progress=True)
-    return idx, questions, qpath
+        typer.echo(f"building pooled index for {ev.name} at {index_dir} (one-off)", err=True)
+        idx = Index.build(ev.documents, index_dir, show_progress=True)
+    return idx, ev.questions, ev.path
 
 
 @bench_app.command("core")

@@ -1,1 +1,53 @@
-"""optimize"""
+"""Prompt compilation against dev sets (BootstrapFewShot, MIPROv2, GEPA), and save/load.
+
+Modules:
+
+* :mod:`ragnet.optimize.compile`: ``compile(program, trainset, metric, optimizer=...)`` with
+  before/after scores on a held-out part, and ``expected_lm_calls``;
+* :mod:`ragnet.optimize.steps`: compile one step (``sufficiency``, ``crop``) and install it;
+* :mod:`ragnet.optimize.cases`: examples and step cases from benchmark questions;
+* :mod:`ragnet.optimize.metrics`: program and step metrics in the shapes optimizers call;
+* :mod:`ragnet.optimize.split`: seeded, deterministic train/validation splits;
+* :mod:`ragnet.optimize.persist`: DSPy JSON save/load with a ragnet header.
+
+Names below load their module on first use.
+
+Example:
+    >>> from ragnet.optimize import train_val_split
+    >>> train_val_split(["a", "b", "c", "d"], val_fraction=0.5, seed=0)[1]
+    ['c', 'a']
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_LAZY = {
+    "save_program": "ragnet.optimize.persist",
+    "load_program": "ragnet.optimize.persist",
+    "read_header": "ragnet.optimize.persist",
+    "train_val_split": "ragnet.optimize.split",
+    "split_examples": "ragnet.optimize.compile",
+    "expected_lm_calls": "ragnet.optimize.compile",
+    "CompileResult": "ragnet.optimize.compile",
+    "compile_step": "ragnet.optimize.steps",
+    "install_step": "ragnet.optimize.steps",
+    "STEPS": "ragnet.optimize.steps",
+    "Metric": "ragnet.optimize.metrics",
+    "program_metric": "ragnet.optimize.metrics",
+    "qa_examples": "ragnet.optimize.cases",
+    "sufficiency_cases": "ragnet.optimize.cases",
+    "crop_cases": "ragnet.optimize.cases",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ragnet.optimize' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -3,8 +3,12 @@
 ``save_program`` calls ``program.save(<tmp>.json)`` (DSPy's own state format: signatures'
 instructions and demos, never pickle), adds ``metadata.ragnet = {program, version, format}``
 and renames the file into place atomically. ``load_program`` checks that header first, so a
-file compiled for another program or another ragnet format fails with a clear message
-instead of a KeyError deep inside DSPy, then calls DSPy's ``program.load``.
+file compiled for another program, another ragnet version or another file format fails with a
+clear message instead of a KeyError deep inside DSPy, then calls DSPy's ``program.load``.
+
+Compiled prompts are tied to the signatures of the ragnet version that wrote them (field
+names, instructions, output formats), so a file is only loaded by the same ragnet version;
+recompile with ``ragnet optimize`` after upgrading.
 
 Example:
     >>> # save_program(prog, "oneshot.json"); load_program(OneShotRAG(index), "oneshot.json")
@@ -13,10 +17,12 @@ Example:
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
-from ragnet._atomic import atomic_path, write_json
+from ragnet._atomic import write_json
 from ragnet.errors import InputError
 
 FORMAT_VERSION = 1
@@ -33,11 +39,18 @@ def save_program(program: Any, path: str | Path, **extra: Any) -> Path:
     path = Path(path)
     if path.suffix != ".json":
         raise InputError("compiled programs are saved as JSON; use a path ending in .json", argument="out")
-    with atomic_path(path, suffix=".json") as tmp:
-        program.save(str(tmp))
-        state = json.loads(tmp.read_text(encoding="utf-8"))
-        state.setdefault("metadata", {})["ragnet"] = {**_header(program), **extra}
-        write_json(tmp, state)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # DSPy picks its format from the suffix, so its own save goes to a scratch ``.json`` next to
+    # the target; the state plus the ragnet header is then written atomically (temp + rename).
+    fd, scratch = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".json", dir=path.parent)
+    os.close(fd)
+    try:
+        program.save(scratch)
+        state = json.loads(Path(scratch).read_text(encoding="utf-8"))
+    finally:
+        Path(scratch).unlink(missing_ok=True)
+    state.setdefault("metadata", {})["ragnet"] = {**_header(program), **extra}
+    write_json(path, state)
     return path
 
 
@@ -58,7 +71,18 @@ def read_header(path: str | Path) -> dict[str, Any]:
 
 
 def load_program(program: Any, path: str | Path) -> Any:
-    """Load compiled state into ``program`` (same class as saved); returns the program."""
+    """Load compiled state into ``program`` (same class and ragnet version as saved); returns it.
+
+    Raises:
+        InputError: the file is missing, not JSON, truncated, has no ragnet header, or was
+            saved for another program class, ragnet version or file format; the message names
+            the file and says what to do.
+    """
+    import ragnet
+
+    path = Path(path)
+    if path.suffix != ".json":
+        raise InputError("compiled programs are JSON files ending in .json (saved by `ragnet optimize`)", path=path)
     header = read_header(path)
     if header.get("format") != FORMAT_VERSION:
         raise InputError(f"saved with program format {header.get('format')!r}, this ragnet reads {FORMAT_VERSION}",
@@ -68,8 +92,14 @@ def load_program(program: Any, path: str | Path) -> Any:
             f"compiled for {header.get('program')}, not {type(program).__name__}; "
             f"use the matching --strategy", path=path,
         )
+    if header.get("version") != ragnet.__version__:
+        raise InputError(
+            f"compiled by ragnet {header.get('version')}, this is ragnet {ragnet.__version__}; compiled prompts "
+            f"are tied to the version's signatures, so recompile it with `ragnet optimize`", path=path,
+        )
     try:
         program.load(str(path))
-    except (KeyError, ValueError, TypeError) as exc:
-        raise InputError(f"does not match {type(program).__name__}'s steps: {exc}", path=path) from None
+    except (KeyError, ValueError, TypeError, AttributeError) as exc:
+        raise InputError(f"does not match {type(program).__name__}'s steps: {type(exc).__name__}: {exc}",
+                         path=path) from None
     return program

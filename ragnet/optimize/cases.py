@@ -1,0 +1,216 @@
+"""Training and validation examples for compilation, built from benchmark questions.
+
+* :func:`qa_examples`: one ``dspy.Example(question -> answers)`` per question, for compiling a
+  whole program against an answer or evidence metric.
+* :func:`sufficiency_cases`: AssessSufficiency cases built from a question's own context
+  paragraphs (no index): all gold paragraphs plus distractors -> ``Sufficient``; all but one
+  gold paragraph plus distractors -> ``Refine``. Both kinds show the same number of
+  paragraphs, so length gives nothing away, and labels alternate so any list of questions
+  gives a balanced set (the counts differ by at most one).
+* :func:`crop_cases`: CropChunk cases, one per gold paragraph, labelled with the gold
+  sentences of HotpotQA-style ``gold_sentences``.
+
+Everything is deterministic: the same records in the same order and the same seed give the
+same cases.
+
+Example:
+    >>> from ragnet.eval.datasets import QARecord
+    >>> ctx = [{"title": t, "text": f"{t} is a thing."} for t in "ABCDE"]
+    >>> rec = QARecord(id="q1", question="How are A and B related?", answers=["x"], gold_titles=["A", "B"], context=ctx)
+    >>> cases = sufficiency_cases([rec], paragraphs=3, both=True)
+    >>> [(c.verdict, sorted(c.present_titles), c.missing_titles) for c in cases]
+    [('Sufficient', ['A', 'B'], []), ('Refine', ['A'], ['B'])]
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import dspy
+
+from ragnet.errors import InputError
+from ragnet.signatures.formatting import format_chunks
+
+__all__ = ["crop_cases", "qa_examples", "sufficiency_cases"]
+
+
+def qa_examples(records: Iterable[Any]) -> list[dspy.Example]:
+    """One ``dspy.Example`` per benchmark question; the program's input is ``question``.
+
+    Example:
+        >>> from ragnet.eval.datasets import QARecord
+        >>> ex = qa_examples([QARecord(id="q1", question="Who?", answers=["A"])])[0]
+        >>> ex.inputs().toDict(), ex.answers
+        ({'question': 'Who?'}, ['A'])
+    """
+    return [
+        dspy.Example(id=r.id, question=r.question, answers=list(r.answers), gold_titles=list(r.gold_titles or []),
+                     gold_passage_ids=list(getattr(r, "gold_passage_ids", None) or []),
+                     gold_sentences=r.gold_sentences).with_inputs("question")
+        for r in records
+    ]
+
+
+def _text(para: dict[str, Any]) -> str:
+    return str(para.get("text") or "".join(para.get("sentences") or "")).strip()
+
+
+def _words(para: dict[str, Any]) -> int:
+    return len(_text(para).split())
+
+
+def sufficiency_cases(
+    records: Iterable[Any],
+    *,
+    paragraphs: int = 4,
+    seed: int = 0,
+    max_words: int = 200,
+    both: bool = False,
+) -> list[dspy.Example]:
+    """Balanced AssessSufficiency cases from questions with context paragraphs (see module docstring).
+
+    Args:
+        records: ``QARecord``s (or objects with ``id``, ``question``, ``gold_titles``, ``context``).
+            Labels alternate over the records that yield a case, in the order given.
+        paragraphs: paragraphs shown per case (gold + distractors), at least ``len(gold) + 1``.
+        seed: seeds which distractors are shown, which gold paragraph a Refine case drops and the
+            paragraph order.
+        max_words: questions whose gold paragraphs are longer are skipped and longer distractors
+            are not used (keeps prompts short for small local models).
+        both: build a Sufficient and a Refine case from every question instead of one.
+
+    Returns:
+        ``dspy.Example``s with inputs ``question`` and ``context`` (chunks rendered as programs
+        render them, ``[c1] Title: text``), labels ``verdict``, ``confidence`` (1.0) and
+        ``missing``, plus ``id``, ``qid``, ``gold_titles``, ``present_titles``, ``missing_titles``.
+
+    Raises:
+        InputError: ``paragraphs`` is too small, or no record has context paragraphs with its
+            gold titles (e.g. a pooled-corpus set).
+    """
+    if isinstance(paragraphs, bool) or not isinstance(paragraphs, int) or paragraphs < 3:
+        raise InputError(f"must be an integer >= 3, got {paragraphs!r}", argument="paragraphs")
+    cases: list[dspy.Example] = []
+    built = 0
+    seen = 0
+    for rec in records:
+        seen += 1
+        made = _sufficiency_pair(rec, paragraphs=paragraphs, seed=seed, max_words=max_words)
+        if made is None:
+            continue
+        sufficient, refine = made
+        if both:
+            cases.extend([sufficient, refine])
+        else:
+            cases.append(sufficient if built % 2 == 0 else refine)
+        built += 1
+    if seen and not cases:
+        raise InputError(
+            "no question yields a sufficiency case: the data needs per-question context paragraphs that include "
+            "the gold titles (e.g. hotpotqa_dev_distractor or 2wikimultihopqa_dev), with gold paragraphs of at "
+            f"most {max_words} words and enough distractors for {paragraphs} paragraphs", argument="data")
+    return cases
+
+
+def _sufficiency_pair(rec: Any, *, paragraphs: int, seed: int, max_words: int) -> tuple[dspy.Example, dspy.Example] | None:
+    context = list(getattr(rec, "context", None) or [])
+    gold_titles = list(dict.fromkeys(str(t) for t in (getattr(rec, "gold_titles", None) or [])))
+    by_title: dict[str, dict[str, Any]] = {}
+    for para in context:
+        by_title.setdefault(str(para.get("title", "")), para)
+    if len(gold_titles) < 2 or any(t not in by_title for t in gold_titles):
+        return None  # one-paragraph questions cannot be made partial; missing gold cannot be labelled
+    if len(gold_titles) + 1 > paragraphs:
+        return None
+    golds = [by_title[t] for t in gold_titles]
+    if any(_words(p) > max_words or not _text(p) for p in golds):
+        return None
+    distractors = [p for t, p in by_title.items() if t not in gold_titles and _text(p) and _words(p) <= max_words]
+    n_distract = paragraphs - len(golds) + 1  # what a Refine case needs
+    if len(distractors) < n_distract:
+        return None
+    rng = random.Random(f"ragnet-sufficiency:{seed}:{rec.id}")
+    chosen = rng.sample(distractors, n_distract)
+    dropped = rng.randrange(len(golds))
+    missing_title = gold_titles[dropped]
+    kept_golds = [p for i, p in enumerate(golds) if i != dropped]
+
+    def make(label: str, paras: list[dict[str, Any]], missing: list[str]) -> dspy.Example:
+        order = list(paras)
+        random.Random(f"ragnet-sufficiency-order:{seed}:{rec.id}:{label}").shuffle(order)
+        text, _ = format_chunks([{"id": f"p{i}", "title": p.get("title", ""), "text": _text(p)}
+                                 for i, p in enumerate(order)])
+        return dspy.Example(
+            id=f"{rec.id}:{label[0]}",
+            qid=str(rec.id),
+            question=str(rec.question),
+            context=text,
+            verdict=label,
+            confidence=1.0,
+            missing=f"information about {missing[0]}" if missing else "",
+            gold_titles=gold_titles,
+            present_titles=[str(p.get("title", "")) for p in order if str(p.get("title", "")) in gold_titles],
+            missing_titles=missing,
+        ).with_inputs("question", "context")
+
+    sufficient = make("Sufficient", golds + chosen[: paragraphs - len(golds)], [])
+    refine = make("Refine", kept_golds + chosen, [missing_title])
+    return sufficient, refine
+
+
+def crop_cases(
+    records: Iterable[Any],
+    *,
+    max_words: int = 250,
+    min_sentences: int = 2,
+) -> list[dspy.Example]:
+    """CropChunk cases: one per gold paragraph with sentence-level gold labels.
+
+    A paragraph is used when it has at least ``min_sentences`` sentences, at most ``max_words``
+    words, at least one valid gold sentence index and at least one non-gold sentence (otherwise
+    there is nothing to crop).
+
+    Returns:
+        ``dspy.Example``s with inputs ``question``, ``title``, ``chunk`` (the paragraph text),
+        label ``relevant_text`` (the gold sentences), plus ``id``, ``qid``, ``sentences`` and
+        ``gold_idx``.
+
+    Raises:
+        InputError: no record has sentence-level gold (``gold_sentences`` and paragraphs with
+            ``sentences``).
+    """
+    cases: list[dspy.Example] = []
+    seen = 0
+    for rec in records:
+        seen += 1
+        gold: dict[str, set[int]] = {}
+        for item in getattr(rec, "gold_sentences", None) or []:
+            if isinstance(item, Sequence) and len(item) == 2 and isinstance(item[1], int):
+                gold.setdefault(str(item[0]), set()).add(int(item[1]))
+        for para in getattr(rec, "context", None) or []:
+            title = str(para.get("title", ""))
+            sentences = [str(s) for s in (para.get("sentences") or [])]
+            idx = sorted(i for i in gold.get(title, ()) if 0 <= i < len(sentences) and sentences[i].strip())
+            if not idx or len(sentences) < min_sentences or len(idx) == len(sentences):
+                continue
+            chunk = "".join(sentences).strip()
+            if len(chunk.split()) > max_words:
+                continue
+            cases.append(dspy.Example(
+                id=f"{rec.id}:{title}",
+                qid=str(rec.id),
+                question=str(rec.question),
+                title=title,
+                chunk=chunk,
+                sentences=sentences,
+                gold_idx=idx,
+                relevant_text=" ".join(sentences[i].strip() for i in idx),
+            ).with_inputs("question", "title", "chunk"))
+    if seen and not cases:
+        raise InputError(
+            "no question yields a crop case: the data needs sentence-level gold (gold_sentences with "
+            "[title, sentence index]) and context paragraphs with 'sentences' (e.g. hotpotqa_dev_distractor)",
+            argument="data")
+    return cases

@@ -1,0 +1,456 @@
+"""Compile a program's prompts against a dev set with a DSPy optimizer, measured before and after.
+
+:func:`compile` runs one optimizer on the training part of a dev set and scores the program
+on the held-out validation part twice, uncompiled and compiled, in the same run (with
+``dspy.Evaluate``). The optimizers never see the validation part: BootstrapFewShot bootstraps
+from the training part, and MIPROv2 and GEPA split the training part again for their own
+candidate selection.
+
+Optimizers and budgets (``budget`` scales each one; :data:`SETTINGS` is the exact table):
+
+* ``bootstrap``: ``light`` is ``dspy.BootstrapFewShot`` (demos that the program, or a teacher
+  LM, got right, plus labelled examples); ``medium``/``heavy`` are
+  ``dspy.BootstrapFewShotWithRandomSearch`` over 4 / 8 candidate demo sets.
+* ``mipro``: ``dspy.MIPROv2(auto=budget)``: bootstrapped demo sets plus instructions proposed
+  by the teacher (prompt) LM, searched with Optuna (``pip install 'ragnet[optimize]'``).
+* ``gepa``: ``dspy.GEPA(auto=budget)``: instructions evolved by a reflection LM (the teacher,
+  else the main LM) from textual feedback that :class:`ragnet.optimize.metrics.Metric` gives.
+
+:func:`expected_lm_calls` gives an upper estimate of the LM calls a run makes; :func:`compile`
+prints it before starting.
+
+Example:
+    >>> # from ragnet.optimize.compile import compile
+    >>> # from ragnet.optimize.metrics import program_metric
+    >>> # result = compile(BasicRAG(index), qa_examples(dev), program_metric("f1"), optimizer="bootstrap")
+    >>> # print(result.table()); result.program.save("basic.json")
+    >>> expected_lm_calls("bootstrap", "light", n_train=24, n_val=40).total
+    104
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import dspy
+
+from ragnet.errors import InputError, require
+from ragnet.lm.usage import track_usage
+from ragnet.optimize.metrics import Metric
+from ragnet.optimize.split import train_val_split
+
+__all__ = [
+    "BUDGETS",
+    "OPTIMIZERS",
+    "SETTINGS",
+    "CallEstimate",
+    "CompileResult",
+    "compile",
+    "expected_lm_calls",
+    "lm_calls_per_example",
+    "split_examples",
+]
+
+OPTIMIZERS = ("bootstrap", "mipro", "gepa")
+BUDGETS = ("light", "medium", "heavy")
+
+# Demo counts are kept small: demos with retrieved paragraphs are long, and a small local
+# model has an 8k context. `candidates` = 0 means plain BootstrapFewShot (no search).
+SETTINGS: dict[str, dict[str, dict[str, int]]] = {
+    "bootstrap": {
+        "light": {"candidates": 0, "bootstrapped": 2, "labeled": 4},
+        "medium": {"candidates": 4, "bootstrapped": 3, "labeled": 4},
+        "heavy": {"candidates": 8, "bootstrapped": 4, "labeled": 8},
+    },
+    "mipro": {
+        "light": {"bootstrapped": 2, "labeled": 2},
+        "medium": {"bootstrapped": 3, "labeled": 3},
+        "heavy": {"bootstrapped": 4, "labeled": 4},
+    },
+    "gepa": {"light": {}, "medium": {}, "heavy": {}},
+}
+_GEPA_MINIBATCH = 3  # dspy.GEPA's reflection_minibatch_size default
+
+
+def _mipro_auto(budget: str) -> dict[str, int]:
+    from dspy.teleprompt.mipro_optimizer_v2 import AUTO_RUN_SETTINGS  # optuna is imported lazily there
+
+    return AUTO_RUN_SETTINGS[budget]
+
+
+# ----------------------------------------------------------------------------- estimates
+
+
+@dataclass(frozen=True)
+class CallEstimate:
+    """Upper estimate of a compile run's LM calls (retries of failed LM outputs not counted)."""
+
+    evaluation: int
+    compile: int
+    proposer: int
+    detail: str = ""
+
+    @property
+    def total(self) -> int:
+        return self.evaluation + self.compile + self.proposer
+
+    def __str__(self) -> str:
+        parts = [f"before/after evaluation {self.evaluation:,}", f"compilation {self.compile:,}"]
+        if self.proposer:
+            parts.append(f"instruction proposals {self.proposer:,}")
+        text = f"expected LM calls: up to {self.total:,} ({' + '.join(parts)})"
+        return f"{text}; {self.detail}" if self.detail else text
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"total": self.total, "evaluation": self.evaluation, "compile": self.compile,
+                "proposer": self.proposer, "detail": self.detail}
+
+
+def _check_choice(value: str, choices: Sequence[str], argument: str) -> str:
+    if value not in choices:
+        raise InputError(f"unknown {argument} {value!r}; choose from {', '.join(choices)}", argument=argument)
+    return value
+
+
+def _inner_sizes(n_train: int) -> tuple[int, int]:
+    """(train, val) sizes of the split MIPROv2 and GEPA get from the training part."""
+    n_val = n_train // 2
+    return n_train - n_val, n_val
+
+
+def expected_lm_calls(
+    optimizer: str,
+    budget: str = "light",
+    *,
+    n_train: int,
+    n_val: int,
+    calls_per_example: float = 1.0,
+    n_predictors: int = 1,
+    evaluate: bool = True,
+) -> CallEstimate:
+    """Upper estimate of the LM calls :func:`compile` makes with these settings.
+
+    Args:
+        optimizer, budget: as for :func:`compile`.
+        n_train, n_val: sizes of the training and validation parts.
+        calls_per_example: LM calls one program call makes (1 for a single step; see
+            :func:`lm_calls_per_example` for whole programs).
+        n_predictors: predictors the optimizer tunes (MIPROv2 and GEPA scale with it).
+        evaluate: count the before/after evaluations on the validation part.
+
+    Example:
+        >>> str(expected_lm_calls("bootstrap", "medium", n_train=10, n_val=5))
+        'expected LM calls: up to 130 (before/after evaluation 10 + compilation 120); 7 candidate demo sets scored on the 10 training examples, 5 of them bootstrapped'
+    """
+    _check_choice(optimizer, OPTIMIZERS, "optimizer")
+    _check_choice(budget, BUDGETS, "budget")
+    cpe = max(float(calls_per_example), 0.0)
+    evaluation = math.ceil(2 * n_val * cpe) if evaluate else 0
+    settings = SETTINGS[optimizer][budget]
+    if optimizer == "bootstrap":
+        c = settings["candidates"]
+        if c == 0:
+            return CallEstimate(evaluation, math.ceil(n_train * cpe), 0,
+                                f"bootstrapping stops after {settings['bootstrapped']} successful traces")
+        runs = (c + 3) * n_train + (c + 1) * n_train
+        return CallEstimate(evaluation, math.ceil(runs * cpe), 0,
+                            f"{c + 3} candidate demo sets scored on the {n_train} training examples, "
+                            f"{c + 1} of them bootstrapped")
+    inner_train, inner_val = _inner_sizes(n_train)
+    auto = _mipro_auto(budget)
+    n = auto["n"]
+    trials = int(max(2 * (2 * n_predictors) * math.log2(n), 1.5 * n))
+    if optimizer == "mipro":
+        val = min(inner_val, auto["val_size"])
+        if val > 50:  # MIPROv2 switches to minibatches of 35 above 50 validation examples
+            evals = 35 * trials + val * (trials // 5 + 1) + val
+        else:
+            evals = val * (trials + 1)
+        boots = max(n - 2, 0) * inner_train
+        proposer = 10 + (n // 2) * n_predictors + n_predictors + 1
+        return CallEstimate(evaluation, math.ceil((evals + boots) * cpe), proposer,
+                            f"{n - 2} bootstrapped demo sets, {n // 2} instruction candidates per predictor, "
+                            f"{trials} trials on {val} examples")
+    # GEPA: dspy.GEPA.auto_budget's metric-call budget, each a program call.
+    metric_calls = inner_val + n * 5 + trials * 35 + (((trials + 1) // 5 + 1) + (1 if trials < 5 else 0)) * inner_val
+    # Each proposal costs at least two minibatch runs (before and after); GEPA may finish the
+    # iteration it is in when the budget runs out, hence the +1.
+    reflections = math.ceil(max(metric_calls - inner_val, 0) / (2 * _GEPA_MINIBATCH)) + 1
+    return CallEstimate(evaluation, math.ceil(metric_calls * cpe), reflections,
+                        f"GEPA budget of {metric_calls} program runs; at most {reflections} reflection calls")
+
+
+def lm_calls_per_example(program: Any) -> float:
+    """Upper bound of the LM calls one call of ``program`` makes (without retries).
+
+    Example:
+        >>> from ragnet.optimize.steps import SufficiencyStep
+        >>> lm_calls_per_example(SufficiencyStep())
+        1
+    """
+    from ragnet.programs import BasicRAG, CombinedRAG, IterativeRAG, OneShotRAG, ReflectiveRAG
+
+    if isinstance(program, CombinedRAG):
+        return program.max_turns * (int(program.rewrite) + int(program.contextualize) + int(program.sufficiency)) + 1
+    if isinstance(program, IterativeRAG):
+        per_turn = int(program.rewrite) + int(program.contextualize) + int(program.delete) + int(program.sufficiency)
+        return program.max_turns * per_turn + 1
+    if isinstance(program, ReflectiveRAG):
+        return (program.max_reflections + 1) + program.max_reflections + 1
+    if isinstance(program, OneShotRAG):
+        return 1 + int(program.llm_filter) + (program.max_crops if program.crop else 0)
+    if isinstance(program, BasicRAG):
+        return 1
+    return max(1, len(program.predictors()))
+
+
+# ----------------------------------------------------------------------------- splitting
+
+
+def _group_id(example: Any, position: int) -> str:
+    for key in ("qid", "id"):
+        value = example.get(key) if hasattr(example, "get") else None
+        if value is not None and str(value):
+            return str(value)
+    return f"#{position}"
+
+
+def split_examples(examples: Sequence[Any], val_fraction: float = 0.3, seed: int = 0) -> tuple[list, list]:
+    """Seeded split of examples into (train, val), grouped by ``qid`` (else ``id``).
+
+    Cases built from the same question (``qid``) always land on the same side, so a question
+    never appears in both parts. Order within each part follows the input order.
+
+    Example:
+        >>> import dspy
+        >>> exs = [dspy.Example(id=f"q{i}", x=i) for i in range(10)]
+        >>> train, val = split_examples(exs, 0.3, seed=0)
+        >>> len(train), len(val), {e.id for e in train} & {e.id for e in val}
+        (7, 3, set())
+    """
+    groups = [_group_id(ex, i) for i, ex in enumerate(examples)]
+    _, val_ids = train_val_split(groups, val_fraction, seed)
+    held = set(val_ids)
+    train = [ex for ex, g in zip(examples, groups) if g not in held]
+    val = [ex for ex, g in zip(examples, groups) if g in held]
+    return train, val
+
+
+# ----------------------------------------------------------------------------- result
+
+
+@dataclass
+class CompileResult:
+    """A compiled program with its before/after scores on the validation part.
+
+    ``before`` and ``after`` are mean metric values in [0, 1]; ``before_results`` and
+    ``after_results`` hold ``(example, prediction, score)`` per validation example.
+    """
+
+    program: Any
+    metric: str
+    optimizer: str
+    budget: str
+    seed: int
+    train_ids: list[str]
+    val_ids: list[str]
+    before: float
+    after: float
+    expected: CallEstimate
+    usage: dict[str, Any]
+    compile_usage: dict[str, Any]
+    seconds: float
+    step: str | None = None
+    step_program: Any = None
+    before_results: list = field(default_factory=list, repr=False)
+    after_results: list = field(default_factory=list, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready summary (no program, no per-example results)."""
+        return {
+            "optimizer": self.optimizer,
+            "budget": self.budget,
+            "metric": self.metric,
+            "seed": self.seed,
+            "step": self.step,
+            "n_train": len(self.train_ids),
+            "n_val": len(self.val_ids),
+            "train_ids": list(self.train_ids),
+            "val_ids": list(self.val_ids),
+            "before": round(self.before, 4),
+            "after": round(self.after, 4),
+            "expected_lm_calls": self.expected.to_dict(),
+            "lm_calls": self.usage.get("lm_calls", 0),
+            "cached_calls": self.usage.get("cached_calls", 0),
+            "compile_lm_calls": self.compile_usage.get("lm_calls", 0),
+            "input_tokens": self.usage.get("input_tokens", 0),
+            "output_tokens": self.usage.get("output_tokens", 0),
+            "seconds": round(self.seconds, 1),
+        }
+
+    def breakdown(self, label: str) -> dict[str, dict[str, float]]:
+        """Mean score before and after per value of the example field ``label`` (e.g. ``verdict``)."""
+        out: dict[str, dict[str, float]] = {}
+        for name, results in (("before", self.before_results), ("after", self.after_results)):
+            groups: dict[str, list[float]] = {}
+            for example, _, score in results:
+                groups.setdefault(str(example.get(label)), []).append(float(score))
+            for key, scores in groups.items():
+                out.setdefault(key, {"n": len(scores)})[name] = sum(scores) / len(scores)
+        return out
+
+    def table(self, label: str | None = None) -> str:
+        """A plain-text before/after table on the validation part."""
+        rows = [("", "n", "before", "after", "change")]
+        rows.append((self.metric, str(len(self.val_ids)), f"{self.before:.3f}", f"{self.after:.3f}",
+                     f"{self.after - self.before:+.3f}"))
+        if label:
+            for key, row in sorted(self.breakdown(label).items()):
+                b, a = row.get("before", 0.0), row.get("after", 0.0)
+                rows.append((f"  {label}={key}", str(row["n"]), f"{b:.3f}", f"{a:.3f}", f"{a - b:+.3f}"))
+        widths = [max(len(r[i]) for r in rows) for i in range(5)]
+        lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
+                 for r in rows]
+        lines.insert(1, "-" * len(lines[0]))
+        u = self.usage
+        lines.append(f"validation part: {len(self.val_ids)} examples, never seen by the optimizer; "
+                     f"training part: {len(self.train_ids)}")
+        lines.append(f"{u.get('lm_calls', 0):,} LM calls ({u.get('cached_calls', 0):,} cached; "
+                     f"{self.compile_usage.get('lm_calls', 0):,} while compiling; {self.expected.total:,} expected at "
+                     f"most), {u.get('input_tokens', 0):,} tokens in, {u.get('output_tokens', 0):,} out, "
+                     f"{self.seconds:.0f} s")
+        return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- compile
+
+
+def _evaluate(program: Any, devset: list, metric: Metric, *, threads: int, progress: bool) -> tuple[float, list]:
+    evaluator = dspy.Evaluate(devset=devset, metric=metric, num_threads=threads, display_progress=progress,
+                              max_errors=max(10, len(devset)), provide_traceback=False)
+    result = evaluator(program)
+    scores = [float(s) for _, _, s in result.results]
+    return (sum(scores) / len(scores) if scores else 0.0), list(result.results)
+
+
+def _ids(examples: Sequence[Any]) -> list[str]:
+    return [str(ex.get("id")) if ex.get("id") is not None else f"#{i}" for i, ex in enumerate(examples)]
+
+
+def _optimizer(optimizer: str, budget: str, metric: Metric, *, teacher_lm: Any, seed: int, threads: int):
+    settings = SETTINGS[optimizer][budget]
+    teacher_settings = {"lm": teacher_lm} if teacher_lm is not None else {}
+    if optimizer == "bootstrap":
+        common = dict(metric=metric, teacher_settings=teacher_settings,
+                      max_bootstrapped_demos=settings["bootstrapped"], max_labeled_demos=settings["labeled"])
+        if settings["candidates"] == 0:
+            return dspy.BootstrapFewShot(max_rounds=1, **common)
+        return dspy.BootstrapFewShotWithRandomSearch(num_candidate_programs=settings["candidates"],
+                                                     num_threads=threads, **common)
+    if optimizer == "mipro":
+        require("optuna", extra="optimize", purpose="the mipro optimizer (MIPROv2)")
+        return dspy.MIPROv2(metric=metric, prompt_model=teacher_lm or dspy.settings.lm, task_model=dspy.settings.lm,
+                            teacher_settings=teacher_settings, auto=budget, seed=seed, num_threads=threads,
+                            max_bootstrapped_demos=settings["bootstrapped"], max_labeled_demos=settings["labeled"],
+                            verbose=False)
+    return dspy.GEPA(metric=metric.for_gepa(), auto=budget, reflection_lm=teacher_lm or dspy.settings.lm,
+                     seed=seed, num_threads=threads, track_stats=False)
+
+
+def _run_optimizer(opt: Any, optimizer: str, student: Any, train: list, seed: int) -> Any:
+    if optimizer == "bootstrap":
+        return opt.compile(student, trainset=train)
+    inner_train, inner_val = split_examples(train, 0.5, seed) if len(train) >= 2 else (train, train)
+    if optimizer == "mipro":
+        return opt.compile(student, trainset=inner_train, valset=inner_val, seed=seed)
+    return opt.compile(student, trainset=inner_train, valset=inner_val)
+
+
+def compile(  # noqa: A001 - the name the optimizer API is known by
+    program: Any,
+    trainset: Sequence[Any],
+    metric: Metric,
+    optimizer: str = "bootstrap",
+    valset: Sequence[Any] | None = None,
+    budget: str = "light",
+    teacher_lm: Any = None,
+    seed: int = 0,
+    *,
+    val_fraction: float = 0.3,
+    threads: int = 1,
+    progress: bool = True,
+    log: Callable[[str], None] | None = None,
+    calls_per_example: float | None = None,
+) -> CompileResult:
+    """Compile ``program`` on ``trainset``; score it before and after on the validation part.
+
+    Args:
+        program: a ``dspy.Module`` (a ragnet program, or a one-step module from
+            :mod:`ragnet.optimize.steps`). It is not modified; the result holds a compiled copy.
+        trainset: ``dspy.Example``s with inputs set. Without ``valset`` they are split into
+            training and validation parts (:func:`split_examples`: seeded, grouped by question).
+        metric: a :class:`ragnet.optimize.metrics.Metric`.
+        optimizer: ``"bootstrap"``, ``"mipro"`` or ``"gepa"``.
+        valset: explicit validation examples (then ``trainset`` is used whole for training).
+        budget: ``"light"``, ``"medium"`` or ``"heavy"`` (see :data:`SETTINGS`).
+        teacher_lm: LM that bootstraps demos (bootstrap, mipro), proposes instructions (mipro)
+            and reflects (gepa); the configured LM when None.
+        seed: seeds the split and the optimizers.
+        val_fraction: share held out for validation when ``valset`` is None.
+        threads: parallel program calls (a local llama.cpp model serialises them anyway).
+        progress: show progress bars.
+        log: where stage messages go (default: standard error).
+        calls_per_example: LM calls per program call, for the estimate
+            (default :func:`lm_calls_per_example`).
+
+    Returns:
+        A :class:`CompileResult`.
+
+    Raises:
+        InputError: an unknown optimizer or budget, no LM configured, or too few examples.
+    """
+    _check_choice(optimizer, OPTIMIZERS, "optimizer")
+    _check_choice(budget, BUDGETS, "budget")
+    if not isinstance(metric, Metric):
+        raise InputError("expected a ragnet.optimize.metrics.Metric (e.g. program_metric('f1'))", argument="metric")
+    if dspy.settings.lm is None:
+        raise InputError("no LM configured; call ragnet.configure(...) first", argument="lm")
+    say = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
+    examples = list(trainset)
+    if valset is None:
+        train, val = split_examples(examples, val_fraction, seed)
+    else:
+        train, val = examples, list(valset)
+    if not train or not val:
+        raise InputError(f"need training and validation examples, got {len(train)} and {len(val)}", argument="n")
+    if optimizer != "bootstrap" and len(train) < 2:
+        raise InputError(f"{optimizer} needs at least 2 training examples, got {len(train)}", argument="n")
+    cpe = lm_calls_per_example(program) if calls_per_example is None else calls_per_example
+    estimate = expected_lm_calls(optimizer, budget, n_train=len(train), n_val=len(val), calls_per_example=cpe,
+                                 n_predictors=len(program.predictors()))
+    say(f"{optimizer} ({budget}) on {len(train)} training / {len(val)} validation examples, metric {metric.name}")
+    say(str(estimate))
+
+    started = time.perf_counter()
+    with track_usage() as meter:
+        say(f"[1/3] scoring the uncompiled program on the {len(val)} validation examples")
+        before, before_results = _evaluate(program, val, metric, threads=threads, progress=progress)
+        say(f"      {metric.name} before: {before:.3f}")
+        say(f"[2/3] compiling with {optimizer} ({budget})")
+        opt = _optimizer(optimizer, budget, metric, teacher_lm=teacher_lm, seed=seed, threads=threads)
+        with track_usage() as compile_meter:
+            compiled = _run_optimizer(opt, optimizer, program.deepcopy(), train, seed)
+        say(f"[3/3] scoring the compiled program on the {len(val)} validation examples")
+        after, after_results = _evaluate(compiled, val, metric, threads=threads, progress=progress)
+        say(f"      {metric.name} after: {after:.3f}")
+    return CompileResult(
+        program=compiled, metric=metric.name, optimizer=optimizer, budget=budget, seed=seed,
+        train_ids=_ids(train), val_ids=_ids(val), before=before, after=after, expected=estimate,
+        usage=meter.to_dict(), compile_usage=compile_meter.to_dict(), seconds=time.perf_counter() - started,
+        before_results=before_results, after_results=after_results,
+    )

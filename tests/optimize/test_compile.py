@@ -1,0 +1,152 @@
+"""compile() and compile_step() with scripted LMs: they run in seconds, change the saved prompts or
+demos, score before and after on a held-out part, and stay within their LM-call estimates."""
+
+from __future__ import annotations
+
+import json
+
+import dspy
+import pytest
+
+from ragnet.errors import InputError
+from ragnet.optimize.cases import qa_examples, sufficiency_cases
+from ragnet.optimize.compile import compile, expected_lm_calls, lm_calls_per_example
+from ragnet.optimize.metrics import program_metric, verdict_metric
+from ragnet.optimize.persist import save_program
+from ragnet.optimize.steps import SufficiencyStep, compile_step, install_step
+from ragnet.programs import BasicRAG, CombinedRAG, IterativeRAG, OneShotRAG, ReflectiveRAG
+from tests.optimize.conftest import FakeIndex, OptimizeLM, demo_dependent_sufficiency
+
+STOCK = SufficiencyStep().assess.signature.instructions
+
+
+def _state(program, path):
+    save_program(program, path)
+    return json.loads(path.read_text())
+
+
+def test_bootstrap_step_compile_changes_only_the_step_and_improves_it(records, scripted, tmp_path):
+    program = IterativeRAG(FakeIndex(records))
+    before_state = _state(program, tmp_path / "before.json")
+    cases = sufficiency_cases(records, paragraphs=4)
+    with scripted(OptimizeLM(sufficiency=demo_dependent_sufficiency)):
+        result = compile_step(program, "sufficiency", cases, optimizer="bootstrap", budget="light",
+                              val_fraction=0.4, progress=False, log=lambda m: None)
+    after_state = _state(result.program, tmp_path / "after.json")
+
+    assert result.program is program and result.step == "sufficiency"
+    assert before_state["assess"]["demos"] == []
+    demos = after_state["assess"]["demos"]
+    assert 2 <= len(demos) <= 4 and all(d["verdict"] in ("Sufficient", "Refine") for d in demos)
+    for name in ("answer", "rewriter", "contextualizer", "deleter"):  # other steps untouched
+        assert after_state[name] == before_state[name]
+    # scored on the held-out questions only: no labelled demo comes from them
+    val_questions = {cid.split(":")[0] for cid in result.val_ids}
+    assert {d["qid"] for d in demos if "qid" in d}.isdisjoint(val_questions)
+    assert not set(result.train_ids) & set(result.val_ids)
+    assert (result.before, result.after) == (0.5, 1.0)
+    assert result.breakdown("verdict")["Refine"] == {"n": 4, "before": 0.0, "after": 1.0}
+    assert 0 < result.usage["lm_calls"] <= result.expected.total
+    table = result.table("verdict")
+    assert "0.500" in table and "1.000" in table and "+0.500" in table and "verdict=Refine" in table
+
+
+def test_compile_does_not_modify_its_input_program(records, scripted):
+    step = SufficiencyStep()
+    with scripted(OptimizeLM(sufficiency=demo_dependent_sufficiency)):
+        result = compile(step, sufficiency_cases(records), verdict_metric(), progress=False, log=lambda m: None)
+    assert step.assess.demos == [] and result.program.assess.demos
+
+
+def test_mipro_compiles_a_step_with_proposed_instructions_and_demos(records, scripted):
+    pytest.importorskip("optuna")
+    with scripted(OptimizeLM(sufficiency=demo_dependent_sufficiency)) as lm:
+        result = compile_step(IterativeRAG(FakeIndex(records)), "sufficiency", sufficiency_cases(records),
+                              optimizer="mipro", budget="light", val_fraction=0.4, progress=False, log=lambda m: None)
+    assert lm.proposals > 0  # the prompt model was asked for instructions
+    compiled = result.program.assess
+    assert compiled.demos or compiled.signature.instructions != STOCK
+    assert result.after == 1.0 and result.before == 0.5
+    assert result.usage["lm_calls"] <= result.expected.total
+
+
+def test_gepa_evolves_the_instruction_from_feedback(records, scripted):
+    with scripted(OptimizeLM(sufficiency=demo_dependent_sufficiency)) as lm:
+        result = compile_step(ReflectiveRAG(FakeIndex(records)), "sufficiency", sufficiency_cases(records),
+                              optimizer="gepa", budget="light", val_fraction=0.4, progress=False, log=lambda m: None)
+    assert result.program.assess.signature.instructions.startswith("Scripted instruction")
+    reflections = [p for s, p in lm.calls if s == "other"]
+    assert reflections and "Refine" in reflections[0]  # the metric's feedback reached the reflection LM
+    assert (result.before, result.after) == (0.5, 1.0)
+    assert result.usage["lm_calls"] <= result.expected.total
+
+
+def test_program_level_compile_of_basic_rag_on_answer_f1(records, scripted):
+    def answer(prompt, n, request):
+        # Right on even-numbered questions; with demos in the prompt, right on all of them.
+        users = [m for m in request.messages if m.role == "user"]
+        number = int(users[-1].text.split("fact two of q")[1].split("?")[0])
+        if len(users) < 2 and number % 2:
+            return {"answer": "no idea", "evidence_ids": ["c1"]}
+        return {"answer": f"answer {number}", "evidence_ids": ["c1"]}
+
+    answer.wants_request = True
+    examples = qa_examples(records)
+    with scripted(OptimizeLM(answer=answer)):
+        result = compile(BasicRAG(FakeIndex(records), k=2), examples, program_metric("f1"), val_fraction=0.3,
+                         progress=False, log=lambda m: None)
+    assert 0 < result.before < 1.0 and result.after == 1.0
+    assert result.program.answer.demos and all("context" in d for d in result.program.answer.demos[:2])
+    assert result.expected.evaluation == 2 * len(result.val_ids)
+
+
+def test_expected_lm_calls_by_hand():
+    assert expected_lm_calls("bootstrap", "light", n_train=24, n_val=40).to_dict() == {
+        "total": 104, "evaluation": 80, "compile": 24, "proposer": 0,
+        "detail": "bootstrapping stops after 2 successful traces"}
+    medium = expected_lm_calls("bootstrap", "medium", n_train=10, n_val=5, calls_per_example=2)
+    assert (medium.evaluation, medium.compile) == (20, (7 * 10 + 5 * 10) * 2)
+    for optimizer in ("mipro", "gepa"):
+        light, med, heavy = (expected_lm_calls(optimizer, b, n_train=40, n_val=10).total
+                             for b in ("light", "medium", "heavy"))
+        assert 0 < light < med < heavy
+    assert expected_lm_calls("bootstrap", "light", n_train=4, n_val=2, evaluate=False).evaluation == 0
+    assert "expected LM calls: up to 104" in str(expected_lm_calls("bootstrap", "light", n_train=24, n_val=40))
+    with pytest.raises(InputError) as err:
+        expected_lm_calls("sgd", "light", n_train=1, n_val=1)
+    assert err.value.argument == "optimizer"
+    with pytest.raises(InputError) as err:
+        expected_lm_calls("gepa", "huge", n_train=1, n_val=1)
+    assert err.value.argument == "budget"
+
+
+def test_lm_calls_per_example_follows_the_switches(records):
+    index = FakeIndex(records)
+    assert lm_calls_per_example(BasicRAG(index)) == 1
+    assert lm_calls_per_example(OneShotRAG(index)) == 1
+    assert lm_calls_per_example(OneShotRAG(index, crop=True, max_crops=5, llm_filter=True)) == 7
+    assert lm_calls_per_example(IterativeRAG(index, max_turns=2)) == 2 * 4 + 1
+    assert lm_calls_per_example(CombinedRAG(index, max_turns=3)) == 3 * 3 + 1
+    assert lm_calls_per_example(ReflectiveRAG(index, max_reflections=2)) == 3 + 2 + 1
+
+
+def test_bad_arguments_are_refused_clearly(records, scripted):
+    cases = sufficiency_cases(records)
+    with scripted(OptimizeLM()):
+        with pytest.raises(InputError, match="choose from bootstrap, mipro, gepa"):
+            compile(SufficiencyStep(), cases, verdict_metric(), optimizer="adam")
+        with pytest.raises(InputError, match="Metric"):
+            compile(SufficiencyStep(), cases, lambda ex, pred: 1.0)
+        with pytest.raises(InputError) as err:
+            compile_step(BasicRAG(FakeIndex(records)), "sufficiency", cases)
+        assert "BasicRAG has no sufficiency step" in str(err.value)
+        with pytest.raises(InputError, match="unknown step"):
+            compile_step(IterativeRAG(FakeIndex(records)), "answerx", cases)
+    with dspy.context(lm=None):
+        with pytest.raises(InputError, match="no LM configured"):
+            compile(SufficiencyStep(), cases, verdict_metric())
+
+
+def test_install_step_needs_a_program_with_that_step(records):
+    with pytest.raises(InputError, match="programs with it: oneshot"):
+        install_step(IterativeRAG(FakeIndex(records)), "crop", SufficiencyStep())

@@ -1,0 +1,133 @@
+"""Save/load of compiled programs: JSON only, identical behaviour after a round trip, and one clear
+error naming the file for anything that is not a matching compiled program."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import ragnet
+from ragnet.errors import InputError
+from ragnet.optimize.cases import sufficiency_cases
+from ragnet.optimize.persist import load_program, read_header, save_program
+from ragnet.optimize.steps import compile_step
+from ragnet.programs import BasicRAG, IterativeRAG, ReflectiveRAG
+from tests.optimize.conftest import FakeIndex, OptimizeLM, demo_dependent_sufficiency
+
+
+@pytest.fixture
+def compiled(records, scripted, tmp_path):
+    """An IterativeRAG whose sufficiency step was compiled (bootstrap), saved to compiled.json."""
+    program = IterativeRAG(FakeIndex(records), max_turns=2)
+    with scripted(OptimizeLM(sufficiency=demo_dependent_sufficiency)):
+        compile_step(program, "sufficiency", sufficiency_cases(records), progress=False, log=lambda m: None)
+    path = save_program(program, tmp_path / "compiled.json", optimization={"optimizer": "bootstrap"})
+    return program, path
+
+
+def _run(program, question, scripted):
+    with scripted(OptimizeLM(sufficiency=demo_dependent_sufficiency)) as lm:
+        pred = program(question=question)
+    events = [{k: v for k, v in e.items() if k not in ("seconds", "t")} for e in pred.trace]  # minus timings
+    return pred.answer, pred.context, events, lm.calls
+
+
+def test_round_trip_reproduces_identical_predictions_and_prompts(compiled, records, scripted):
+    program, path = compiled
+    loaded = load_program(IterativeRAG(FakeIndex(records), max_turns=2), path)
+    assert loaded.assess.demos == json.loads(path.read_text())["assess"]["demos"]
+    question = records[3].question
+    original = _run(program, question, scripted)
+    again = _run(loaded, question, scripted)
+    assert original == again
+    sufficiency_prompts = [p for s, p in again[3] if s == "sufficiency"]
+    assert sufficiency_prompts and all(p.count("[[ ## verdict ## ]]") > 2 for p in sufficiency_prompts)  # demos shown
+    fresh = _run(IterativeRAG(FakeIndex(records), max_turns=2), question, scripted)
+    assert [p for s, p in fresh[3] if s == "sufficiency"] != sufficiency_prompts  # loading did change the prompt
+
+
+def test_saved_file_is_plain_json_with_a_ragnet_header(compiled, tmp_path):
+    _, path = compiled
+    state = json.loads(path.read_text())
+    header = read_header(path)
+    assert header == state["metadata"]["ragnet"]
+    assert header["program"] == "IterativeRAG" and header["version"] == ragnet.__version__
+    assert header["optimization"] == {"optimizer": "bootstrap"}
+    assert "dependency_versions" in state["metadata"]  # DSPy's own save format
+    assert [p.name for p in tmp_path.iterdir()] == ["compiled.json"]  # no temp files left behind
+
+
+def _load_error(path, program) -> str:
+    with pytest.raises(InputError) as err:
+        load_program(program, path)
+    assert err.value.path == str(path)
+    return str(err.value)
+
+
+def test_wrong_program_is_refused(compiled, records):
+    _, path = compiled
+    message = _load_error(path, ReflectiveRAG(FakeIndex(records)))
+    assert "compiled for IterativeRAG, not ReflectiveRAG" in message
+
+
+def test_other_ragnet_version_is_refused(compiled, records):
+    _, path = compiled
+    state = json.loads(path.read_text())
+    state["metadata"]["ragnet"]["version"] = "0.0.1"
+    path.write_text(json.dumps(state))
+    message = _load_error(path, IterativeRAG(FakeIndex(records)))
+    assert "compiled by ragnet 0.0.1" in message and "recompile" in message
+
+
+def test_other_file_format_is_refused(compiled, records):
+    _, path = compiled
+    state = json.loads(path.read_text())
+    state["metadata"]["ragnet"]["format"] = 99
+    path.write_text(json.dumps(state))
+    assert "program format 99" in _load_error(path, IterativeRAG(FakeIndex(records)))
+
+
+def test_truncated_file_is_refused(compiled, records):
+    _, path = compiled
+    text = path.read_text()
+    path.write_text(text[: len(text) // 2])
+    assert "invalid JSON" in _load_error(path, IterativeRAG(FakeIndex(records)))
+
+
+@pytest.mark.parametrize("content, expected", [
+    ("hello, not json", "invalid JSON"),
+    ("", "invalid JSON"),
+    ("[1, 2, 3]", "no metadata.ragnet header"),
+    ('{"answer": {}, "metadata": {}}', "no metadata.ragnet header"),
+])
+def test_not_a_compiled_program_is_refused(tmp_path, records, content, expected):
+    path = tmp_path / "prog.json"
+    path.write_text(content)
+    assert expected in _load_error(path, BasicRAG(FakeIndex(records)))
+
+
+def test_binary_file_is_refused(tmp_path, records):
+    path = tmp_path / "prog.json"
+    path.write_bytes(b"\x80\x81\x00\xff")
+    assert "invalid JSON" in _load_error(path, BasicRAG(FakeIndex(records)))
+
+
+def test_missing_steps_are_refused(compiled, records):
+    _, path = compiled
+    state = json.loads(path.read_text())
+    del state["assess"]
+    path.write_text(json.dumps(state))
+    message = _load_error(path, IterativeRAG(FakeIndex(records)))
+    assert "does not match IterativeRAG's steps" in message and "assess" in message
+
+
+def test_missing_file_and_wrong_suffix(tmp_path, records, compiled):
+    assert "no such file" in _load_error(tmp_path / "nope.json", BasicRAG(FakeIndex(records)))
+    _, path = compiled
+    other = tmp_path / "compiled.txt"
+    other.write_text(path.read_text())
+    assert "ending in .json" in _load_error(other, IterativeRAG(FakeIndex(records)))
+    with pytest.raises(InputError) as err:
+        save_program(BasicRAG(FakeIndex(records)), tmp_path / "prog.pkl")
+    assert err.value.argument == "out"
