@@ -152,3 +152,15 @@ def test_live_lm_state_roundtrip(engine):
     assert state["engine"]["state"]["model_path"] == str(engine.model_path)
     loaded = dspy.LM.load_state(state, allow_custom_lm_class=True)
     assert isinstance(loaded.engine, LlamaCppEngine) and loaded.engine.n_ctx == engine.n_ctx
+
+
+def test_loop_detector_flags_only_repeated_blocks():
+    from ragnet.lm.local import _is_looping
+
+    line = [11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 198]  # one note line and its newline
+    assert _is_looping([1, 2, 3] + line * 3)
+    assert not _is_looping([1, 2, 3] + line * 2)  # twice is not yet a loop
+    assert not _is_looping(list(range(200)))
+    # similar lines that differ in one token (c1, c2, c3 ...) are not a loop
+    assert not _is_looping([t for i in range(6) for t in (5, 6, 7, 100 + i, 8)])
+    assert not _is_looping([7, 7, 7])  # shorter than the shortest period x 3
