@@ -77,8 +77,7 @@ def run_demo(
     from rich.table import Table
 
     import ragnet
-    from ragnet.corpus.synthetic import demo_questions
-    from ragnet.eval.metrics import contains_match, exact_match
+    from ragnet.corpus.synthetic import choice_correct, demo_questions
     from ragnet.programs.registry import build_program, parse_spec
 
     if per_level < 1:
@@ -86,6 +85,8 @@ def run_demo(
     for spec in strategies:
         parse_spec(spec)
     console = Console()
+    if not console.is_terminal:  # logs/CI: rich would squeeze the table into 80 columns
+        console = Console(width=150)
     workdir = Path(workdir)
     started = time.perf_counter()
     index, corpus = build_demo_index(workdir)
@@ -111,7 +112,7 @@ def run_demo(
             for q in questions:
                 progress.update(task, description=f"{spec:<12} L{q.level} {q.id}")
                 pred = program(question=q.question)
-                ok = max(exact_match(pred.answer, q.answers), contains_match(pred.answer, q.answers))
+                ok = choice_correct(pred.answer, q)
                 docs = {index.chunk(cid).doc_id for cid in pred.context}
                 recall = _mean([float(d in docs) for d in q.gold_doc_ids])
                 row.correct.append(ok)

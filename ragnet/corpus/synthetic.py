@@ -538,6 +538,9 @@ class DemoQuestion:
         gold_facts: the exact sentences (verbatim in those yearbooks) that hold it.
         type: the question template, e.g. ``"lookup"``, ``"compare_cities"``, ``"change"``.
         gold_titles: titles of the gold yearbooks, in ``gold_doc_ids`` order.
+        wrong_answers: for choice questions ("A or B?"), the options that are wrong. An answer
+            that names them too ("bus ridership or rail ridership") has not chosen; see
+            :func:`choice_correct`.
 
     Example:
         >>> q = generate_questions(cities=["Aldermoor"], years=[2021, 2022], per_level=1)[0]
@@ -553,6 +556,7 @@ class DemoQuestion:
     gold_facts: list[str]
     type: str
     gold_titles: list[str] = field(default_factory=list)
+    wrong_answers: list[str] = field(default_factory=list)
 
     @property
     def answer(self) -> str:
@@ -625,7 +629,8 @@ class _Ctx:
 
 
 # question, answers, the (city, year) of each gold fact, gold facts
-_Q = tuple[str, list[str], list[tuple[str, int]], list[str]]
+# question, answers, gold (city, year) pairs, gold facts[, wrong options of a choice question]
+_Q = tuple
 
 
 def _metrics_with(attr: str) -> list[str]:
@@ -652,7 +657,8 @@ def _q_faster_growth(c: _Ctx) -> _Q:
     winner = "bus" if bus > rail else "rail"
     question = f"Which grew faster in {city} in {year} compared with the previous year, bus ridership or rail ridership?"
     answers = [f"{winner} ridership", winner, "buses" if winner == "bus" else "rail services"]
-    return question, answers, [(city, year)], [c.fact(city, year, "bus_change")]
+    loser = "rail" if winner == "bus" else "bus"
+    return question, answers, [(city, year)], [c.fact(city, year, "bus_change")], [f"{loser} ridership"]
 
 
 def _q_births_deaths(c: _Ctx) -> _Q:
@@ -662,7 +668,8 @@ def _q_births_deaths(c: _Ctx) -> _Q:
         raise _Skip
     more = "births" if births > deaths else "deaths"
     question = f"Did {city} record more births or more deaths in {year}?"
-    return question, [more, f"more {more}"], [(city, year)], [c.fact(city, year, "births")]
+    less = "deaths" if more == "births" else "births"
+    return question, [more, f"more {more}"], [(city, year)], [c.fact(city, year, "births")], [less]
 
 
 def _q_pupils_per_teacher(c: _Ctx) -> _Q:
@@ -709,7 +716,8 @@ def _q_compare_cities(c: _Ctx) -> _Q:
         raise _Skip
     winner = a if va > vb else b
     question = f"Which city had {_BY_KEY[key].more} in {year}, {a} or {b}?"
-    return question, [winner], [(a, year), (b, year)], [c.fact(a, year, key), c.fact(b, year, key)]
+    loser = b if winner == a else a
+    return question, [winner], [(a, year), (b, year)], [c.fact(a, year, key), c.fact(b, year, key)], [loser]
 
 
 def _q_compare_years(c: _Ctx) -> _Q:
@@ -720,7 +728,9 @@ def _q_compare_years(c: _Ctx) -> _Q:
         raise _Skip
     winner = y1 if v1 > v2 else y2
     question = f"In which year did {city} have {_BY_KEY[key].more}, {y1} or {y2}?"
-    return question, [str(winner)], [(city, y1), (city, y2)], [c.fact(city, y1, key), c.fact(city, y2, key)]
+    loser = y2 if winner == y1 else y1
+    return (question, [str(winner)], [(city, y1), (city, y2)], [c.fact(city, y1, key), c.fact(city, y2, key)],
+            [str(loser)])
 
 
 def _q_peak_year(c: _Ctx) -> _Q:
@@ -732,7 +742,8 @@ def _q_peak_year(c: _Ctx) -> _Q:
         raise _Skip
     winner = years[vals.index(best)]
     question = f"In which year, {_join_years(years)}, did {city} have {_BY_KEY[key].most}?"
-    return question, [str(winner)], [(city, y) for y in years], [c.fact(city, y, key) for y in years]
+    return (question, [str(winner)], [(city, y) for y in years], [c.fact(city, y, key) for y in years],
+            [str(y) for y in years if y != winner])
 
 
 # L4 -------------------------------------------------------------------------
@@ -886,7 +897,8 @@ def generate_questions(
                     break
             if built is None:
                 raise InputError(f"could not draw a {qtype!r} question from these cities and years", argument="years")
-            question, answers, where, facts = built
+            question, answers, where, facts = built[:4]
+            wrong = list(built[4]) if len(built) > 4 else []
             seen.add(question)
             if by_id is not None:
                 _verify(by_id, where, facts, seed)
@@ -901,6 +913,7 @@ def generate_questions(
                     gold_facts=facts,
                     type=qtype,
                     gold_titles=[_title(city, year) for city, year in gold],
+                    wrong_answers=wrong,
                 )
             )
     return questions
@@ -976,3 +989,22 @@ def write_demo_questions(
     path = Path(directory) / "questions.jsonl"
     write_text(path, "\n".join(json.dumps(q.to_dict(), ensure_ascii=False) for q in questions) + "\n")
     return path
+
+
+def choice_correct(prediction: str, question: DemoQuestion) -> float:
+    """1.0 when ``prediction`` matches a gold answer (exact or contained) and names no wrong option.
+
+    Example:
+        >>> q = DemoQuestion("q", "Which grew faster, bus or rail ridership?", ["rail ridership", "rail"],
+        ...                  2, [], [], "faster_growth", wrong_answers=["bus ridership"])
+        >>> choice_correct("Rail ridership grew faster.", q)
+        1.0
+        >>> choice_correct("bus ridership or rail ridership", q)
+        0.0
+    """
+    from ragnet.eval.metrics import contains_match, exact_match
+
+    ok = max(exact_match(prediction, question.answers), contains_match(prediction, question.answers))
+    if ok and question.wrong_answers and contains_match(prediction, question.wrong_answers):
+        return 0.0
+    return ok

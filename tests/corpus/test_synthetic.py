@@ -327,3 +327,17 @@ def test_write_demo_questions_uses_the_eval_schema(tmp_path):
     for rec, q in zip(records, generate_questions(per_level=1)):
         assert {"id", "question", "answers", "gold_titles", "gold_sentences", "type", "level", "context"} <= set(rec)
         assert rec["gold_passage_ids"] == q.gold_doc_ids and rec["gold_facts"] == q.gold_facts
+
+
+def test_choice_questions_name_their_wrong_options():
+    from ragnet.corpus.synthetic import choice_correct, generate_questions
+
+    questions = generate_questions(per_level=8)
+    choice = [q for q in questions if q.wrong_answers]
+    assert {q.type for q in choice} >= {"faster_growth", "compare_cities", "compare_years"}
+    for q in choice:
+        assert not set(q.wrong_answers) & set(q.answers)
+        assert all(w.split()[0] in q.question for w in q.wrong_answers)
+        assert choice_correct(q.answers[0], q) == 1.0
+        # naming every option is not a choice
+        assert choice_correct(f"{q.answers[0]} or {q.wrong_answers[0]}", q) == 0.0
