@@ -145,13 +145,8 @@ def run_optimize(
 
         index, _, _ = _pooled_index(data, index_dir, data_dir)
         program = build_program(program_spec, index, budget=context_budget)
-
-        def keys_of(cid: str) -> tuple[str, str]:
-            chunk = index.chunk(cid)
-            return chunk.doc_id, chunk.title
-
         judge = teacher or main_lm
-        metric_obj = program_metric(metric or "f1", keys_of=keys_of, judge_lm=judge)
+        metric_obj = program_metric(metric or "f1", index=index, judge_lm=judge)
         result = compile_program(program, qa_examples(train_q), metric_obj, optimizer=optimizer,
                                  valset=qa_examples(val_q), budget=budget, teacher_lm=teacher, seed=seed,
                                  threads=threads, progress=progress, log=say)

@@ -26,7 +26,6 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,7 +33,7 @@ from typing import Any
 import dspy
 
 from ragnet.errors import InputError
-from ragnet.eval.metrics import exact_match, f1
+from ragnet.eval.metrics import AnswerJudge, exact_match, f1, gold_recall
 
 __all__ = [
     "PROGRAM_METRICS",
@@ -100,33 +99,23 @@ def _answer_feedback(example: Any, pred: Any, value: float) -> str:
             f"the entity, date, number or yes/no the question asks for.")
 
 
-def evidence_recall(example: Any, pred: Any, keys_of: Callable[[str], Any]) -> float:
-    """Share of the example's gold documents that are in the prediction's final context.
+def evidence_recall(example: Any, pred: Any, index: Any = None) -> float:
+    """Share of the example's gold documents in the prediction's final context (``pred.context``).
 
-    Gold documents are ``gold_passage_ids`` when the example has them, else ``gold_titles``.
-    ``pred.context`` holds chunk ids; ``keys_of(chunk_id)`` gives the chunk's document id and
-    title (a string or several, e.g. ``(chunk.doc_id, chunk.title)``); unknown ids are skipped.
+    The same measure as ``ragnet eval``'s gold recall (:func:`ragnet.eval.metrics.gold_recall`):
+    ``gold_passage_ids`` when present in the index, else ``gold_titles`` matched against chunk
+    document ids and titles. Without an index, the document part of each chunk id is matched.
 
     Example:
         >>> import dspy
-        >>> ex = dspy.Example(gold_titles=["A", "B"])
-        >>> evidence_recall(ex, dspy.Prediction(context=["A#0", "C#0"]), lambda cid: cid.split("#")[0])
+        >>> evidence_recall(dspy.Example(gold_titles=["A", "B"]), dspy.Prediction(context=["A#0", "C#0"]))
         0.5
     """
-    gold = {str(t) for t in (example.get("gold_passage_ids") or example.get("gold_titles") or [])}
-    if not gold:
-        return 0.0
-    found: set[str] = set()
-    for cid in pred.get("context") or []:
-        try:
-            keys = keys_of(cid)
-        except KeyError:
-            continue
-        found.update([keys] if isinstance(keys, str) else [str(k) for k in keys])
-    return len(gold & found) / len(gold)
+    fraction = gold_recall(example, list(pred.get("context") or []), index)["fraction"]
+    return 0.0 if fraction is None else float(fraction)
 
 
-def program_metric(name: str, *, keys_of: Callable[[str], Any] | None = None, judge_lm: Any = None,
+def program_metric(name: str, *, index: Any = None, judge_lm: Any = None,
                    threshold: float | None = None) -> Metric:
     """A program-level metric by name: ``f1``, ``em``, ``llm_match`` or ``recall``.
 
@@ -134,13 +123,13 @@ def program_metric(name: str, *, keys_of: Callable[[str], Any] | None = None, ju
         name: ``f1`` (token F1 of the answer), ``em`` (exact match), ``llm_match`` (an LM judges
             whether the answer means a gold answer; exact matches skip the LM call) or ``recall``
             (gold-evidence recall of the final context).
-        keys_of: chunk id -> its document id and title (see :func:`evidence_recall`); required
-            for ``recall``.
+        index: the index the program searches; required for ``recall`` (gold titles are
+            matched against its chunks, see :func:`evidence_recall`).
         judge_lm: LM for ``llm_match`` (the configured LM when None).
         threshold: bootstrapping acceptance threshold (default: 0.8 for ``f1``, else 1.0).
 
     Raises:
-        InputError: an unknown name, or ``recall`` without ``keys_of``.
+        InputError: an unknown name, or ``recall`` without ``index``.
     """
     if name == "f1":
         return Metric("f1", lambda ex, pred: f1(str(pred.get("answer", "") or ""), _answers(ex)),
@@ -152,7 +141,7 @@ def program_metric(name: str, *, keys_of: Callable[[str], Any] | None = None, ju
         return Metric("llm_match", _llm_match(judge_lm), threshold=1.0 if threshold is None else threshold,
                       feedback=_answer_feedback)
     if name == "recall":
-        if keys_of is None:
+        if index is None:
             raise InputError("the recall metric needs the index the program searches", argument="metric")
 
         def feedback(ex: Any, pred: Any, value: float) -> str:
@@ -160,25 +149,15 @@ def program_metric(name: str, *, keys_of: Callable[[str], Any] | None = None, ju
             return (f"The final context held {value:.0%} of the gold paragraphs ({', '.join(gold)}). Search for "
                     f"every entity the question depends on, including the bridge entity of a two-step question.")
 
-        return Metric("recall", lambda ex, pred: evidence_recall(ex, pred, keys_of),
+        return Metric("recall", lambda ex, pred: evidence_recall(ex, pred, index),
                       threshold=1.0 if threshold is None else threshold, feedback=feedback)
     raise InputError(f"unknown metric {name!r}; choose from {', '.join(PROGRAM_METRICS)}", argument="metric")
 
 
 def _llm_match(judge_lm: Any) -> Callable[[Any, Any], float]:
-    from ragnet.signatures import JudgeAnswer, run_judge
-
-    judge = dspy.Predict(JudgeAnswer)
-
-    def score(example: Any, pred: Any) -> float:
-        answer = str(pred.get("answer", "") or "")
-        if exact_match(answer, _answers(example)):
-            return 1.0
-        with dspy.context(lm=judge_lm) if judge_lm is not None else contextlib.nullcontext():
-            out = run_judge(judge, str(example.get("question", "")), _answers(example), answer, trace=None)
-        return 1.0 if out.match is True else 0.0
-
-    return score
+    """LLM match through ``ragnet eval``'s judge (exact matches skip the LM call)."""
+    judge = AnswerJudge(lm=judge_lm)
+    return lambda example, pred: judge(example, pred)
 
 
 # ----------------------------------------------------------------------------- step metrics
