@@ -54,14 +54,15 @@ def ragnet_home(tmp_path, monkeypatch):
 
 @pytest.fixture
 def dspy_state(tmp_path):
-    """Restore DSPy's configured LM and cache after the test; give the test a fresh memory cache."""
+    """Restore DSPy's configured LM, adapter and cache after the test; give the test a fresh memory cache."""
     from ragnet.lm import config
 
-    saved_lm, saved_cache, saved_dir = dspy.settings.lm, dspy.cache, config._cache_state["dir"]
+    saved_lm, saved_adapter = dspy.settings.lm, dspy.settings.adapter
+    saved_cache, saved_dir = dspy.cache, config._cache_state["dir"]
     dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=True)
     try:
         yield
     finally:
-        dspy.configure(lm=saved_lm)
+        dspy.configure(lm=saved_lm, adapter=saved_adapter)
         dspy.cache = saved_cache
         config._cache_state["dir"] = saved_dir
