@@ -35,7 +35,7 @@ from ragnet.programs.iterative import IterativeRAG
 from ragnet.programs.oneshot import DEFAULT_METHOD, DEFAULT_TEMPERATURE, DEFAULT_TRANSFORM, apply_metadata_rules, check_selection
 from ragnet.programs.packing import PromptBudget, pack
 from ragnet.programs.trace import Trace
-from ragnet.signatures import format_context, run_contextualize, run_sufficiency
+from ragnet.signatures import format_context
 
 
 class CombinedRAG(IterativeRAG):
@@ -95,19 +95,12 @@ class CombinedRAG(IterativeRAG):
             n_before = len(trace.of("search"))
             new = self._cast(question, query, turn, seen, [c for c, _ in pool.values()], queries, trace)
             self._pool_cast(pool, trace.of("search")[n_before:], new)
-            if self.contextualize and new:
-                notes = run_contextualize(self.contextualizer, question, notes, new, trace=trace, retries=self.retries).notes
-                trace.add("notes", turn=turn, chars=len(notes))
+            notes = self._update_notes(question, notes, new, turn, trace)
             if self.sufficiency:
                 # The short working view: notes + the newest cast only (never the whole pool).
-                view = format_context(new, notes)[0]
-                verdict = run_sufficiency(self.assess, question, view, trace=trace, retries=self.retries)
-                trace.add("sufficiency", turn=turn, verdict=verdict.verdict,
-                          confidence=verdict.confidence, missing=verdict.missing)
-                if verdict.verdict == "Sufficient":
-                    trace.add("stop", turn=turn, reason="sufficient")
+                sufficient, missing = self._assess(question, format_context(new, notes)[0], turn, trace)
+                if sufficient:
                     break
-                missing = verdict.missing
         else:
             trace.add("stop", turn=self.max_turns, reason="max_turns")
 

@@ -100,29 +100,35 @@ class IterativeRAG(RAGProgram):
                 break
             new = self._cast(question, query, turn, seen, context, queries, trace)
             context.extend(new)
-            if self.contextualize and new:
-                notes = run_contextualize(
-                    self.contextualizer, question, notes, new, trace=trace, retries=self.retries
-                ).notes
-                trace.add("notes", turn=turn, chars=len(notes))
+            notes = self._update_notes(question, notes, new, turn, trace)
             if self.delete and len(context) > 1:
                 context = self._chunk_delete(question, context, turn, trace)
             if self.sufficiency:
-                verdict = run_sufficiency(
-                    self.assess, question, format_context(context, notes)[0], trace=trace, retries=self.retries
-                )
-                trace.add(
-                    "sufficiency", turn=turn, verdict=verdict.verdict,
-                    confidence=verdict.confidence, missing=verdict.missing,
-                )
-                if verdict.verdict == "Sufficient":
-                    trace.add("stop", turn=turn, reason="sufficient")
+                sufficient, missing = self._assess(question, format_context(context, notes)[0], turn, trace)
+                if sufficient:
                     break
-                missing = verdict.missing
         else:
             trace.add("stop", turn=self.max_turns, reason="max_turns")
         answer, evidence = self._answer(question, context, trace, notes=notes if self.contextualize else "")
         return RunResult(answer=answer, evidence=evidence, context=context, notes=notes)
+
+    def _update_notes(self, question: str, notes: str, new: list[Chunk], turn: int, trace: Trace) -> str:
+        """Contextualize: fold the newly retrieved chunks into the notes (unchanged when off or nothing new)."""
+        if not (self.contextualize and new):
+            return notes
+        notes = run_contextualize(self.contextualizer, question, notes, new, trace=trace, retries=self.retries).notes
+        trace.add("notes", turn=turn, chars=len(notes))
+        return notes
+
+    def _assess(self, question: str, view: str, turn: int, trace: Trace) -> tuple[bool, str]:
+        """AssessSufficiency on ``view``; returns (stop, what is missing), both traced."""
+        verdict = run_sufficiency(self.assess, question, view, trace=trace, retries=self.retries)
+        trace.add("sufficiency", turn=turn, verdict=verdict.verdict,
+                  confidence=verdict.confidence, missing=verdict.missing)
+        if verdict.verdict == "Sufficient":
+            trace.add("stop", turn=turn, reason="sufficient")
+            return True, verdict.missing
+        return False, verdict.missing
 
     def _next_query(
         self, question: str, context: list[Chunk], notes: str, missing: str,
