@@ -96,7 +96,7 @@ class CombinedRAG(IterativeRAG):
             new = self._cast(question, query, turn, seen, [c for c, _ in pool.values()], queries, trace)
             self._pool_cast(pool, trace.of("search")[n_before:], new)
             notes = self._update_notes(question, notes, new, turn, trace)
-            if self.sufficiency:
+            if self.sufficiency and turn < self.max_turns:  # the last turn's verdict could change nothing
                 # The short working view: notes + the newest cast only (never the whole pool).
                 sufficient, missing = self._assess(question, format_context(new, notes)[0], turn, trace)
                 if sufficient:

@@ -9,12 +9,14 @@ Each turn (at most ``max_turns``):
    excluded so the next-ranked unseen chunks come back instead (Search-R1 de-duplication).
 3. **Fallback Search** (turn 1 only): the original question is searched alongside the
    rewritten query, guarding against query drift.
-4. **Contextualize** folds the new chunks into a persistent notes cache.
+4. **Contextualize** writes the new chunks' relevant facts; they are appended to a persistent
+   notes cache (earlier notes are never dropped).
 5. **chunk_delete(ids)**: SelectDeletions removes chunks that do not help, keeping the working
    context short (long contexts cause "retrieval laziness").
 6. **AssessSufficiency** decides whether to stop. Small local LMs never stop on their own
    (DESIGN.md: 12/12 "search" even with full evidence), so stopping is a separate, compilable
-   step, and ``max_turns`` caps the loop regardless.
+   step, and ``max_turns`` caps the loop regardless. It is not asked on the last allowed turn,
+   where its verdict could change nothing (one LM call saved per question that reaches the cap).
 
 Every switch is independent; defaults are the studies' best settings (all on).
 """
@@ -103,7 +105,7 @@ class IterativeRAG(RAGProgram):
             notes = self._update_notes(question, notes, new, turn, trace)
             if self.delete and len(context) > 1:
                 context = self._chunk_delete(question, context, turn, trace)
-            if self.sufficiency:
+            if self.sufficiency and turn < self.max_turns:
                 sufficient, missing = self._assess(question, format_context(context, notes)[0], turn, trace)
                 if sufficient:
                     break
@@ -116,9 +118,9 @@ class IterativeRAG(RAGProgram):
         """Contextualize: fold the newly retrieved chunks into the notes (unchanged when off or nothing new)."""
         if not (self.contextualize and new):
             return notes
-        notes = run_contextualize(self.contextualizer, question, notes, new, trace=trace, retries=self.retries).notes
-        trace.add("notes", turn=turn, chars=len(notes))
-        return notes
+        out = run_contextualize(self.contextualizer, question, notes, new, trace=trace, retries=self.retries)
+        trace.add("notes", turn=turn, added=len(out.added), repeated=len(out.repeated), chars=len(out.notes))
+        return out.notes
 
     def _assess(self, question: str, view: str, turn: int, trace: Trace) -> tuple[bool, str]:
         """AssessSufficiency on ``view``; returns (stop, what is missing), both traced."""

@@ -6,6 +6,7 @@ Loop (at most ``max_reflections`` refinements):
 1. AssessSufficiency judges the current document set D_t: *Sufficient* stops.
 2. *Refine*: RewriteQuery writes ``n_subqueries`` sub-queries with probabilities (verbalized
    sampling); the most probable unseen one is searched and its top-``k`` unseen chunks join D.
+   Once the reflections are used up the loop ends without asking (a verdict could change nothing).
 3. Convergence: Δ_t = (1 − Sim(D_t, D_{t−1})) + β·|Conf_t − Conf_{t−1}|; stop when Δ_t < τ.
    Sim is the cosine between the mean embeddings of the two sets. The paper writes
    Sim(D_t, D_{t−1}) directly; read literally, a loop that stops changing would never stop, so
@@ -79,6 +80,10 @@ class ReflectiveRAG(RAGProgram):
         prev_docs: list[Chunk] | None = None
         prev_conf: float | None = None
         for turn in range(1, self.max_reflections + 2):
+            if turn > self.max_reflections:
+                # Out of reflections: a verdict now could change nothing, so it is not asked for.
+                trace.add("stop", turn=turn, reason="max_reflections")
+                break
             verdict = run_sufficiency(self.assess, question, format_context(docs)[0], trace=trace, retries=self.retries)
             event = trace.add("sufficiency", turn=turn, verdict=verdict.verdict,
                               confidence=verdict.confidence, missing=verdict.missing)
@@ -91,9 +96,6 @@ class ReflectiveRAG(RAGProgram):
                 if delta < self.tau:
                     trace.add("stop", turn=turn, reason="converged", delta=round(float(delta), 4))
                     break
-            if turn > self.max_reflections:
-                trace.add("stop", turn=turn, reason="max_reflections")
-                break
             shown = format_context(docs)[0] + (f"\n\nStill missing: {verdict.missing}" if verdict.missing else "")
             rw = run_rewrite(self.rewriter, question, shown, queries, n=self.n_subqueries, trace=trace, retries=self.retries)
             trace.add("rewrite", turn=turn + 1, chosen=rw.best,

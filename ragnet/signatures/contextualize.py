@@ -1,18 +1,21 @@
-"""Contextualize: update a persistent notes cache with what matters from new chunks (Search-R1).
+"""Contextualize: add what matters from new chunks to a persistent notes cache (Search-R1).
 
-Notes are plain text, one fact per line. The validator enforces "never drop earlier facts":
-any previous note line missing from the model's output is appended back (and recorded).
+Notes are plain text, one fact per line. The model writes only the *new* facts; the merge
+into the cache happens in code, so "never drop earlier facts" holds by construction and the
+model does not spend generation time re-writing the notes it was shown (on a 0.5B model on
+2 CPU cores, copying the cache back was most of this step's cost, and it dropped lines
+anyway). New lines that repeat a note already in the cache are skipped.
 
 Example:
     >>> import dspy
     >>> from dspy.utils import DummyLM
     >>> from ragnet import Chunk
     >>> new = [Chunk(id="b#0", doc_id="b", title="X Corp", text="X Corp merged with Y in 1999.", tokens=9)]
-    >>> with dspy.context(lm=DummyLM([{"updated_notes": "- X Corp merged with Y in 1999"}])):
+    >>> with dspy.context(lm=DummyLM([{"new_notes": "- X Corp merged with Y in 1999"}])):
     ...     out = run_contextualize(dspy.Predict(Contextualize), "When did X merge?", "- X Corp is a bank",
     ...                             new, trace=None)
     >>> out.notes
-    '- X Corp merged with Y in 1999\\n- X Corp is a bank'
+    '- X Corp is a bank\\n- X Corp merged with Y in 1999'
 """
 
 from __future__ import annotations
@@ -26,25 +29,27 @@ import dspy
 from ragnet.signatures.formatting import format_chunks
 from ragnet.signatures.step import run_step
 
-__all__ = ["Contextualize", "contextualize_default", "contextualize_validator", "note_lines", "run_contextualize"]
+__all__ = ["Contextualize", "contextualize_default", "contextualize_validator", "merge_notes", "note_lines",
+           "run_contextualize"]
 
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s*")
+_NOTHING_NEW = {"", "none", "nothing", "nothing new", "no new facts", "n/a"}
 
 
 class Contextualize(dspy.Signature):
-    """Update the notes with the facts from the new chunks that help answer the question.
+    """Write down the new facts from the new chunks that help answer the question.
 
-    Start from the previous notes and keep every one of them. Add each new fact from the new
-    chunks that helps answer the question or one of its steps: who or what, with names, dates
-    and numbers exactly as written. Write one short fact per line, starting with "- ". Do not add
-    facts that are unrelated to the question and do not answer the question yourself. If the new
-    chunks add nothing relevant, return the previous notes unchanged.
+    The notes are what is already known; do not repeat them. From the new chunks, write each
+    fact that helps answer the question or one of its steps: who or what, with names, dates
+    and numbers exactly as written. Write one short fact per line, starting with "- ". Do not
+    write facts that are unrelated to the question and do not answer the question yourself. If
+    the new chunks add nothing relevant, write "none".
     """
 
     question: str = dspy.InputField(desc="the user's question")
-    notes: str = dspy.InputField(desc="the notes so far (may be empty)")
+    notes: str = dspy.InputField(desc="the notes so far (may be empty); do not repeat them")
     new_chunks: str = dspy.InputField(desc="newly retrieved chunks, each starting with a short id like [c1]")
-    updated_notes: str = dspy.OutputField(desc="all previous notes plus the new relevant facts, one per line")
+    new_notes: str = dspy.OutputField(desc="only the new relevant facts, one per line starting with '- ', or 'none'")
 
 
 def _key(line: str) -> str:
@@ -61,26 +66,49 @@ def note_lines(notes: str) -> list[str]:
     return [line.strip() for line in str(notes or "").splitlines() if line.strip()]
 
 
+def merge_notes(previous: str, new: str) -> tuple[str, list[str], list[str]]:
+    """Append the lines of ``new`` to ``previous``, skipping repeats and "none".
+
+    Returns (merged notes, added lines, skipped repeated lines). Earlier lines are never
+    removed or reordered.
+
+    Example:
+        >>> merge_notes("- a\\n- b", "* B.\\n- c")
+        ('- a\\n- b\\n- c', ['- c'], ['* B.'])
+        >>> merge_notes("- a", "none")
+        ('- a', [], [])
+    """
+    lines = note_lines(previous)
+    known = {_key(line) for line in lines}
+    added: list[str] = []
+    repeated: list[str] = []
+    for line in note_lines(new):
+        key = _key(line)
+        if key in _NOTHING_NEW:
+            continue
+        if key in known:
+            repeated.append(line)
+            continue
+        known.add(key)
+        added.append(line)
+    return "\n".join(lines + added), added, repeated
+
+
 def contextualize_default(notes: str) -> dict[str, Any]:
-    """Fallback: the previous notes unchanged."""
-    return {"notes": str(notes or ""), "updated_notes": str(notes or ""), "restored": []}
+    """Fallback: the previous notes unchanged, nothing added."""
+    return {"notes": str(notes or ""), "new_notes": "", "added": [], "repeated": []}
 
 
 def contextualize_validator(previous: str) -> Callable[[dspy.Prediction], tuple[dspy.Prediction, list[str]]]:
-    """Append previous note lines the output dropped; sets ``notes`` and ``restored``."""
-    old = note_lines(previous)
+    """Merge the model's new facts into ``previous``; sets ``notes``, ``added`` and ``repeated``.
+
+    Repeats of earlier notes are dropped silently: the model was shown the notes, and restating
+    one is harmless, not an error worth a retry.
+    """
 
     def validate(pred: dspy.Prediction) -> tuple[dspy.Prediction, list[str]]:
-        problems: list[str] = []
-        lines = note_lines(pred.updated_notes)
-        text = " ".join(_key(line) for line in lines)
-        restored = [line for line in old if _key(line) and _key(line) not in text]
-        if restored:
-            problems.append(f"restored {len(restored)} earlier note line(s) the model dropped")
-            lines.extend(restored)
-        pred.updated_notes = pred.notes = "\n".join(lines)
-        pred.restored = restored
-        return pred, problems
+        pred.notes, pred.added, pred.repeated = merge_notes(previous, pred.new_notes)
+        return pred, []
 
     return validate
 
@@ -94,7 +122,8 @@ def run_contextualize(
     trace: Any,
     retries: int = 1,
 ) -> dspy.Prediction:
-    """Run Contextualize; returns ``notes`` (updated, never losing earlier lines), ``restored``, ``fallback``.
+    """Run Contextualize; returns ``notes`` (earlier lines first, then the new ones), ``added``,
+    ``repeated`` and ``fallback``.
 
     No LM call is made when there are no new chunks.
     """

@@ -17,7 +17,7 @@ from dspy.lm15 import Message, Response, TextPart, Usage
 
 # Output field -> step name, checked in this order.
 STEP_BY_FIELD = [
-    ("updated_notes", "contextualize"),
+    ("new_notes", "contextualize"),
     ("verdict", "sufficiency"),
     ("delete_ids", "delete"),
     ("evidence_ids", "answer"),
@@ -28,7 +28,7 @@ STEP_BY_FIELD = [
 ]
 
 DEFAULTS: dict[str, Callable[[str, int], dict[str, Any]]] = {
-    "contextualize": lambda p, n: {"updated_notes": f"- note {n}"},
+    "contextualize": lambda p, n: {"new_notes": f"- note {n}"},
     "sufficiency": lambda p, n: {"verdict": "Refine", "confidence": 0.3, "missing": "more facts"},
     "delete": lambda p, n: {"delete_ids": []},
     "answer": lambda p, n: {"answer": "scripted answer", "evidence_ids": ["c1"]},

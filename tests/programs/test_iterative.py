@@ -49,7 +49,9 @@ def test_max_turns_is_respected(yearbook_index, run_with):
     with run_with(ProgramLM()) as lm:
         pred = IterativeRAG(yearbook_index, max_turns=3)(question=Q)
     assert max(e["turn"] for e in events(pred, "search")) == 3
-    assert lm.steps().count("sufficiency") == 3
+    # Asked after turns 1 and 2 only: on the last allowed turn a verdict could change nothing.
+    assert lm.steps().count("sufficiency") == 2
+    assert [e["turn"] for e in events(pred, "sufficiency")] == [1, 2]
     assert events(pred, "stop")[-1]["reason"] == "max_turns"
 
 
@@ -87,11 +89,12 @@ def test_answer_evidence_is_never_deleted(yearbook_index, run_with):
 def test_off_format_sufficiency_is_recorded_and_loop_continues(yearbook_index, run_with):
     broken = lambda p, n: {"confidence": "very"}  # no verdict field at all
     with run_with(ProgramLM(sufficiency=broken)):
-        pred = IterativeRAG(yearbook_index, max_turns=2)(question=Q)
+        pred = IterativeRAG(yearbook_index, max_turns=3)(question=Q)
     errors = [e for e in events(pred, "lm_error") if e["failed_step"] == "sufficiency"]
     assert [e["action"] for e in errors] == ["retried", "fallback"] * 2  # one retry, then the safe default
     assert all(e["error_type"] == "AdapterParseError" for e in errors)
     assert [e["verdict"] for e in events(pred, "sufficiency")] == ["Refine", "Refine"]
+    assert max(e["turn"] for e in events(pred, "search")) == 3  # the loop went on after each failure
     assert pred.usage["lm_errors"] == len(events(pred, "lm_error"))
 
 
@@ -112,10 +115,18 @@ def test_reflective_stops_when_sufficient_and_removes_noise(yearbook_index, run_
 
 
 def test_reflective_caps_reflections(yearbook_index, run_with):
-    with run_with(ProgramLM()):
+    with run_with(ProgramLM()) as lm:
         pred = ReflectiveRAG(yearbook_index, max_reflections=2, tau=0.0)(question=Q)
     assert len(events(pred, "search")) == 3
     assert events(pred, "stop")[-1]["reason"] == "max_reflections"
+    # One verdict per reflection; none after the last search, where it could change nothing.
+    assert lm.steps().count("sufficiency") == 2 and lm.steps()[-1] == "answer"
+
+
+def test_reflective_without_reflections_answers_after_one_search(yearbook_index, run_with):
+    with run_with(ProgramLM()) as lm:
+        pred = ReflectiveRAG(yearbook_index, max_reflections=0)(question=Q)
+    assert lm.steps() == ["answer"] and len(events(pred, "search")) == 1
 
 
 def test_reflective_delta_rule_stops_on_convergence(yearbook_index, run_with):

@@ -26,7 +26,7 @@ FIELDS = {
     CropChunk: (["question", "title", "chunk"], ["relevant_text"]),
     AssessSufficiency: (["question", "context"], ["verdict", "confidence", "missing"]),
     RewriteQuery: (["question", "context", "previous_queries", "n"], ["queries"]),
-    Contextualize: (["question", "notes", "new_chunks"], ["updated_notes"]),
+    Contextualize: (["question", "notes", "new_chunks"], ["new_notes"]),
     SelectDeletions: (["question", "chunks"], ["delete_ids"]),
     GenerateAnswer: (["question", "context"], ["answer", "evidence_ids"]),
     JudgeAnswer: (["question", "gold_answers", "prediction"], ["rationale", "match"]),
@@ -91,9 +91,9 @@ def test_rewrite_parses_subqueries(scripted):
 
 
 def test_contextualize_parses_notes(scripted):
-    with scripted([{"updated_notes": "- a\n- b"}]):
+    with scripted([{"new_notes": "- a\n- b"}]):
         pred = dspy.Predict(Contextualize)(question="q", notes="- a", new_chunks="[c1] T: b")
-    assert pred.updated_notes == "- a\n- b"
+    assert pred.new_notes == "- a\n- b"
 
 
 def test_delete_parses_id_list(scripted):

@@ -156,31 +156,42 @@ def test_run_crop_valid(scripted, trace, chunks):
 # --- contextualize -------------------------------------------------------------------------
 
 
-def test_contextualize_restores_dropped_note_lines():
+def test_contextualize_appends_new_facts_after_every_earlier_note():
     previous = "- X Corp is a bank.\n- It was founded in 1901"
     pred, problems = contextualize_validator(previous)(
-        dspy.Prediction(updated_notes="- X Corp merged with Y in 1999")
+        dspy.Prediction(new_notes="- X Corp merged with Y in 1999")
     )
     assert pred.notes.splitlines() == [
-        "- X Corp merged with Y in 1999", "- X Corp is a bank.", "- It was founded in 1901"]
-    assert pred.restored == ["- X Corp is a bank.", "- It was founded in 1901"]
-    assert problems == ["restored 2 earlier note line(s) the model dropped"]
+        "- X Corp is a bank.", "- It was founded in 1901", "- X Corp merged with Y in 1999"]
+    assert pred.added == ["- X Corp merged with Y in 1999"] and problems == []
 
 
-def test_contextualize_accepts_restyled_but_kept_lines():
+def test_contextualize_skips_restated_notes_and_none():
     previous = "- X Corp is a bank.\n- It was founded in 1901"
-    new = "* x corp is a bank\n* It was founded in   1901.\n* New fact"
-    pred, problems = contextualize_validator(previous)(dspy.Prediction(updated_notes=new))
-    assert pred.notes == "* x corp is a bank\n* It was founded in   1901.\n* New fact"
-    assert pred.restored == [] and problems == []
+    new = "* x corp is a bank\n* It was founded in   1901.\n* New fact\n* New fact"
+    pred, problems = contextualize_validator(previous)(dspy.Prediction(new_notes=new))
+    assert pred.notes == "- X Corp is a bank.\n- It was founded in 1901\n* New fact"
+    assert pred.repeated == ["* x corp is a bank", "* It was founded in   1901.", "* New fact"] and problems == []
+    pred, _ = contextualize_validator(previous)(dspy.Prediction(new_notes="None."))
+    assert pred.notes == previous and pred.added == []
 
 
 def test_run_contextualize_keeps_earlier_notes(scripted, trace, chunks):
-    with scripted([{"updated_notes": "- Lyon is in France"}]):
+    with scripted([{"new_notes": "- Lyon is in France"}]) as lm:
         out = run_contextualize(dspy.Predict(Contextualize), "q", "- Paris is the capital of France",
                                 chunks[1:2], trace=trace)
-    assert out.notes == "- Lyon is in France\n- Paris is the capital of France"
-    assert trace.errors()[0]["action"] == "repaired"
+    assert out.notes == "- Paris is the capital of France\n- Lyon is in France"
+    assert trace.errors() == [] and out.fallback is False
+    # The model is shown the earlier notes (so it can avoid repeating them) but never asked to copy them.
+    assert "- Paris is the capital of France" in lm.history[-1]["messages"][-1]["content"]
+
+
+def test_run_contextualize_failure_keeps_notes_unchanged(scripted, trace, chunks):
+    with scripted([{"wrong_field": "x"}] * 4):
+        out = run_contextualize(dspy.Predict(Contextualize), "q", "- Paris is the capital of France",
+                                chunks[1:2], trace=trace, retries=1)
+    assert out.notes == "- Paris is the capital of France" and out.fallback is True
+    assert trace.errors()[-1]["action"] == "fallback"
 
 
 # --- delete ----------------------------------------------------------------------------------
