@@ -1,14 +1,16 @@
 """Save and load compiled programs with DSPy's JSON save/load, plus a ragnet header.
 
 ``save_program`` calls ``program.save(<tmp>.json)`` (DSPy's own state format: signatures'
-instructions and demos, never pickle), adds ``metadata.ragnet = {program, version, format}``
-and renames the file into place atomically. ``load_program`` checks that header first, so a
-file compiled for another program, another ragnet version or another file format fails with a
-clear message instead of a KeyError deep inside DSPy, then calls DSPy's ``program.load``.
+instructions and demos, never pickle), adds ``metadata.ragnet = {program, version, format,
+signatures}`` and renames the file into place atomically. ``load_program`` checks that header
+first, so a file compiled for another program, another file format or other step signatures
+fails with a clear message instead of a KeyError deep inside DSPy, then calls DSPy's
+``program.load``.
 
-Compiled prompts are tied to the signatures of the ragnet version that wrote them (field
-names, instructions, output formats), so a file is only loaded by the same ragnet version;
-recompile with ``ragnet optimize`` after upgrading.
+Compiled prompts are tied to the steps' signatures (input and output field names): DSPy's load
+would pour saved instructions and demos into whatever fields exist now. The header records each
+step's ``"inputs -> outputs"``, and a file loads into any ragnet version whose steps still have
+the same fields; a step whose fields changed is named in the error, with "recompile" as the fix.
 
 Example:
     >>> # save_program(prog, "oneshot.json"); load_program(OneShotRAG(index), "oneshot.json")
@@ -25,13 +27,32 @@ from typing import Any
 from ragnet._atomic import write_json
 from ragnet.errors import InputError
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: per-step signature fingerprints replace the exact ragnet version check
+
+
+def step_signatures(program: Any) -> dict[str, str]:
+    """``{step name: "input, ... -> output, ..."}`` for every predictor of ``program``.
+
+    Example:
+        >>> import dspy
+        >>> class P(dspy.Module):
+        ...     def __init__(self):
+        ...         super().__init__()
+        ...         self.answer = dspy.Predict("question, context -> answer")
+        >>> step_signatures(P())
+        {'answer': 'question, context -> answer'}
+    """
+    return {
+        name: f"{', '.join(pred.signature.input_fields)} -> {', '.join(pred.signature.output_fields)}"
+        for name, pred in program.named_predictors()
+    }
 
 
 def _header(program: Any) -> dict[str, Any]:
     import ragnet
 
-    return {"program": type(program).__name__, "version": ragnet.__version__, "format": FORMAT_VERSION}
+    return {"program": type(program).__name__, "version": ragnet.__version__, "format": FORMAT_VERSION,
+            "signatures": step_signatures(program)}
 
 
 def save_program(program: Any, path: str | Path, **extra: Any) -> Path:
@@ -71,12 +92,12 @@ def read_header(path: str | Path) -> dict[str, Any]:
 
 
 def load_program(program: Any, path: str | Path) -> Any:
-    """Load compiled state into ``program`` (same class and ragnet version as saved); returns it.
+    """Load compiled state into ``program`` (same class and step signatures as saved); returns it.
 
     Raises:
         InputError: the file is missing, not JSON, truncated, has no ragnet header, or was
-            saved for another program class, ragnet version or file format; the message names
-            the file and says what to do.
+            saved for another program class, file format or step signatures; the message names
+            the file (and the changed steps) and says what to do.
     """
     import ragnet
 
@@ -85,17 +106,21 @@ def load_program(program: Any, path: str | Path) -> Any:
         raise InputError("compiled programs are JSON files ending in .json (saved by `ragnet optimize`)", path=path)
     header = read_header(path)
     if header.get("format") != FORMAT_VERSION:
-        raise InputError(f"saved with program format {header.get('format')!r}, this ragnet reads {FORMAT_VERSION}",
-                         path=path)
+        raise InputError(f"saved with program format {header.get('format')!r} (ragnet {header.get('version')}), "
+                         f"this ragnet {ragnet.__version__} reads format {FORMAT_VERSION}; recompile it with "
+                         f"`ragnet optimize`", path=path)
     if header.get("program") != type(program).__name__:
         raise InputError(
             f"compiled for {header.get('program')}, not {type(program).__name__}; "
             f"use the matching --strategy", path=path,
         )
-    if header.get("version") != ragnet.__version__:
+    saved, current = header.get("signatures") or {}, step_signatures(program)
+    changed = [f"{name} ({saved.get(name, 'absent')!r} saved, {current.get(name, 'absent')!r} now)"
+               for name in sorted(set(saved) | set(current)) if saved.get(name) != current.get(name)]
+    if changed:
         raise InputError(
-            f"compiled by ragnet {header.get('version')}, this is ragnet {ragnet.__version__}; compiled prompts "
-            f"are tied to the version's signatures, so recompile it with `ragnet optimize`", path=path,
+            f"compiled by ragnet {header.get('version')} for steps whose fields changed in ragnet "
+            f"{ragnet.__version__}: {'; '.join(changed)}; recompile it with `ragnet optimize`", path=path,
         )
     try:
         program.load(str(path))

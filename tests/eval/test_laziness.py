@@ -17,6 +17,7 @@ from ragnet.cli import app
 from ragnet.corpus.tokens import count_tokens
 from ragnet.errors import InputError
 from ragnet.eval.datasets import QARecord
+from ragnet.optimize.persist import save_program
 from ragnet.eval.laziness import (
     STUDY_RATES,
     PaddingPool,
@@ -316,18 +317,6 @@ def test_lm_failures_are_counted_not_mapped_to_refine(dataset, tmp_path, scripte
     assert (row["n"], row["decided"], row["lm_errors"], row["rate"]) == (2, 0, 2, None)
     results = [json.loads(line) for line in (tmp_path / "o" / "results.jsonl").read_text().splitlines()]
     assert all(r["fallback"] and r["follow_up"] is None and r["lm_errors"] for r in results)
-
-
-def save_program(program, path):
-    """A compiled-program file as ``ragnet.optimize.persist`` writes it (DSPy state + ragnet header)."""
-    import ragnet
-    from ragnet.optimize.persist import FORMAT_VERSION
-
-    program.save(str(path))
-    state = json.loads(path.read_text())
-    state.setdefault("metadata", {})["ragnet"] = {"program": type(program).__name__, "version": ragnet.__version__,
-                                                  "format": FORMAT_VERSION}
-    path.write_text(json.dumps(state))
 
 
 def test_compiled_program_sufficiency_prompt_is_used(dataset, tmp_path, scripted):

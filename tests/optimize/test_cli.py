@@ -117,7 +117,7 @@ def _ask(program_file, strategy="iterative"):
                                "--strategy", strategy, "--lm", "scripted", "--program", str(program_file)])
 
 
-def test_ask_loads_a_compiled_program_and_refuses_other_programs_and_versions(dataset, engine, ask_env, tmp_path):
+def test_ask_loads_a_compiled_program_and_refuses_other_programs_and_changed_steps(dataset, engine, ask_env, tmp_path):
     root, _ = dataset
     out = tmp_path / "suff.json"
     assert _optimize(root, out, "-n", "12").exit_code == 0
@@ -131,10 +131,12 @@ def test_ask_loads_a_compiled_program_and_refuses_other_programs_and_versions(da
 
     state = json.loads(out.read_text())
     state["metadata"]["ragnet"]["version"] = "0.0.1"
+    state["metadata"]["ragnet"]["signatures"]["answer"] = "question, context -> answer"
     old = tmp_path / "old.json"
     old.write_text(json.dumps(state))
-    wrong_version = _ask(old)
-    assert wrong_version.exit_code == 2 and "compiled by ragnet 0.0.1" in wrong_version.stderr
+    changed = _ask(old)
+    assert changed.exit_code == 2 and "compiled by ragnet 0.0.1" in changed.stderr
+    assert "answer ('question, context -> answer' saved" in changed.stderr
 
     truncated = tmp_path / "cut.json"
     truncated.write_text(out.read_text()[:100])

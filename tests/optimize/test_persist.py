@@ -53,6 +53,7 @@ def test_saved_file_is_plain_json_with_a_ragnet_header(compiled, tmp_path):
     header = read_header(path)
     assert header == state["metadata"]["ragnet"]
     assert header["program"] == "IterativeRAG" and header["version"] == ragnet.__version__
+    assert header["signatures"]["assess"] == "question, context -> verdict, confidence, missing"
     assert header["optimization"] == {"optimizer": "bootstrap"}
     assert "dependency_versions" in state["metadata"]  # DSPy's own save format
     assert [p.name for p in tmp_path.iterdir()] == ["compiled.json"]  # no temp files left behind
@@ -71,13 +72,25 @@ def test_wrong_program_is_refused(compiled, records):
     assert "compiled for IterativeRAG, not ReflectiveRAG" in message
 
 
-def test_other_ragnet_version_is_refused(compiled, records):
+def test_other_ragnet_version_with_the_same_steps_loads(compiled, records):
     _, path = compiled
     state = json.loads(path.read_text())
     state["metadata"]["ragnet"]["version"] = "0.0.1"
     path.write_text(json.dumps(state))
+    loaded = load_program(IterativeRAG(FakeIndex(records)), path)
+    assert loaded.assess.demos == state["assess"]["demos"]
+
+
+def test_changed_step_signature_is_refused_by_name(compiled, records):
+    _, path = compiled
+    state = json.loads(path.read_text())
+    state["metadata"]["ragnet"]["version"] = "0.0.1"
+    state["metadata"]["ragnet"]["signatures"]["contextualizer"] = "question, notes, new_chunks -> updated_notes"
+    path.write_text(json.dumps(state))
     message = _load_error(path, IterativeRAG(FakeIndex(records)))
     assert "compiled by ragnet 0.0.1" in message and "recompile" in message
+    assert "contextualizer ('question, notes, new_chunks -> updated_notes' saved, " \
+           "'question, notes, new_chunks -> new_notes' now)" in message
 
 
 def test_other_file_format_is_refused(compiled, records):
