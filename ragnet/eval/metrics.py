@@ -74,6 +74,8 @@ COST_KEYS = (
     "searches", "turns", "lm_calls", "cached_calls", "input_tokens", "output_tokens",
     "context_tokens", "seconds", "lm_errors",
 )
+#: Cost figures a DSPy cache hit understates (no tokens, ~0 s); averaged over live rows only.
+_LIVE_COST_KEYS = frozenset({"input_tokens", "output_tokens", "seconds"})
 
 
 def _get(obj: Any, name: str, default: Any = None) -> Any:
@@ -503,15 +505,21 @@ def aggregate(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     out["redundancy"] = _mean([r.get("redundancy") for r in ok])
     out["chunks"] = _mean([r.get("chunks", 0) for r in ok])
     usage = [r.get("usage") or {} for r in ok]
+    # DSPy's cache answers a repeated call instantly and reports no tokens, so rows that used any
+    # cached call would drag the token and latency figures towards zero. Those figures use the
+    # rows that made every call live (all rows when none did; ``cost_rows`` says how many).
+    live = [u for u in usage if not u.get("cached_calls")] or usage
+    out["cost_rows"] = len(live)
     for key in COST_KEYS:
-        out[key] = _mean([u.get(key, 0) or 0 for u in usage])
+        source = live if key in _LIVE_COST_KEYS else usage
+        out[key] = _mean([u.get(key, 0) or 0 for u in source])
     out["total_input_tokens"] = sum(int(u.get("input_tokens", 0) or 0) for u in usage)
     out["total_output_tokens"] = sum(int(u.get("output_tokens", 0) or 0) for u in usage)
     out["total_lm_errors"] = sum(int(u.get("lm_errors", 0) or 0) for u in usage)
-    seconds = [float(u.get("seconds", 0) or 0) for u in usage]
+    seconds = [float(u.get("seconds", 0) or 0) for u in live]
     out["latency_p50"] = percentile(seconds, 50)
     out["latency_p95"] = percentile(seconds, 95)
-    out["program_seconds"] = round(sum(seconds), 4)
+    out["program_seconds"] = round(sum(float(u.get("seconds", 0) or 0) for u in usage), 4)
     judged = [r["judge"] for r in ok if r.get("judge")]
     out["judge_calls"] = sum(1 for j in judged if j.get("called"))
     out["judge_seconds"] = round(sum(float(j.get("seconds", 0) or 0) for j in judged), 4)

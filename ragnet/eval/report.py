@@ -264,7 +264,10 @@ def format_report(summary: dict[str, Any]) -> str:
         lines.append(f"- **{lb}**: " + " → ".join(parts))
     lines.append("")
 
-    lines += ["## Cost", "", "Means per question (latency: program wall seconds; judge time not included).", "",
+    cost_note = ", ".join(f"{lb} {aggs[lb].get('cost_rows', aggs[lb]['n'])}/{aggs[lb]['n']}" for lb in labels)
+    lines += ["## Cost", "", "Means per question (latency: program wall seconds; judge time not included). Tokens "
+              "and latency count only rows whose LM calls all ran live, since a DSPy cache hit reports no tokens "
+              f"and takes ~0 s (rows counted: {cost_note}).", "",
               ("| strategy | searches | turns | LM calls | cached | tokens in | tokens out | context tokens | p50 s "
               "| p95 s | LM errors | judge calls |"),
               "|---|---|---|---|---|---|---|---|---|---|---|---|"]

@@ -202,6 +202,18 @@ def test_aggregate_counts_errors_as_wrong_and_takes_latency_from_rows_that_ran()
     assert aggregate([{"id": "x", "em": 1.0, "f1": 1.0, "contains": 1.0, "llm_match": None}])["llm_match"] is None
 
 
+def test_aggregate_takes_tokens_and_latency_from_rows_that_ran_live():
+    live = [_row("a", 1.0, 1.0, 1, 4.0), _row("b", 0.0, 1.0, 1, 6.0)]
+    cached = _row("c", 1.0, 1.0, 1, 0.01)
+    cached["usage"].update(cached_calls=2, input_tokens=0, output_tokens=0)
+    agg = aggregate(live + [cached])
+    assert agg["cost_rows"] == 2 and agg["latency_p50"] == 5.0 and agg["input_tokens"] == 10
+    assert agg["lm_calls"] == 2 and agg["cached_calls"] == pytest.approx(2 / 3)  # counts use every row
+    assert agg["program_seconds"] == pytest.approx(10.01)  # overhead is measured against all program time
+    only_cached = aggregate([cached])
+    assert only_cached["cost_rows"] == 1 and only_cached["latency_p50"] == 0.01  # nothing better to report
+
+
 def test_percentile_sign_test_and_paired_comparison():
     assert percentile([], 50) is None and percentile([3.0], 95) == 3.0
     assert sign_test(9, 1) == pytest.approx(2 * 11 / 1024, abs=1e-6)
