@@ -6,7 +6,9 @@ and exits with status 2; no traceback from deep inside.
 
 from __future__ import annotations
 
+import atexit
 import json
+import logging
 import os
 import sys
 from pathlib import Path
@@ -325,8 +327,44 @@ def ask(
             console.print(json.dumps(event, ensure_ascii=False, default=str))
 
 
+class TruncationNotes(logging.Filter):
+    """Fold DSPy's per-call "LM response was truncated" warning into one count.
+
+    DSPy warns on every answer that stops at ``max_tokens``; the local engine also ends a
+    degenerate repetition loop that way on purpose. In long runs (demo, eval, optimize) the
+    warning repeated dozens of times between progress lines; the command now prints the count
+    once at the end instead. Other DSPy warnings pass through.
+
+    Example:
+        >>> notes = TruncationNotes()
+        >>> notes.filter(logging.makeLogRecord({"msg": "LM response was truncated; increase max_tokens"}))
+        False
+        >>> notes.count
+        1
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if str(record.getMessage()).startswith("LM response was truncated"):
+            self.count += 1
+            return False
+        return True
+
+    def summary(self) -> str | None:
+        if not self.count:
+            return None
+        return (f"note: {self.count} LM answer(s) were cut at max_tokens or by the local engine's "
+                "repetition guard (each is parsed as far as it goes; failures are in the traces)")
+
+
 def main() -> None:
     """Console entry point."""
+    notes = TruncationNotes()
+    logging.getLogger("dspy.clients.lm").addFilter(notes)
+    atexit.register(lambda: notes.summary() and print(notes.summary(), file=sys.stderr))
     try:
         app()
     except RagnetError as err:  # safety net for errors raised outside a command's try-block
