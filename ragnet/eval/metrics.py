@@ -508,7 +508,9 @@ def aggregate(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     # DSPy's cache answers a repeated call instantly and reports no tokens, so rows that used any
     # cached call would drag the token and latency figures towards zero. Those figures use the
     # rows that made every call live (all rows when none did; ``cost_rows`` says how many).
-    live = [u for u in usage if not u.get("cached_calls")] or usage
+    live = [u for u in usage if not u.get("cached_calls")]
+    out["cost_all_cached"] = bool(usage) and not live  # every row used the cache: figures understate
+    live = live or usage
     out["cost_rows"] = len(live)
     for key in COST_KEYS:
         source = live if key in _LIVE_COST_KEYS else usage

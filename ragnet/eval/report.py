@@ -264,7 +264,11 @@ def format_report(summary: dict[str, Any]) -> str:
         lines.append(f"- **{lb}**: " + " → ".join(parts))
     lines.append("")
 
-    cost_note = ", ".join(f"{lb} {aggs[lb].get('cost_rows', aggs[lb]['n'])}/{aggs[lb]['n']}" for lb in labels)
+    cost_note = ", ".join(
+        f"{lb} {aggs[lb].get('cost_rows', aggs[lb]['n'])}/{aggs[lb]['n']}"
+        + (" (every row had cached calls, so all are counted and understate its cost)"
+           if aggs[lb].get("cost_all_cached") else "")
+        for lb in labels)
     lines += ["## Cost", "", "Means per question (latency: program wall seconds; judge time not included). Tokens "
               "and latency count only rows whose LM calls all ran live, since a DSPy cache hit reports no tokens "
               f"and takes ~0 s (rows counted: {cost_note}).", "",

@@ -212,6 +212,7 @@ def test_aggregate_takes_tokens_and_latency_from_rows_that_ran_live():
     assert agg["program_seconds"] == pytest.approx(10.01)  # overhead is measured against all program time
     only_cached = aggregate([cached])
     assert only_cached["cost_rows"] == 1 and only_cached["latency_p50"] == 0.01  # nothing better to report
+    assert only_cached["cost_all_cached"] is True and agg["cost_all_cached"] is False
 
 
 def test_percentile_sign_test_and_paired_comparison():

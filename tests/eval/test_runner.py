@@ -111,7 +111,8 @@ def test_pooled_run_writes_rows_report_summary_and_plots(run, tmp_path):
     assert report.splitlines()[2] == "Command: `ragnet eval --data tiny`"
     for needle in ("| basic | 3 | 33.3 | 55.6 | 66.7 | (base) |", "does not beat basic: no difference",
                    "## By question type", "## By level", "## Chunk retention by stage", "## Cost",
-                   "## Token budgets", "## Evaluation overhead", "![turns_hist](turns_hist.png)"):
+                   "## Token budgets", "## Evaluation overhead", "![turns_hist](turns_hist.png)",
+                   "(rows counted: basic 3/3"):
         assert needle in report
     for name in ("accuracy_vs_budget.png", "gold_recall_vs_budget.png", "turns_hist.png", "searches_hist.png"):
         assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
