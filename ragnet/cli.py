@@ -359,12 +359,18 @@ class TruncationNotes(logging.Filter):
         return (f"note: {self.count} LM answer(s) were cut at max_tokens or by the local engine's "
                 "repetition guard (each is parsed as far as it goes; failures are in the traces)")
 
+    def print_summary(self) -> None:
+        """Print :meth:`summary` to stderr when there is one (registered with ``atexit``)."""
+        text = self.summary()
+        if text:
+            print(text, file=sys.stderr)
+
 
 def main() -> None:
     """Console entry point."""
     notes = TruncationNotes()
     logging.getLogger("dspy.clients.lm").addFilter(notes)
-    atexit.register(lambda: notes.summary() and print(notes.summary(), file=sys.stderr))
+    atexit.register(notes.print_summary)
     try:
         app()
     except RagnetError as err:  # safety net for errors raised outside a command's try-block

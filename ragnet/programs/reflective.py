@@ -79,11 +79,7 @@ class ReflectiveRAG(RAGProgram):
         queries = [question]
         prev_docs: list[Chunk] | None = None
         prev_conf: float | None = None
-        for turn in range(1, self.max_reflections + 2):
-            if turn > self.max_reflections:
-                # Out of reflections: a verdict now could change nothing, so it is not asked for.
-                trace.add("stop", turn=turn, reason="max_reflections")
-                break
+        for turn in range(1, self.max_reflections + 1):
             verdict = run_sufficiency(self.assess, question, format_context(docs)[0], trace=trace, retries=self.retries)
             event = trace.add("sufficiency", turn=turn, verdict=verdict.verdict,
                               confidence=verdict.confidence, missing=verdict.missing)
@@ -107,6 +103,9 @@ class ReflectiveRAG(RAGProgram):
             new = self._search(rw.best, trace, k=self.k, turn=turn + 1, exclude={c.id for c in docs})
             prev_docs, prev_conf = docs, verdict.confidence
             docs = docs + new
+        else:
+            # Out of reflections: a verdict now could change nothing, so it is not asked for.
+            trace.add("stop", turn=self.max_reflections + 1, reason="max_reflections")
         final = self._remove_noise(question, docs, trace) if self.noise_removal else docs
         answer, evidence = self._answer(question, final, trace)
         return RunResult(answer=answer, evidence=evidence, context=final)

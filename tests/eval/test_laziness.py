@@ -17,7 +17,6 @@ from ragnet.cli import app
 from ragnet.corpus.tokens import count_tokens
 from ragnet.errors import InputError
 from ragnet.eval.datasets import QARecord
-from ragnet.optimize.persist import save_program
 from ragnet.eval.laziness import (
     STUDY_RATES,
     PaddingPool,
@@ -27,6 +26,7 @@ from ragnet.eval.laziness import (
     summarize_laziness,
     wilson_interval,
 )
+from ragnet.optimize.persist import save_program
 from tests.programs.scripted import ProgramLM
 
 _WORDS = ("river harbour meadow lantern orchard quarry glacier canyon beacon ferry mill "
