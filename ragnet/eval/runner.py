@@ -454,13 +454,7 @@ def run_eval(
                 for run, rec in jobs:
                     record_row(run_job(run, rec))
             else:
-                pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="ragnet-eval")
-                try:
-                    futures = [pool.submit(contextvars.copy_context().run, run_job, run, rec) for run, rec in jobs]
-                    for future in as_completed(futures):
-                        record_row(future.result())
-                finally:
-                    pool.shutdown(wait=True, cancel_futures=True)
+                _run_threaded(jobs, run_job, record_row, threads, log)
     finally:
         writer.close()
     loop_s = time.perf_counter() - t_loop
@@ -483,6 +477,39 @@ def run_eval(
     summary = build_summary(rows, meta, timing)
     write_outputs(out_dir, summary, rows, plots=plots, log=log, started=t_report)
     return summary
+
+
+def _run_threaded(jobs: list, run_job: Callable, record_row: Callable[[dict[str, Any]], None], threads: int,
+                  log: Callable[[str], None]) -> None:
+    """Run ``jobs`` on ``threads`` workers, recording each row as it finishes.
+
+    On Ctrl-C the questions not started are cancelled and those already running are waited for
+    and recorded, so no answer that was paid for is lost (a second Ctrl-C abandons them).
+    """
+    pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="ragnet-eval")
+    futures = [pool.submit(contextvars.copy_context().run, run_job, run, rec) for run, rec in jobs]
+    recorded: set[Any] = set()
+    wait_for_running = True
+    try:
+        for future in as_completed(futures):
+            recorded.add(future)
+            record_row(future.result())
+    except KeyboardInterrupt:
+        # cancel() is False for futures already running or finished: those are the ones to keep
+        left = [f for f in futures if f not in recorded and not f.cancel()]
+        if left:
+            log(f"interrupted: waiting for {len(left)} question(s) already running so their rows are kept "
+                "(Ctrl-C again to drop them)")
+        try:
+            for future in as_completed(left):
+                if future.exception() is None:  # a job's own KeyboardInterrupt is not a row
+                    record_row(future.result())
+        except KeyboardInterrupt:
+            wait_for_running = False
+            log("interrupted again: rows of the questions still running are dropped")
+        raise
+    finally:
+        pool.shutdown(wait=wait_for_running, cancel_futures=True)
 
 
 def iter_rows(out_dir: str | Path) -> Iterable[dict[str, Any]]:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import threading
+import time
 
 import dspy
 import pytest
@@ -56,7 +58,7 @@ def run(data, index_root, embedder):
         logs: list[str] = []
         with scripted(engine) as eng:
             summary = run_eval(ev, list(strategies), out_dir=out, index_root=index_root, embedder=embedder,
-                               show_progress=False, log=logs.append, **kwargs)
+                               show_progress=False, log=kwargs.pop("log", logs.append), **kwargs)
         return summary, eng, logs
 
     return go
@@ -207,6 +209,35 @@ def test_threads_give_the_same_rows_as_a_serial_run(run, tmp_path):
     assert sum(r["usage"]["lm_calls"] for r in its) == len(engine.calls) - engine.steps().count("judge") - 6
     assert parallel["overhead"]["threads"] == 3 and "threads > 1" in parallel["overhead"]["method"]
     assert parallel["strategies"]["iterative"]["stages"]["retrieved"]["chunks"] > 0
+
+
+def test_ctrl_c_with_threads_keeps_the_rows_of_questions_already_running(run, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    original = BasicRAG._run
+    q2_started = threading.Event()
+
+    def interrupted(self, question, trace):
+        if "Japan" in question:  # stands for Ctrl-C arriving while q2 is being answered
+            assert q2_started.wait(10)
+            raise KeyboardInterrupt
+        if "penicillin" in question:
+            q2_started.set()
+            time.sleep(0.3)
+        return original(self, question, trace)
+
+    monkeypatch.setattr(BasicRAG, "_run", interrupted)
+    logs: list[str] = []
+    with pytest.raises(KeyboardInterrupt):
+        run(out, ["basic"], threads=2, plots=False, log=logs.append)
+    kept = {r["id"]: r for r in read_results(out / "results.jsonl")}
+    assert "q2" in kept and kept["q2"]["error"] is None and kept["q2"]["answer"] == ANSWERS["q2"]
+    assert "q1" not in kept  # the interrupted question is not a row: it is asked again on resume
+    assert any("interrupted: waiting for" in line for line in logs)
+
+    monkeypatch.setattr(BasicRAG, "_run", original)
+    summary, engine, _ = run(out, ["basic"], threads=2, plots=False)
+    assert summary["strategies"]["basic"]["n"] == 3
+    assert engine.steps().count("answer") == 3 - len(kept)  # only the questions without a row ran
 
 
 def test_per_question_mode_retrieves_only_the_questions_own_paragraphs(run, tmp_path, index_root):
