@@ -135,7 +135,7 @@ def test_duplicate_ids_name_both_lines(tmp_path):
 def test_duplicate_ids_across_files(tmp_path):
     one = write_jsonl(tmp_path / "one.jsonl", [{"id": "x", "text": "1"}])
     two = write_jsonl(tmp_path / "two.jsonl", [{"text": "0"}, {"id": "x", "text": "2"}])
-    with pytest.raises(InputError, match=rf"two.jsonl:2: duplicate document id 'x' \(first defined at .*one.jsonl:1\)"):
+    with pytest.raises(InputError, match=r"two.jsonl:2: duplicate document id 'x' \(first defined at .*one.jsonl:1\)"):
         load_documents([one, two])
 
 

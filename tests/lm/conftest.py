@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import threading
 import time
 
@@ -10,7 +9,6 @@ import dspy
 import pytest
 from dspy.lm15 import Message, Response, TextPart, Usage
 
-from ragnet.lm.models import default_model_path
 
 
 class ScriptedEngine:
