@@ -137,9 +137,19 @@ def fetch_model(
 
 
 def _pin_threads(threads: int) -> None:
-    """Pin BLAS/torch/FAISS threads: FAISS and BLAS both grab every core, timings swing 10x otherwise."""
+    """Pin BLAS/torch/FAISS threads: FAISS and BLAS both grab every core, timings swing 10x otherwise.
+
+    The environment variables only reach libraries loaded later (numpy's BLAS is usually loaded
+    by now), so the pools already running are limited through threadpoolctl as well.
+    """
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = str(threads)
+    try:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(limits=threads)
+    except ImportError:  # pragma: no cover - a scikit-learn dependency, present with sentence-transformers
+        pass
     try:
         import torch
 

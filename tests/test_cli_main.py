@@ -1,10 +1,15 @@
-"""The console entry point's handling of DSPy's per-call truncation warning."""
+"""The console entry point: DSPy's per-call truncation warning, and thread pinning."""
 
 from __future__ import annotations
 
 import logging
+import os
 
-from ragnet.cli import TruncationNotes
+import numpy  # noqa: F401 - loads BLAS before the pin, as the CLI does
+import pytest
+from threadpoolctl import threadpool_info, threadpool_limits
+
+from ragnet.cli import TruncationNotes, _pin_threads
 
 
 def test_truncation_warnings_are_counted_once_and_other_warnings_pass(caplog):
@@ -21,3 +26,21 @@ def test_truncation_warnings_are_counted_once_and_other_warnings_pass(caplog):
     assert [r.getMessage() for r in caplog.records] == ["something else went wrong"]
     assert notes.count == 3 and notes.summary().startswith("note: 3 LM answer(s) were cut")
     assert TruncationNotes().summary() is None
+
+
+def test_pin_threads_limits_blas_pools_loaded_before_it(monkeypatch):
+    import torch
+
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.setenv(var, os.environ.get(var, ""))  # restored after the test
+    pools = threadpool_info()
+    if not any(p["user_api"] == "blas" for p in pools):
+        pytest.skip("numpy has no BLAS thread pool here")
+    torch_threads = torch.get_num_threads()
+    try:
+        _pin_threads(1)
+        assert all(p["num_threads"] == 1 for p in threadpool_info() if p["user_api"] == "blas")
+        assert os.environ["OPENBLAS_NUM_THREADS"] == "1" and torch.get_num_threads() == 1
+    finally:  # the rest of the session keeps its threads
+        threadpool_limits(limits=max(p["num_threads"] for p in pools))
+        torch.set_num_threads(torch_threads)
