@@ -192,7 +192,8 @@ def _run(*, data: str, split: str, n: int, pads: str, full_gold_pads: str, contr
     from ragnet._atomic import write_json, write_text
     from ragnet.eval.datasets import load_questions, resolve_dataset
     from ragnet.eval.laziness import (
-        POSITIONS, build_cases, evidence_dependence, format_laziness_report, gold_paragraphs, run_laziness,
+        POSITIONS, build_cases, evidence_dependence, format_laziness_report, gold_paragraphs, padding_trend,
+        run_laziness,
         summarize_laziness,
     )
 
@@ -273,6 +274,7 @@ def _run(*, data: str, split: str, n: int, pads: str, full_gold_pads: str, contr
         "skipped": skipped,
         "conditions": rows,
         "evidence_dependence": evidence_dependence(rows),
+        "padding_trend": padding_trend(rows),
         "lm_calls": sum(r.get("lm_calls", 0) for r in results),
         "prompt_tokens": sum(r.get("prompt_tokens", 0) for r in results),
         "wall_seconds": round(time.perf_counter() - started, 1),

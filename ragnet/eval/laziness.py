@@ -60,6 +60,7 @@ __all__ = [
     "assess_case",
     "build_cases",
     "format_laziness_report",
+    "padding_trend",
     "run_laziness",
     "summarize_laziness",
     "wilson_interval",
@@ -605,6 +606,26 @@ def evidence_dependence(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any] | N
     return {"partial_rate": partial["rate"], "full_rate": full["rate"], "gap": partial["rate"] - full["rate"]}
 
 
+def padding_trend(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """Follow-up rate at the smallest and the largest padded partial-gold context (None with
+    fewer than two padded levels that have a rate). Laziness is this rate falling as the
+    context grows: the study's agent went from 95% at 3k tokens to 25% at 12k.
+
+    Example:
+        >>> padding_trend([{"evidence": "partial", "pad": 3000, "rate": 1.0, "study_rate": 0.95},
+        ...                {"evidence": "partial", "pad": 12000, "rate": 0.25, "study_rate": 0.25}])["change"]
+        -0.75
+    """
+    padded = sorted((r for r in rows if r["evidence"] == "partial" and r["pad"] and r["rate"] is not None),
+                    key=lambda r: r["pad"])
+    if len(padded) < 2:
+        return None
+    first, last = padded[0], padded[-1]
+    return {"first_pad": first["pad"], "first_rate": first["rate"], "last_pad": last["pad"],
+            "last_rate": last["rate"], "change": round(last["rate"] - first["rate"], 6),
+            "study_first": first.get("study_rate"), "study_last": last.get("study_rate")}
+
+
 def format_laziness_report(summary: Mapping[str, Any]) -> str:
     """Markdown: the table, the controls' reading, and how the contexts were built."""
     rows = summary["conditions"]
@@ -625,11 +646,27 @@ def format_laziness_report(summary: Mapping[str, Any]) -> str:
         lines.append(f"| {evidence} | {pad} | {r['n']} | {ctx} | {rate} | {ci} | {_pct(r['study_rate'])} "
                      f"| {r['lm_errors']} | {secs} |")
     out = ["\n".join(lines), ""]
+    trend = padding_trend(rows)
+    if trend is not None:
+        study = ""
+        if trend["study_first"] is not None and trend["study_last"] is not None:
+            study = f" (study: {_pct(trend['study_first'])} → {_pct(trend['study_last'])})"
+        if trend["change"] <= -0.2:
+            reading = "the agent stops searching more often as the context grows, with half the evidence missing"
+        elif trend["change"] >= 0.2:
+            reading = "the agent searches more often as the context grows: no laziness"
+        else:
+            reading = "no clear change with context size"
+        out.append(f"Padding (partial gold): follow-up rate {_pct(trend['first_rate'])} at {trend['first_pad']:,} "
+                   f"tokens → {_pct(trend['last_rate'])} at {trend['last_pad']:,}{study}: {reading}.")
+        out.append("")
     dep = summary.get("evidence_dependence")
     if dep is not None:
         verdict = ("the decisions do depend on the evidence" if dep["gap"] >= 0.2 else
                    "the decisions do not track the evidence (withholding gold does not make a follow-up "
-                   "search clearly more likely), so the padded rates say little about laziness")
+                   "search clearly more likely): a follow-up search is this model's default rather than a "
+                   "judgement that evidence is missing, so the padded rates measure how far a longer "
+                   "context moves it off that default")
         out.append(f"Controls (pad 0): follow-up rate {_pct(dep['partial_rate'])} with partial gold vs "
                    f"{_pct(dep['full_rate'])} with full gold (gap {100 * dep['gap']:+.0f} points): {verdict}.")
         out.append("")

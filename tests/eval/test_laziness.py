@@ -23,6 +23,7 @@ from ragnet.eval.laziness import (
     build_cases,
     evidence_dependence,
     format_laziness_report,
+    padding_trend,
     summarize_laziness,
     wilson_interval,
 )
@@ -202,6 +203,25 @@ def test_rates_count_decisions_and_keep_lm_errors_apart():
     assert [(x["evidence"], x["pad"]) for x in summarize_laziness(results)][0] == ("partial", 0)
     dep = evidence_dependence(list(rows.values()))
     assert dep == {"partial_rate": 1.0, "full_rate": 0.25, "gap": 0.75}
+
+
+def test_padding_trend_reads_the_smallest_and_largest_padded_levels():
+    def row(evidence, pad, rate, study=None):
+        return {"evidence": evidence, "pad": pad, "rate": rate, "study_rate": study, "n": 10, "decided": 10,
+                "follow_ups": round(10 * (rate or 0)), "lm_errors": 0, "ci95": None, "median_seconds": None,
+                "median_context_tokens": pad}
+
+    rows = [row("partial", 0, 1.0), row("partial", 3000, 0.9, 0.95), row("partial", 6000, None, 0.9),
+            row("partial", 12000, 0.3, 0.25), row("full", 12000, 0.0)]
+    trend = padding_trend(rows)
+    assert (trend["first_pad"], trend["last_pad"]) == (3000, 12000)  # pad 0, no-rate and full rows skipped
+    assert trend["change"] == pytest.approx(-0.6) and (trend["study_first"], trend["study_last"]) == (0.95, 0.25)
+    report = format_laziness_report({"conditions": rows, "config": {}})
+    assert ("follow-up rate 90% at 3,000 tokens → 30% at 12,000 (study: 95% → 25%): the agent stops "
+            "searching more often as the context grows") in report
+    flat = [row("partial", 3000, 0.5), row("partial", 9000, 0.6)]
+    assert "no clear change with context size" in format_laziness_report({"conditions": flat, "config": {}})
+    assert padding_trend([row("partial", 3000, 0.5)]) is None
 
 
 def test_all_errors_give_no_rate():
