@@ -7,7 +7,6 @@ from types import SimpleNamespace
 
 import pytest
 
-from ragnet.core import rules
 from ragnet.core.rules import MetadataCatalog, RuleDecision, RuleResult, apply
 from ragnet.errors import InputError
 
@@ -226,7 +225,3 @@ def test_invalid_input_raises_input_error(kwargs, argument):
     with pytest.raises(InputError) as info:
         apply(args["question_meta"], args["candidates"], **kwargs)
     assert info.value.argument == argument
-
-
-def test_drop_fields_constant():
-    assert rules.DROP_FIELDS == ("years", "places")

@@ -158,9 +158,10 @@ def test_write_demo_corpus_jsonl(tmp_path, docs):
 
 
 def test_write_demo_corpus_is_loadable(tmp_path):
-    loader = pytest.importorskip("ragnet.corpus.loader")
+    from ragnet.corpus.loader import load_documents
+
     path = write_demo_corpus(tmp_path, cities=["Aldermoor", "Dunmarsh"], years=[2020, 2021])
-    loaded = loader.load_documents(path)
+    loaded = load_documents(path)
     assert [d.id for d in loaded] == [d.id for d in generate_yearbooks(["Aldermoor", "Dunmarsh"], [2020, 2021])]
     assert loaded[0].metadata["year"] == 2020
 

@@ -348,6 +348,7 @@ def test_compiled_program_sufficiency_prompt_is_used(dataset, tmp_path, scripted
     engine = scripted()
     res = _invoke("--data", dataset, "-n", 1, "--pads", "600", "--no-controls", "--program", tmp_path / "iter.json")
     assert res.exit_code == 0, res.output
+    assert engine.steps() == ["sufficiency"]  # one question, one padded context, no controls
     assert all("COMPILED-MARKER" in prompt for _, prompt in engine.calls)
 
     save_program(OneShotRAG(cli_laziness._NoIndex()), tmp_path / "oneshot.json")

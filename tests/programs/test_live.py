@@ -35,14 +35,16 @@ def test_strategy_end_to_end_on_local_model(strategy, yearbook_index, local_lm):
     program = build_program(strategy, yearbook_index, **SETTINGS[strategy])
     with dspy.context(lm=local_lm):
         pred = program(question=question)
-    assert isinstance(pred.answer, str)
+    answer_fallbacks = [e for e in pred.trace if e["step"] == "lm_error" and e.get("failed_step") == "answer"
+                        and e.get("action") == "fallback"]
+    assert pred.answer.strip() or answer_fallbacks  # an empty answer only as a recorded fallback
     assert pred.context and set(pred.evidence) <= set(pred.context)
     assert all(yearbook_index.chunk(cid) for cid in pred.context)
     steps = [e["step"] for e in pred.trace if e["step"] not in ("lm_step", "lm_error")]
     assert steps[-1] == "answer" and "search" in steps
     assert steps.index("search") < steps.index("answer")
     assert pred.usage["lm_calls"] >= 1 and pred.usage["input_tokens"] > 0 and pred.usage["output_tokens"] > 0
-    assert pred.usage["lm_calls"] == pred.usage["lm_calls"] - pred.usage["cached_calls"]  # cache off
+    assert pred.usage["cached_calls"] == 0  # cache off: every call really ran the model
     for event in pred.trace:
         if event["step"] == "lm_error":  # failures are recorded with what was done about them
             assert event["action"] in {"retried", "fallback", "repaired"} and event["failed_step"]

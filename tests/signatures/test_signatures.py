@@ -61,12 +61,6 @@ def test_filter_parses_decisions(scripted):
     assert [(d.id, d.keep, d.reason) for d in pred.decisions] == [("c1", True, "names Paris"), ("c2", False, "")]
 
 
-def test_crop_parses_text(scripted):
-    with scripted([{"relevant_text": "Paris is the capital of France."}]):
-        pred = dspy.Predict(CropChunk)(question="q", title="Paris", chunk="Paris is the capital of France. Hi.")
-    assert pred.relevant_text == "Paris is the capital of France."
-
-
 def test_sufficiency_parses_literal_float_and_str(scripted):
     with scripted([{"verdict": "Refine", "confidence": "0.35", "missing": "birth year of X"}]):
         pred = dspy.Predict(AssessSufficiency)(question="q", context="c")
@@ -88,24 +82,6 @@ def test_rewrite_parses_subqueries(scripted):
         pred = dspy.Predict(RewriteQuery)(question="q", context="c", previous_queries=["q"], n=2)
     assert all(isinstance(q, SubQuery) for q in pred.queries)
     assert [(q.query, q.probability) for q in pred.queries] == [("X founder", 0.6), ("X founded year", 0.4)]
-
-
-def test_contextualize_parses_notes(scripted):
-    with scripted([{"new_notes": "- a\n- b"}]):
-        pred = dspy.Predict(Contextualize)(question="q", notes="- a", new_chunks="[c1] T: b")
-    assert pred.new_notes == "- a\n- b"
-
-
-def test_delete_parses_id_list(scripted):
-    with scripted([{"delete_ids": ["c2", "c3"]}]):
-        pred = dspy.Predict(SelectDeletions)(question="q", chunks="[c1] ...")
-    assert pred.delete_ids == ["c2", "c3"]
-
-
-def test_answer_parses_answer_and_ids(scripted):
-    with scripted([{"answer": "Paris", "evidence_ids": ["c1"]}]):
-        pred = dspy.Predict(GenerateAnswer)(question="q", context="[c1] ...")
-    assert (pred.answer, pred.evidence_ids) == ("Paris", ["c1"])
 
 
 def test_judge_parses_bool(scripted):
