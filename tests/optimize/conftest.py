@@ -1,9 +1,10 @@
 """Scripted LMs, synthetic benchmark questions and a tiny in-memory index for optimizer tests.
 
 ``OptimizeLM`` extends the programs' ``ProgramLM``: prompts of ragnet steps are routed to
-per-step responders as before, and any other prompt (MIPROv2's instruction proposer, GEPA's
-reflection) gets a generic answer for whatever output fields it asks for, as JSON when the
-adapter asks for JSON. Proposed instructions are numbered, so tests can see them land.
+per-step responders as before, and the optimizers' own prompts (MIPROv2's instruction proposer,
+GEPA's reflection; see ``OPTIMIZER_FIELDS``) get a generic answer for whatever output fields
+they ask for, as JSON when the adapter asks for JSON. Any other unrecognised prompt raises.
+Proposed instructions are numbered, so tests can see them land.
 
 The sufficiency responder ``demo_dependent_sufficiency`` always says Sufficient with the
 stock prompt (a 50% baseline on balanced cases); with few-shot demos or a proposed instruction
@@ -42,6 +43,33 @@ def _field(prompt: str, name: str) -> str:
     return match.group(1) if match else ""
 
 
+# Output fields of the optimizer-internal prompts this package's tests reach: MIPROv2's dataset
+# summariser (observations, summary), program/module describers and instruction proposer, and
+# GEPA's reflection (new_instruction). Found by logging every prompt no ragnet step claims.
+OPTIMIZER_FIELDS = {"observations", "summary", "program_description", "module_description",
+                    "proposed_instruction", "new_instruction"}
+
+
+def _output_fields(prompt: str) -> list[str]:
+    scope = re.search(r"Your output fields are:(.*?)(?:All interactions|\Z)", prompt, re.S)
+    return re.findall(r"\d+\. `(\w+)`", scope.group(1) if scope else "")
+
+
+_ENGINES: list[OptimizeLM] = []  # every engine made during the current test
+
+
+@pytest.fixture(autouse=True)
+def _fail_on_unrecognised_prompts():
+    """Fail the test if any engine saw a prompt that is neither a ragnet step nor an optimizer's own,
+    even when the program caught the engine's error and fell back (ragnet's ``run_step`` does)."""
+    _ENGINES.clear()
+    yield
+    bad = [p for engine in _ENGINES for p in engine.unrecognised]
+    _ENGINES.clear()
+    if bad:
+        pytest.fail(f"{len(bad)} prompt(s) matched no ragnet step and no optimizer prompt; first:\n{bad[0][:600]}")
+
+
 class OptimizeLM(ProgramLM):
     """ProgramLM that also answers optimizer prompts; see the module docstring."""
 
@@ -49,16 +77,25 @@ class OptimizeLM(ProgramLM):
         super().__init__(**responders)
         self.proposals = 0
         self.requests: list[Any] = []
+        self.unrecognised: list[str] = []
+        _ENGINES.append(self)
 
     def step_of(self, prompt: str) -> str:
+        """A ragnet step by its output fields; ``"other"`` only for the optimizers' own prompts
+        (their output fields are all in :data:`OPTIMIZER_FIELDS`). Anything else raises, so a
+        ragnet step whose prompt is no longer recognised (a renamed field) fails the test
+        instead of silently getting the generic scripted answer."""
         try:
             return super().step_of(prompt)
         except AssertionError:
-            return "other"
+            names = set(_output_fields(prompt))
+            if names and names <= OPTIMIZER_FIELDS:
+                return "other"
+            self.unrecognised.append(prompt)  # ragnet's run_step may swallow the raise; the fixture below won't
+            raise
 
     def _other(self, prompt: str) -> str:
-        scope = re.search(r"Your output fields are:(.*?)(?:All interactions|\Z)", prompt, re.S)
-        names = re.findall(r"\d+\. `(\w+)`", scope.group(1) if scope else "")
+        names = _output_fields(prompt)
         out: dict[str, Any] = {}
         for name in names:
             if "instruction" in name:

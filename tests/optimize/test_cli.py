@@ -121,9 +121,24 @@ def test_ask_loads_a_compiled_program_and_refuses_other_programs_and_changed_ste
     root, _ = dataset
     out = tmp_path / "suff.json"
     assert _optimize(root, out, "-n", "12").exit_code == 0
-    ok = _ask(out)
-    assert ok.exit_code == 0, ok.output
-    assert "answer:" in ok.stdout
+    demos = json.loads(out.read_text())["assess"]["demos"]
+    assert demos
+
+    def ask_prompts(*args):
+        start = len(engine.calls)
+        result = _ask(*args) if args else runner.invoke(app, ["ask", "What links fact one and fact two of q1?",
+                                                              "--index", "unused", "--strategy", "iterative",
+                                                              "--lm", "scripted"])
+        assert result.exit_code == 0, result.output
+        assert "answer:" in result.stdout
+        return [p for s, p in engine.calls[start:] if s == "sufficiency"]
+
+    compiled = ask_prompts(out)
+    assert compiled and all(p.count("[[ ## verdict ## ]]") > 2 for p in compiled)  # the saved demos are shown
+    assert all(d["question"] in compiled[0] for d in demos)
+    stock = ask_prompts()  # the same question without --program: no demos
+    assert stock and all(p.count("[[ ## verdict ## ]]") <= 2 for p in stock)
+    assert not any(d["question"] in stock[0] for d in demos)
 
     wrong_program = _ask(out, strategy="reflective")
     assert wrong_program.exit_code == 2

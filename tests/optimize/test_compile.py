@@ -59,7 +59,7 @@ def test_compile_does_not_modify_its_input_program(records, scripted):
 
 
 def test_mipro_compiles_a_step_with_proposed_instructions_and_demos(records, scripted):
-    pytest.importorskip("optuna")
+    import optuna  # noqa: F401  MIPROv2 needs it; in the [test] extra, so a missing one is a broken install
     with scripted(OptimizeLM(sufficiency=demo_dependent_sufficiency)) as lm:
         result = compile_step(IterativeRAG(FakeIndex(records)), "sufficiency", sufficiency_cases(records),
                               optimizer="mipro", budget="light", val_fraction=0.4, progress=False, log=lambda m: None)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import dspy
 import pytest
 
+from ragnet.corpus.types import Chunk
 from ragnet.errors import InputError
 from ragnet.optimize.metrics import crop_metric, crop_score, evidence_recall, program_metric, verdict_metric
 from tests.optimize.conftest import OptimizeLM
@@ -69,14 +72,32 @@ def test_answer_metrics_f1_and_em():
 def test_recall_metric_counts_gold_documents_in_the_final_context():
     ex = dspy.Example(gold_titles=["A", "B"])
     assert evidence_recall(ex, dspy.Prediction(context=["A#0", "A#1", "C#0", "gone#9"])) == 0.5
-    metric = program_metric("recall", index=object())  # without chunks the index is not consulted
     assert evidence_recall(dspy.Example(gold_titles=["A"]), dspy.Prediction(context=["A#1"])) == 1.0
     assert evidence_recall(ex, dspy.Prediction(context=[])) == 0.0
     passage = dspy.Example(gold_titles=["Title A"], gold_passage_ids=["A"])  # passage ids win over titles
     assert evidence_recall(passage, dspy.Prediction(context=["A#0"])) == 1.0
-    assert metric.name == "recall"
     with pytest.raises(InputError, match="index"):
         program_metric("recall")
+
+
+def test_program_recall_metric_scores_the_context_against_the_index():
+    # Chunk ids say nothing about their document, so only the index can map them to gold titles.
+    chunks = [Chunk(id=cid, doc_id=doc, title=doc, text="t", tokens=1)
+              for cid, doc in [("p1", "Gold A"), ("p2", "Gold B"), ("p3", "Noise"), ("p4", "Gold A")]]
+    index = SimpleNamespace(chunks=chunks)
+    metric = program_metric("recall", index=index)
+    assert metric.name == "recall" and metric.threshold == 1.0
+    gold = dspy.Example(question="q?", gold_titles=["Gold A", "Gold B"]).with_inputs("question")
+    half = dspy.Prediction(answer="x", context=["p4", "p3"])  # Gold A (second chunk) and a distractor
+    full = dspy.Prediction(answer="x", context=["p3", "p2", "p1"])
+    assert metric(gold, half) == 0.5
+    assert metric(gold, full) == 1.0
+    assert metric(gold, dspy.Prediction(answer="x", context=["p3"])) == 0.0
+    assert metric(gold, half, trace=[]) is False  # 0.5 < threshold 1.0: not a demo
+    assert metric(gold, full, trace=[]) is True
+    assert program_metric("recall", index=index, threshold=0.5)(gold, half, trace=[]) is True
+    fb = metric.for_gepa()(gold, half, None, "answer", None)
+    assert fb.score == 0.5 and "50%" in fb.feedback and "Gold A, Gold B" in fb.feedback
 
 
 def test_llm_match_skips_the_judge_on_exact_matches_and_asks_it_otherwise():
