@@ -38,11 +38,19 @@ def test_dedup_never_reshows_an_id(yearbook_index, run_with):
 
 
 def test_without_dedup_searches_can_repeat_ids(yearbook_index, run_with):
-    same = lambda p, n: {"queries": [{"query": "hospital beds Aldermoor 2022", "probability": 1.0}]}
-    with run_with(ProgramLM(rewrite=same)):
-        pred = IterativeRAG(yearbook_index, max_turns=2, dedup=False, fallback=False)(question=Q)
-    retrieved = [cid for e in events(pred, "search") for cid in e["retrieved"]]
-    assert len(retrieved) > len(set(retrieved)) or len(events(pred, "search")) == 1
+    # Two different queries (word order differs, so neither is dropped as a repeat) that hit the same chunks.
+    overlapping = lambda p, n: {"queries": [{"query": "hospital beds Aldermoor 2022" if n == 1
+                                             else "Aldermoor 2022 hospital beds", "probability": 1.0}]}
+    searches = {}
+    for dedup in (False, True):
+        with run_with(ProgramLM(rewrite=overlapping)):
+            pred = IterativeRAG(yearbook_index, max_turns=2, dedup=dedup, fallback=False)(question=Q)
+        searches[dedup] = events(pred, "search")
+        assert [e["query"] for e in searches[dedup]] == ["hospital beds Aldermoor 2022", "Aldermoor 2022 hospital beds"]
+    first, second = (set(e["retrieved"]) for e in searches[False])
+    assert first & second, "without dedup the second search must be free to return chunks already seen"
+    first, second = (set(e["retrieved"]) for e in searches[True])
+    assert first and second and not first & second, "with dedup the second search must exclude seen ids"
 
 
 def test_max_turns_is_respected(yearbook_index, run_with):
@@ -63,27 +71,57 @@ def test_sufficient_verdict_stops_the_loop(yearbook_index, run_with):
     assert lm.steps()[-1] == "answer"
 
 
-def test_delete_only_removes_context_ids_and_never_empties(yearbook_index, run_with):
-    delete_all = lambda p, n: {"delete_ids": [f"c{i}" for i in range(1, 40)] + ["c999", "bogus#1"]}
-    with run_with(ProgramLM(delete=delete_all)):
-        pred = IterativeRAG(yearbook_index, max_turns=3)(question=Q)
-    context = []
+def replay_context(pred):
+    """The working context rebuilt from the trace: searches add unseen ids, deletes remove ids."""
+    context, deletes = [], []
     for e in pred.trace:
         if e["step"] == "search":
             context.extend(cid for cid in e["retrieved"] if cid not in context)
         if e["step"] == "delete":
-            assert set(e["deleted"]) <= set(context)
+            deletes.append((list(context), e["deleted"]))
             context = [cid for cid in context if cid not in e["deleted"]]
-            assert context, "chunk_delete must never empty the working context"
-    assert pred.context == context and pred.evidence
-    assert set(pred.evidence) <= set(pred.context)
+    return context, deletes
+
+
+def test_delete_only_removes_context_ids_and_never_empties(yearbook_index, run_with):
+    subset = lambda p, n: {"delete_ids": ["c1", "c2", "c999", "bogus#1"]}
+    with run_with(ProgramLM(delete=subset)):
+        pred = IterativeRAG(yearbook_index, max_turns=3)(question=Q)
+    context, deletes = replay_context(pred)
+    assert len(deletes) == 3
+    for before, deleted in deletes:
+        # c1 and c2 are the first two chunks shown; the unknown ids are dropped, never deleted.
+        assert deleted == before[:2]
+        assert "c999" not in deleted and "bogus#1" not in deleted
+    unknown = [e for e in events(pred, "lm_error") if e["failed_step"] == "delete"]
+    assert len(unknown) == 3 and all(e["action"] == "repaired" and "c999" in e["error"] for e in unknown)
+    retrieved = {cid for e in events(pred, "search") for cid in e["retrieved"]}
+    assert pred.context == context and len(pred.context) == len(retrieved) - 2 * 3
+    assert pred.evidence and set(pred.evidence) <= set(pred.context)
+
+
+def test_delete_of_every_chunk_is_refused(yearbook_index, run_with):
+    delete_all = lambda p, n: {"delete_ids": [f"c{i}" for i in range(1, 40)] + ["c999", "bogus#1"]}
+    with run_with(ProgramLM(delete=delete_all)) as lm:
+        pred = IterativeRAG(yearbook_index, max_turns=3)(question=Q)
+    assert lm.steps().count("delete") == 3
+    assert [e["deleted"] for e in events(pred, "delete")] == [[], [], []]
+    retrieved = {cid for e in events(pred, "search") for cid in e["retrieved"]}
+    assert len(retrieved) > 1 and set(pred.context) == retrieved
 
 
 def test_answer_evidence_is_never_deleted(yearbook_index, run_with):
-    delete_first = lambda p, n: {"delete_ids": ["c1"]}
+    delete_first = lambda p, n: {"delete_ids": ["c1"] if n == 1 else []}
     with run_with(ProgramLM(delete=delete_first)):
         pred = IterativeRAG(yearbook_index, max_turns=2)(question=Q)
-    assert set(pred.evidence) <= set(pred.context)
+    ((doomed,),) = [e["deleted"] for e in events(pred, "delete") if e["deleted"]]
+    # The answer now cites the deleted chunk by its real id, plus c1 (the first surviving chunk).
+    cite_deleted = lambda p, n: {"answer": "scripted answer", "evidence_ids": [doomed, "c1"]}
+    with run_with(ProgramLM(delete=delete_first, answer=cite_deleted)):
+        pred = IterativeRAG(yearbook_index, max_turns=2)(question=Q)
+    assert [e["deleted"] for e in events(pred, "delete")] == [[doomed], []]
+    assert doomed not in pred.context
+    assert pred.evidence == [pred.context[0]] and doomed not in pred.evidence
 
 
 def test_off_format_sufficiency_is_recorded_and_loop_continues(yearbook_index, run_with):
@@ -147,5 +185,9 @@ def test_combined_never_deletes_and_respects_budget(yearbook_index, run_with):
     (answer_prompt,) = [p for s, p in lm.calls if s == "answer"]
     assert count_tokens(answer_prompt) <= 2500
     # The agent's working view stays short: sufficiency never sees the whole pool.
+    # Asked after turns 1 and 2 (not on the last turn), each time on notes + the newest cast only:
+    # turn 1's cast is at most 10 chunks (search + fallback), turn 2's at most 5 (the pool then holds 15).
     suff_prompts = [p for s, p in lm.calls if s == "sufficiency"]
-    assert all(p.count("[c") <= 10 for p in suff_prompts)
+    assert len(suff_prompts) == 2 and [e["turn"] for e in events(pred, "sufficiency")] == [1, 2]
+    shown = [p.count("[c") for p in suff_prompts]
+    assert 0 < shown[0] <= 10 and 0 < shown[1] <= 5
