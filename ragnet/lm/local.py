@@ -8,7 +8,11 @@ that engine for ``llama_cpp.Llama``:
 
 * the prompt is rendered with the model's own chat template (from the GGUF
   metadata), so system/user/assistant turns look the way the model was trained;
-* decoding is greedy by default (temperature 0), so runs repeat exactly;
+* decoding is greedy by default (temperature 0), so a prompt read from scratch gets the same
+  answer every time; a prompt whose prefix comes from the KV cache (computed in other batch
+  splits) can differ in the last digits of its logits, and so occasionally in a greedy token.
+  Agent runs can therefore take other paths depending on what ran before them in the
+  process (the demo's IterativeRAG: L3 wrong after basic/oneshot ran, right when run alone);
 * every call has a wall-clock ``timeout``: generation stops at the first token
   past the deadline and :class:`LMTimeoutError` is raised;
 * ``Response.usage`` carries the real prompt and completion token counts;
