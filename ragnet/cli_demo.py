@@ -144,6 +144,13 @@ def run_demo(
             f"{_mean(row.lm_calls):.1f}", f"{_mean(row.seconds):.1f}", str(row.errors),
         )
     console.print(table)
+    calls = sum(r["usage"]["lm_calls"] for r in records)
+    cached = sum(r["usage"].get("cached_calls", 0) for r in records)
+    if cached:  # a cached call reports no tokens and ~0 s: the table is then not a timing
+        from ragnet.lm.config import cache_dir
+
+        console.print(f"{cached} of {calls} LM calls were answered from the DSPy cache ({cache_dir()}); tokens "
+                      "and seconds count the live calls only. For a timing, set RAGNET_CACHE_DIR to an empty folder.")
     console.print(f"total {time.perf_counter() - started:.0f}s; per-question answers in "
                   f"{out_json or workdir / 'demo_results.json'}")
     target = out_json or workdir / "demo_results.json"
