@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.required import skip_or_fail
+
 
 def _live_skip_reason(path) -> str | None:
     if importlib.util.find_spec("llama_cpp") is None:
@@ -32,7 +34,5 @@ def live_model_path():
     path = Path(env) if env else default_model_path()
     reason = _live_skip_reason(path)
     if reason:
-        if os.environ.get("RAGNET_REQUIRE_LIVE") == "1":
-            pytest.fail(f"live tests required but {reason}")
-        pytest.skip(reason)
+        skip_or_fail(reason)
     return path

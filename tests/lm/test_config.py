@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib.util
-import os
 
 import dspy
 import pytest
@@ -13,12 +12,12 @@ from ragnet.errors import InputError
 from ragnet.lm import config
 from ragnet.lm.config import configure, get_lm, make_lm, parse_lm_spec
 from ragnet.lm.models import ModelNotFoundError, default_model_path
+from tests.required import REQUIRED
 
 # Skipped without llama_cpp, except under RAGNET_REQUIRE_LIVE=1 (`make test`, CI): there a missing
 # llama_cpp is a broken install and the tests must fail, not skip.
-needs_llama = pytest.mark.skipif(
-    importlib.util.find_spec("llama_cpp") is None and os.environ.get("RAGNET_REQUIRE_LIVE") != "1",
-    reason="llama_cpp not installed")
+needs_llama = pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None and not REQUIRED,
+                                 reason="llama_cpp not installed")
 
 
 @pytest.mark.parametrize("spec, expected", [

@@ -12,6 +12,7 @@ from ragnet.errors import InputError
 from ragnet.eval.datasets import QARecord
 from ragnet.optimize.cases import crop_cases, qa_examples, sufficiency_cases
 from tests.optimize.conftest import make_records
+from tests.required import skip_or_fail
 
 
 def _titles(context: str) -> list[str]:
@@ -93,9 +94,7 @@ def hotpot_questions() -> Path:
     (set by `make test`; CI has ../shared beside the clone), as the live-model fixture does."""
     path = HOTPOT / "hotpotqa_dev_distractor" / "questions.jsonl"
     if not path.is_file():
-        if os.environ.get("RAGNET_REQUIRE_LIVE") == "1":
-            pytest.fail(f"benchmark data required but {path} is missing (set RAGNET_DATA)")
-        pytest.skip("benchmark data not available")
+        skip_or_fail(f"benchmark data {path} is missing (set RAGNET_DATA)")
     return path
 
 
