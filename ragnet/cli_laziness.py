@@ -193,8 +193,7 @@ def _run(*, data: str, split: str, n: int, pads: str, full_gold_pads: str, contr
     from ragnet.eval.datasets import load_questions, resolve_dataset
     from ragnet.eval.laziness import (
         POSITIONS, build_cases, evidence_dependence, format_laziness_report, gold_paragraphs, padding_trend,
-        run_laziness,
-        summarize_laziness,
+        run_laziness, summarize_laziness,
     )
 
     started = time.perf_counter()

@@ -646,7 +646,7 @@ def format_laziness_report(summary: Mapping[str, Any]) -> str:
         lines.append(f"| {evidence} | {pad} | {r['n']} | {ctx} | {rate} | {ci} | {_pct(r['study_rate'])} "
                      f"| {r['lm_errors']} | {secs} |")
     out = ["\n".join(lines), ""]
-    trend = padding_trend(rows)
+    trend = summary.get("padding_trend")
     if trend is not None:
         study = ""
         if trend["study_first"] is not None and trend["study_last"] is not None:

@@ -216,11 +216,12 @@ def test_padding_trend_reads_the_smallest_and_largest_padded_levels():
     trend = padding_trend(rows)
     assert (trend["first_pad"], trend["last_pad"]) == (3000, 12000)  # pad 0, no-rate and full rows skipped
     assert trend["change"] == pytest.approx(-0.6) and (trend["study_first"], trend["study_last"]) == (0.95, 0.25)
-    report = format_laziness_report({"conditions": rows, "config": {}})
+    report = format_laziness_report({"conditions": rows, "padding_trend": trend, "config": {}})
     assert ("follow-up rate 90% at 3,000 tokens → 30% at 12,000 (study: 95% → 25%): the agent stops "
             "searching more often as the context grows") in report
     flat = [row("partial", 3000, 0.5), row("partial", 9000, 0.6)]
-    assert "no clear change with context size" in format_laziness_report({"conditions": flat, "config": {}})
+    assert "no clear change with context size" in format_laziness_report(
+        {"conditions": flat, "padding_trend": padding_trend(flat), "config": {}})
     assert padding_trend([row("partial", 3000, 0.5)]) is None
 
 
