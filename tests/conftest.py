@@ -11,6 +11,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "2")
 import importlib.util
 from pathlib import Path
 
+import dspy
 import pytest
 
 from tests.required import skip_or_fail
@@ -36,3 +37,29 @@ def live_model_path():
     if reason:
         skip_or_fail(reason)
     return path
+
+
+@pytest.fixture
+def ragnet_home(tmp_path, monkeypatch):
+    """An empty RAGNET_HOME with RAGNET_GGUF / RAGNET_LM / RAGNET_CACHE_DIR unset."""
+    home = tmp_path / "ragnet_home"
+    monkeypatch.setenv("RAGNET_HOME", str(home))
+    for name in ("RAGNET_GGUF", "RAGNET_LM", "RAGNET_CACHE_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    return home
+
+
+@pytest.fixture
+def dspy_state(tmp_path):
+    """Restore DSPy's configured LM, adapter and cache after the test; give the test a fresh memory cache."""
+    from ragnet.lm import config
+
+    saved_lm, saved_adapter = dspy.settings.lm, dspy.settings.adapter
+    saved_cache, saved_dir = dspy.cache, config._cache_state["dir"]
+    dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=True)
+    try:
+        yield
+    finally:
+        dspy.configure(lm=saved_lm, adapter=saved_adapter)
+        dspy.cache = saved_cache
+        config._cache_state["dir"] = saved_dir

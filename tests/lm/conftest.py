@@ -1,14 +1,11 @@
-"""Fixtures for the lm tests: isolated ragnet home, restored DSPy state, a scripted engine."""
+"""Fixtures for the lm tests: a scripted engine (``ragnet_home`` and ``dspy_state`` are in tests/conftest.py)."""
 
 from __future__ import annotations
 
 import threading
 import time
 
-import dspy
-import pytest
 from dspy.lm15 import Message, Response, TextPart, Usage
-
 
 
 class ScriptedEngine:
@@ -38,29 +35,3 @@ class ScriptedEngine:
         return Response(id=None, model="scripted", message=Message.assistant([TextPart(self.answer)]),
                         finish_reason="stop",
                         usage=Usage(input_tokens=self.input_tokens, output_tokens=self.output_tokens))
-
-
-@pytest.fixture
-def ragnet_home(tmp_path, monkeypatch):
-    """An empty RAGNET_HOME with RAGNET_GGUF / RAGNET_LM / RAGNET_CACHE_DIR unset."""
-    home = tmp_path / "ragnet_home"
-    monkeypatch.setenv("RAGNET_HOME", str(home))
-    for name in ("RAGNET_GGUF", "RAGNET_LM", "RAGNET_CACHE_DIR"):
-        monkeypatch.delenv(name, raising=False)
-    return home
-
-
-@pytest.fixture
-def dspy_state(tmp_path):
-    """Restore DSPy's configured LM, adapter and cache after the test; give the test a fresh memory cache."""
-    from ragnet.lm import config
-
-    saved_lm, saved_adapter = dspy.settings.lm, dspy.settings.adapter
-    saved_cache, saved_dir = dspy.cache, config._cache_state["dir"]
-    dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=True)
-    try:
-        yield
-    finally:
-        dspy.configure(lm=saved_lm, adapter=saved_adapter)
-        dspy.cache = saved_cache
-        config._cache_state["dir"] = saved_dir

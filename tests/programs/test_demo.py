@@ -19,18 +19,10 @@ pytestmark = pytest.mark.slow  # embeds the 210-chunk demo corpus once
 
 
 @pytest.fixture
-def isolated_dspy(tmp_path, monkeypatch):
-    """Own RAGNET_HOME and DSPy cache; DSPy's global LM, adapter and cache restored afterwards."""
-    from ragnet.lm import config
-
-    monkeypatch.setenv("RAGNET_HOME", str(tmp_path / "home"))
+def isolated_dspy(tmp_path, ragnet_home, dspy_state, monkeypatch):
+    """Own RAGNET_HOME and on-disk DSPy cache (run_demo configures it); DSPy state restored after."""
     monkeypatch.setenv("RAGNET_CACHE_DIR", str(tmp_path / "dspy_cache"))
-    saved = dspy.settings.lm, dspy.settings.adapter, dspy.cache, config._cache_state["dir"]
-    try:
-        yield tmp_path / "dspy_cache"
-    finally:
-        dspy.configure(lm=saved[0], adapter=saved[1])
-        dspy.cache, config._cache_state["dir"] = saved[2], saved[3]
+    return tmp_path / "dspy_cache"
 
 
 def _gold_answering_lm() -> ProgramLM:
