@@ -61,6 +61,20 @@ def build_demo_index(workdir: Path, *, show_progress: bool = True):
     return index, corpus
 
 
+def build_demo_program(spec: str, index, *, budget: int = 1500, max_turns: int = 2):
+    """The program ``ragnet demo`` runs for ``spec``: the strategy with the demo's lean settings."""
+    from ragnet.programs.registry import build_program
+
+    # Lean settings so the demo finishes in minutes on 2 CPU cores with a 0.5B model: fewer turns
+    # and 3 sampled sub-queries instead of 5 (generation, not reading, dominates the cost).
+    overrides = {
+        "iterative": {"max_turns": max_turns, "n_queries": 3, "k": 3},
+        "combined": {"max_turns": max_turns, "n_queries": 3, "k": 3},
+        "reflective": {"max_reflections": max(0, max_turns - 1), "n_subqueries": 3, "k": 3},
+    }
+    return build_program(spec, index, budget=budget, **overrides.get(spec.partition(":")[0], {}))
+
+
 def run_demo(
     workdir: Path,
     *,
@@ -78,7 +92,7 @@ def run_demo(
 
     import ragnet
     from ragnet.corpus.synthetic import choice_correct, demo_questions
-    from ragnet.programs.registry import build_program, parse_spec
+    from ragnet.programs.registry import parse_spec
 
     if per_level < 1:
         raise InputError("must be at least 1", argument="per-level")
@@ -93,21 +107,13 @@ def run_demo(
     console.print(f"[bold]corpus[/bold] {corpus} -> {len(index)} chunks ({time.perf_counter() - started:.1f}s)")
     ragnet.configure(lm=lm)
     questions = demo_questions(n_per_level=per_level)
-    # Lean settings so the demo finishes in minutes on 2 CPU cores with a 0.5B model: fewer turns
-    # and 3 sampled sub-queries instead of 5 (generation, not reading, dominates the cost).
-    overrides = {
-        "iterative": {"max_turns": max_turns, "n_queries": 3, "k": 3},
-        "combined": {"max_turns": max_turns, "n_queries": 3, "k": 3},
-        "reflective": {"max_reflections": max(0, max_turns - 1), "n_subqueries": 3, "k": 3},
-    }
     rows: list[StrategyRow] = []
     records: list[dict[str, Any]] = []
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console) as progress:
         task = progress.add_task("answering", total=len(strategies) * len(questions))
         for spec in strategies:
-            name = spec.partition(":")[0]
-            program = build_program(spec, index, budget=budget, **overrides.get(name, {}))
+            program = build_demo_program(spec, index, budget=budget, max_turns=max_turns)
             row = StrategyRow(spec)
             for q in questions:
                 progress.update(task, description=f"{spec:<12} L{q.level} {q.id}")

@@ -9,9 +9,8 @@ import sys, time
 from pathlib import Path
 import ragnet
 from ragnet.lm import local as L
-from ragnet.cli_demo import build_demo_index
+from ragnet.cli_demo import build_demo_index, build_demo_program
 from ragnet.corpus.synthetic import demo_questions, choice_correct
-from ragnet.programs.registry import build_program
 
 log = []
 orig_prefill = L.LlamaCppEngine._prefill
@@ -34,9 +33,7 @@ L.LlamaCppEngine.complete = complete
 strategy = sys.argv[1]
 index, _ = build_demo_index(Path(".ragnet-cache/demo"), show_progress=False)
 ragnet.configure(lm=None)
-overrides = {"iterative": {"max_turns": 2, "n_queries": 3, "k": 3}, "combined": {"max_turns": 2, "n_queries": 3, "k": 3},
-             "reflective": {"max_reflections": 1, "n_subqueries": 3, "k": 3}}
-program = build_program(strategy, index, budget=1500, **overrides.get(strategy, {}))
+program = build_demo_program(strategy, index)  # the settings `ragnet demo` runs with
 T = time.monotonic()
 for q in demo_questions(n_per_level=1):
     n0 = len(log)
