@@ -2,17 +2,32 @@
 
 A reader never sees a half-written file, and a crash mid-write leaves the previous
 version intact. Nothing here pickles.
+
+Temporary siblings carry the writer's process id (``.NAME.PID.XXXXXXXX.tmp``, and
+``.NAME.old-PID`` for a folder moved aside during a swap), so a later writer of the same
+target can tell what a killed process left behind and clean it up (:func:`clean_stale`)
+without touching the work of a process that is still running.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
+import re
 import shutil
 import tempfile
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Iterator
+
+from ragnet.errors import InputError
+
+
+def _tmp_prefix(path: Path) -> str:
+    return f".{path.name}.{os.getpid()}."
 
 
 @contextlib.contextmanager
@@ -29,7 +44,8 @@ def atomic_path(path: str | Path, suffix: str = "") -> Iterator[Path]:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix + ".tmp", dir=path.parent)
+    clean_stale(path)
+    fd, tmp_name = tempfile.mkstemp(prefix=_tmp_prefix(path), suffix=suffix + ".tmp", dir=path.parent)
     os.close(fd)
     tmp = Path(tmp_name)
     try:
@@ -54,20 +70,291 @@ def write_json(path: str | Path, obj: Any, indent: int | None = 2) -> None:
     write_text(path, json.dumps(obj, indent=indent, ensure_ascii=False) + "\n")
 
 
-@contextlib.contextmanager
-def atomic_dir(path: str | Path) -> Iterator[Path]:
-    """Yield a fresh temporary directory; on success it replaces ``path`` whole.
+# -- output folders: writability, locking, stale leftovers -------------------------------
+def check_writable_parent(path: str | Path, argument: str | None = None) -> Path:
+    """Create ``path``'s parent if needed and make sure files can be written there.
 
-    The old directory (if any) is moved aside first and removed only after the new one
-    is in place, so a failure at any point leaves either the old or the new version.
+    Called before expensive work, so an unwritable output is refused in a second, not
+    after an hour of embedding.
+
+    Raises:
+        InputError: the parent cannot be created or written to (names the path or argument).
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> check_writable_parent(pathlib.Path(tempfile.mkdtemp()) / "new" / "out").name
+        'new'
+    """
+    path = Path(path)
+    parent = path.parent
+    where = {"argument": argument} if argument else {"path": path}
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=_tmp_prefix(path), suffix=".tmp", dir=parent)
+        os.close(fd)
+        os.unlink(probe)
+    except FileExistsError:
+        raise InputError(f"cannot write {path}: a part of the path {parent} is a file, not a folder", **where) from None
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise InputError(f"cannot write {path}: {parent} is not writable ({reason}); choose another path", **where) from None
+    return parent
+
+
+def check_writable_dir(path: str | Path, argument: str | None = None) -> Path:
+    """Create folder ``path`` if needed and make sure files can be written inside it.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> check_writable_dir(pathlib.Path(tempfile.mkdtemp()) / "runs").is_dir()
+        True
+    """
+    path = Path(path)
+    where = {"argument": argument} if argument else {"path": path}
+    if path.exists() and not path.is_dir():
+        raise InputError(f"{path} is a file; give a folder path", **where)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".ragnet-write-check.", dir=path)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise InputError(f"cannot write into {path} ({reason}); choose another folder", **where) from None
+    return path
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def _stale_pattern(name: str) -> re.Pattern[str]:
+    # ".NAME.PID.RANDOM[.ext].tmp" (temp file or folder) and ".NAME.old-PID" (folder set aside)
+    return re.compile(rf"^\.{re.escape(name)}\.(?:(\d+)\.[A-Za-z0-9_]+(?:\.[A-Za-z0-9]+)?\.tmp|old-(\d+))$")
+
+
+def clean_stale(path: str | Path) -> list[str]:
+    """Remove the temporary siblings of ``path`` left by processes that no longer run.
+
+    A folder set aside during a swap (``.NAME.old-PID``) is the previous complete version:
+    when the process died between the two renames and ``path`` is missing, it is put back
+    instead of removed. Returns the names removed or restored.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> d = pathlib.Path(tempfile.mkdtemp()); (d / ".out.99999999.abcdefgh.tmp").mkdir()
+        >>> clean_stale(d / "out")
+        ['.out.99999999.abcdefgh.tmp']
+    """
+    path = Path(path)
+    parent = path.parent
+    if not parent.is_dir():
+        return []
+    pattern = _stale_pattern(path.name)
+    done: list[str] = []
+    leftovers = []
+    for entry in parent.iterdir():
+        m = pattern.match(entry.name)
+        if m is None:
+            continue
+        pid = int(m.group(1) or m.group(2))
+        if not _pid_alive(pid):
+            leftovers.append((m.group(2) is not None, entry))
+    # a set-aside previous version first: it may have to be restored before temp folders go
+    for is_backup, entry in sorted(leftovers, key=lambda x: not x[0]):
+        if is_backup and not path.exists():
+            os.replace(entry, path)
+            done.append(f"{entry.name} (restored as {path.name})")
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                entry.unlink()
+        done.append(entry.name)
+    return done
+
+
+_HELD: dict[str, int] = {}
+_HELD_GUARD = threading.Lock()
+
+
+@contextlib.contextmanager
+def dir_lock(path: str | Path, wait: bool = False) -> Iterator[None]:
+    """Hold ``.NAME.lock`` beside ``path`` so that one process at a time rewrites it.
+
+    Re-entrant within a process. With ``wait=False`` a folder another process is writing is
+    refused at once with a message; ``wait=True`` blocks until that process is done.
+
+    Raises:
+        InputError: another process holds the lock and ``wait`` is False.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> out = pathlib.Path(tempfile.mkdtemp()) / "idx"
+        >>> with dir_lock(out):
+        ...     (out.parent / ".idx.lock").exists()
+        True
+    """
+    import fcntl
+
+    path = Path(path).absolute()
+    key = str(path)
+    with _HELD_GUARD:
+        if key in _HELD:
+            _HELD[key] += 1
+            reentered = True
+        else:
+            reentered = False
+    if reentered:
+        try:
+            yield
+        finally:
+            with _HELD_GUARD:
+                _HELD[key] -= 1
+        return
+
+    lock = path.with_name(f".{path.name}.lock")
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    while True:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except OSError as exc:
+            holder = os.read(fd, 32).decode("ascii", "replace").strip() or "unknown"
+            os.close(fd)
+            if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                raise
+            raise InputError(
+                f"another ragnet process (pid {holder}) is writing this folder right now; "
+                "wait for it to finish, or choose another path",
+                path=path,
+            ) from None
+        # The previous holder unlinks the lock file on release: make sure ours is still it.
+        try:
+            same = os.fstat(fd).st_ino == os.stat(lock).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)
+    os.ftruncate(fd, 0)
+    os.write(fd, str(os.getpid()).encode())
+    with _HELD_GUARD:
+        _HELD[key] = 1
+    try:
+        yield
+    finally:
+        with _HELD_GUARD:
+            del _HELD[key]
+        with contextlib.suppress(FileNotFoundError):
+            lock.unlink()
+        os.close(fd)
+
+
+# -- whole-folder replacement -------------------------------------------------------------
+def _link_tree(src: Path, dst: Path) -> None:
+    """Hard-link (copy where links are impossible) file or folder ``src`` to ``dst``."""
+    if src.is_dir() and not src.is_symlink():
+        shutil.copytree(src, dst, symlinks=True, copy_function=_link_or_copy)
+    elif src.is_symlink():
+        os.symlink(os.readlink(src), dst)
+    else:
+        _link_or_copy(src, dst)
+
+
+def _link_or_copy(src: str | Path, dst: str | Path) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def foreign_entries(folder: Path, owned: set[str]) -> list[str]:
+    """Top-level-most entries of ``folder`` that are not in ``owned`` (relative POSIX paths).
+
+    A folder is reported whole when nothing inside it is owned.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> d = pathlib.Path(tempfile.mkdtemp()); (d / "a.txt").write_text("x"); (d / "keep").mkdir()
+        1
+        >>> foreign_entries(d, {"a.txt"})
+        ['keep']
+    """
+    owned_dirs = {p for name in owned for p in Path(name).parents if str(p) != "."}
+    owned_dirs = {p.as_posix() for p in owned_dirs}
+    found: list[str] = []
+
+    def walk(rel: Path) -> None:
+        for entry in sorted((folder / rel).iterdir()):
+            name = (rel / entry.name).as_posix()
+            if name in owned:
+                continue
+            if name in owned_dirs and entry.is_dir() and not entry.is_symlink():
+                walk(rel / entry.name)
+            else:
+                found.append(name)
+
+    walk(Path("."))
+    return found
+
+
+class DirSwap:
+    """What :func:`atomic_dir` did: ``kept`` lists the entries carried over from the old folder."""
+
+    def __init__(self) -> None:
+        self.kept: list[str] = []
+
+
+@contextlib.contextmanager
+def atomic_dir(path: str | Path, owned: Callable[[Path], set[str] | None] | None = None,
+               swap: DirSwap | None = None) -> Iterator[Path]:
+    """Yield a fresh temporary folder; on success it replaces ``path``.
+
+    The old folder (if any) is moved aside first and removed only after the new one is in
+    place, so a failure at any point leaves either the old or the new version (and a crash
+    between the two renames is repaired by :func:`clean_stale` on the next write).
+
+    Nothing the old folder holds beyond what it owns is lost: ``owned(old)`` names the
+    files that belong to the old version (relative paths), and every other entry is
+    hard-linked (or copied) into the new folder before the swap and listed in
+    ``swap.kept``. With ``owned=None`` the old folder must hold nothing at all.
+
+    Raises:
+        InputError: a kept entry has the name of a file the new version writes; the old
+            folder is left as it was.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    clean_stale(path)
+    tmp = Path(tempfile.mkdtemp(prefix=_tmp_prefix(path), suffix=".tmp", dir=path.parent))
     try:
         yield tmp
         backup = None
         if path.exists():
+            mine = (owned(path) if owned is not None else set()) or set()
+            keep = foreign_entries(path, mine)
+            for name in keep:
+                target = tmp / name
+                if target.exists() or target.is_symlink():
+                    raise InputError(
+                        f"{name} in {path} is not part of the old version, but the new one writes a file of that "
+                        "name; move it elsewhere and run again (nothing was changed)",
+                        path=path,
+                    )
+                target.parent.mkdir(parents=True, exist_ok=True)
+                _link_tree(path / name, target)
+            if swap is not None:
+                swap.kept = keep
             backup = path.with_name(f".{path.name}.old-{os.getpid()}")
             if backup.exists():
                 shutil.rmtree(backup)

@@ -61,7 +61,7 @@ def _fail(err: Exception) -> None:
 @app.command()
 def index(
     paths: List[str] = typer.Argument(..., help="Files (.jsonl .txt .md), folders or globs to index."),
-    out: Path = typer.Option(..., "--out", "-o", help="Directory to write the index to (replaced atomically)."),
+    out: Path = typer.Option(..., "--out", "-o", help="Directory to write the index to: new, empty, or a ragnet index (replaced atomically; other files in it are kept)."),
     chunk_tokens: int = typer.Option(256, help="Chunk size in LM tokens (cl100k)."),
     overlap: int = typer.Option(32, help="Overlap between consecutive chunks, in tokens."),
     embedder: Optional[str] = typer.Option(None, help="sentence-transformers model name or path (default: bundled all-MiniLM-L6-v2)."),
@@ -73,7 +73,9 @@ def index(
         from ragnet.corpus.loader import load_documents
         from ragnet.corpus.metadata import Gazetteer
         from ragnet.index import Index
+        from ragnet.index.index import check_output_folder
 
+        check_output_folder(out)  # before reading or embedding anything
         docs = load_documents(paths)
         gaz = Gazetteer.from_file(gazetteer) if gazetteer else None
         idx = Index.build(
@@ -83,6 +85,9 @@ def index(
     except RagnetError as err:
         _fail(err)
     typer.echo(f"indexed {len(docs)} documents as {len(idx)} chunks -> {out}")
+    if idx.kept_files:
+        typer.echo(f"kept {len(idx.kept_files)} file(s) in {out} that are not part of the index: "
+                   + ", ".join(idx.kept_files), err=True)
 
 
 @app.command()

@@ -37,7 +37,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from ragnet._atomic import atomic_dir
+from ragnet._atomic import DirSwap, atomic_dir, check_writable_parent, dir_lock
 from ragnet.corpus.types import Chunk, Document
 from ragnet.errors import IndexFormatError, InputError
 from ragnet.index.dense import KINDS, DenseIndex
@@ -48,6 +48,7 @@ FORMAT_VERSION = 1
 TOKENIZER = "tiktoken:cl100k_base"
 PASSAGE_FORMAT = "title\\ntext"  # what is embedded and BM25-indexed per chunk (see passage_text)
 MANIFEST = "manifest.json"
+MANIFEST_FORMAT = "ragnet-index"  # what marks a folder as ragnet's to replace
 CHUNKS = "chunks.jsonl"
 EMBEDDINGS = "embeddings.npy"
 DENSE = "dense.faiss"
@@ -108,6 +109,8 @@ class Index:
         manifest: the parsed ``manifest.json``.
         chunks: all chunks in index order (row ``i`` of the embeddings).
         build_stats: seconds per build phase (``None`` for a loaded index).
+        kept_files: after a rebuild, the files in the folder that were not part of the old
+            index and were carried into the new one (never deleted).
 
     Example:
         >>> index = Index.load("my_index")                       # doctest: +SKIP
@@ -139,6 +142,7 @@ class Index:
         self._dimension_checked = False
         self._catalog = catalog
         self.build_stats = build_stats
+        self.kept_files: list[str] = []  # entries of the old folder that a rebuild carried over
 
     # -- building ----------------------------------------------------------------------
     @classmethod
@@ -161,7 +165,9 @@ class Index:
 
         Args:
             docs: the documents (e.g. from ``ragnet.load_documents``).
-            path: folder to write; replaced if it already holds a ragnet index.
+            path: folder to write; replaced if it already holds a ragnet index (files kept in
+                it beside the index survive; see ``kept_files``), refused if it holds anything
+                else. Two builds to one folder at once: the second is refused.
             chunk_tokens: chunk size in LM tokens.
             overlap: tokens shared by consecutive chunks of a document.
             embedder: an ``Embedder``, a sentence-transformers name/folder, or None for the
@@ -180,22 +186,31 @@ class Index:
             >>> len(Index.build(docs, tempfile.mkdtemp() + "/i", show_progress=False))  # doctest: +SKIP
             1
         """
-        from tqdm.auto import tqdm
-
-        from ragnet import __version__
-        from ragnet.corpus.chunking import chunk_documents
-
         if faiss_index not in KINDS:
             raise InputError(
                 f"unknown FAISS index kind {faiss_index!r}; choose one of {', '.join(KINDS)}", argument="faiss_index"
             )
         path = Path(path)
-        _check_writable_target(path)
+        check_output_folder(path)
         docs = list(docs)
         if not docs:
             raise InputError("no documents to index", argument="docs")
         _check_unique_ids(docs)
         emb = _as_embedder(embedder)
+        # One writer per folder from here to the swap; a second build is refused at once.
+        with dir_lock(path):
+            check_output_folder(path)  # re-checked under the lock: another process may have written it
+            return cls._build_locked(docs, path, chunk_tokens, overlap, emb, faiss_index, show_progress,
+                                     gazetteer, faiss_threshold)
+
+    @classmethod
+    def _build_locked(cls, docs: list[Document], path: Path, chunk_tokens: int, overlap: int, emb: Embedder,
+                      faiss_index: str, show_progress: bool, gazetteer: Any, faiss_threshold: int) -> "Index":
+        from tqdm.auto import tqdm
+
+        from ragnet import __version__
+        from ragnet.corpus.chunking import chunk_documents
+
         stats: dict[str, float] = {}
         t_all = time.perf_counter()
 
@@ -243,6 +258,7 @@ class Index:
         # 6. persist atomically
         t0 = time.perf_counter()
         manifest = {
+            "format": MANIFEST_FORMAT,
             "format_version": FORMAT_VERSION,
             "ragnet_version": __version__,
             "embedder": emb.name,
@@ -261,7 +277,8 @@ class Index:
             "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "files": {},
         }
-        with atomic_dir(path) as tmp:
+        swap = DirSwap()
+        with atomic_dir(path, owned=index_files, swap=swap) as tmp:
             with open(tmp / CHUNKS, "w", encoding="utf-8") as fh:
                 for c in chunks:
                     record = c.to_dict()
@@ -278,7 +295,9 @@ class Index:
             _usual_permissions(tmp)
         stats["save_s"] = time.perf_counter() - t0
         stats["total_s"] = time.perf_counter() - t_all
-        return cls(path, manifest, chunks, embeddings, dense, sparse, emb, catalog=catalog, build_stats=stats)
+        index = cls(path, manifest, chunks, embeddings, dense, sparse, emb, catalog=catalog, build_stats=stats)
+        index.kept_files = swap.kept
+        return index
 
     # -- loading -----------------------------------------------------------------------
     @classmethod
@@ -668,16 +687,67 @@ def _check_search_args(k: Any, lam: Any, pool: Any) -> None:
         raise InputError(f"lam must be between 0 and 1, got {lam!r}", argument="lam")
 
 
-def _check_writable_target(path: Path) -> None:
-    """Refuse to replace anything that is not a ragnet index (atomic_dir replaces whole folders)."""
+def index_files(folder: Path) -> set[str] | None:
+    """The files that belong to the ragnet index in ``folder`` (relative paths), or None.
+
+    A folder is a ragnet index when its ``manifest.json`` says so: a JSON object with a
+    format version, an embedder and the per-file checksums ``Index.build`` writes (older
+    manifests lack the ``"format": "ragnet-index"`` marker and are recognised by those keys).
+    Only the files the manifest lists, and the manifest itself, are ragnet's.
+
+    Example:
+        >>> import tempfile, pathlib, json
+        >>> d = pathlib.Path(tempfile.mkdtemp()); _ = (d / "manifest.json").write_text('{"name": "my web app"}')
+        >>> index_files(d) is None
+        True
+    """
+    try:
+        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict):
+        return None
+    if manifest.get("format", MANIFEST_FORMAT) != MANIFEST_FORMAT:
+        return None
+    if not all(key in manifest for key in ("format_version", "embedder", "dimension", "chunk_count")):
+        return None
+    files = {str(name) for name in manifest["files"]}
+    if any(name.startswith("/") or ".." in Path(name).parts for name in files):
+        return None  # a ragnet manifest only ever names files inside its folder
+    return files | {MANIFEST}
+
+
+def check_output_folder(path: str | os.PathLike) -> None:
+    """Refuse an index output path that ragnet must not replace, before any work starts.
+
+    ``path`` may be new, an empty folder, or a ragnet index (see :func:`index_files`);
+    files kept beside an index inside its folder survive a rebuild. Anything else (a
+    file, a folder of other things, a folder whose ``manifest.json`` is someone else's)
+    is refused, and so is a path whose parent cannot be written.
+
+    Raises:
+        InputError: the path, and why it cannot be used.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> d = pathlib.Path(tempfile.mkdtemp()); _ = (d / "index.html").write_text("<html>")
+        >>> check_output_folder(d)
+        Traceback (most recent call last):
+        ...
+        ragnet.errors.InputError: ...: folder exists and is not a ragnet index (no manifest.json); ...
+    """
+    path = Path(path)
     if path.exists() and not path.is_dir():
         raise InputError("index path exists and is a file; give a folder path", path=path)
-    if path.is_dir() and any(path.iterdir()) and not (path / MANIFEST).is_file():
+    if path.is_dir() and any(path.iterdir()) and index_files(path) is None:
+        why = ("its manifest.json is not a ragnet index manifest" if (path / MANIFEST).exists()
+               else "no manifest.json")
         raise InputError(
-            "folder exists and is not a ragnet index (no manifest.json); refusing to overwrite it. "
+            f"folder exists and is not a ragnet index ({why}); refusing to replace it. "
             "Choose an empty or new folder",
             path=path,
         )
+    check_writable_parent(path)
 
 
 def _check_unique_ids(docs: list[Any]) -> None:
