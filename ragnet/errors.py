@@ -10,7 +10,18 @@ from pathlib import Path
 
 
 class RagnetError(Exception):
-    """Base class of all errors ragnet raises on purpose."""
+    """Base class of all errors ragnet raises on purpose.
+
+    ``exit_code`` is the ``ragnet`` command's exit status for it (2: bad input).
+    """
+
+    exit_code = 2
+
+
+class LMUnavailableError(RagnetError):
+    """The LM failed for most recent calls (no key, no server, timeouts): an outage, not bad input."""
+
+    exit_code = 3
 
 
 class InputError(RagnetError, ValueError):
@@ -73,3 +84,24 @@ def require(module: str, extra: str | None = None, purpose: str = ""):
         hint = f"pip install 'ragnet[{extra}]'" if extra else f"pip install {module}"
         why = f" (needed for {purpose})" if purpose else ""
         raise MissingDependencyError(f"{module} is not installed{why}; run: {hint}") from exc
+
+
+def describe(exc: BaseException, limit: int | None = 500) -> str:
+    """One line naming an exception: ``"Type: message"`` with whitespace collapsed, the message
+    cut to ``limit`` characters (marked with ``...``); just ``"Type"`` when it has no message.
+
+    Used wherever a failure is recorded rather than raised (error rows of ``ragnet eval``, LM
+    step failures in traces).
+
+    Example:
+        >>> describe(ValueError("bad\\n  value"))
+        'ValueError: bad value'
+        >>> describe(RuntimeError("x" * 10), limit=4)
+        'RuntimeError: xxxx...'
+        >>> describe(KeyError())
+        'KeyError'
+    """
+    message = " ".join(str(exc).split())
+    if limit is not None and len(message) > limit:
+        message = message[:limit] + "..."
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__

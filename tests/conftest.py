@@ -39,6 +39,14 @@ def live_model_path():
     return path
 
 
+@pytest.fixture(scope="session")
+def local_lm(live_model_path):
+    """The real local model through llama.cpp, uncached: every run must really call the model."""
+    from ragnet.lm.config import make_lm
+
+    return make_lm(f"local:{live_model_path}", cache=False, timeout=300)
+
+
 @pytest.fixture
 def ragnet_home(tmp_path, monkeypatch):
     """An empty RAGNET_HOME with RAGNET_GGUF / RAGNET_LM / RAGNET_CACHE_DIR unset."""

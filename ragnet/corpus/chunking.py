@@ -28,36 +28,20 @@ from __future__ import annotations
 
 import bisect
 import re
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
+from ragnet.corpus.sentences import sentence_spans
 from ragnet.corpus.metadata import Gazetteer, _check_gazetteer, extract_with_title, title_parts
-from ragnet.corpus.tokens import count_tokens
+from ragnet.corpus.tokens import count_tokens, count_tokens_batch
 from ragnet.corpus.types import Chunk, Document
 from ragnet.errors import InputError
 
-__all__ = ["chunk_documents", "chunk_text", "split_sentences", "MIN_CHUNK_TOKENS"]
+__all__ = ["chunk_documents", "chunk_text", "MIN_CHUNK_TOKENS"]
 
 #: Smallest allowed ``chunk_tokens``.
 MIN_CHUNK_TOKENS = 16
 
-# Candidate sentence ends: terminal punctuation (plus closing quotes/brackets) then
-# whitespace, or a paragraph break, or a newline before a Markdown block start.
-_BREAK_RE = re.compile(
-    r"""(?P<punct>[.!?…]+["'”’)\]]*)(?P<space>[ \t\u00a0]*\n[ \t]*\n\s*|\s+)
-      | (?P<para>[ \t]*\n[ \t]*\n\s*)
-      | (?P<block>[ \t]*\n(?=[ \t]*(?:\#{1,6}\s|[-*+]\s|\d{1,3}[.)]\s|>|\||```)))""",
-    re.VERBOSE,
-)
 _WORD_RE = re.compile(r"\S+")
-# A period after these is not a sentence end (compared casefolded, without the period).
-_ABBREVIATIONS = frozenset(
-    """mr mrs ms dr prof sr jr st mt ft rev gen col lt sgt capt cmdr gov sen rep pres hon
-    vs etc al inc ltd co corp bros dept univ assn est approx e.g i.e cf viz
-    jan feb mar apr jun jul aug sep sept oct nov dec""".split()
-)
-# ... and after these only when a number follows ("No. 5", "Vol. 2", "ca. 1900").
-_NUMBER_ABBREVIATIONS = frozenset("no nos vol vols ch pp p fig figs eq ca art sec".split())
-_OPENERS = "\"'“‘(["
 
 
 # ------------------------------------------------------------------ validation
@@ -74,59 +58,6 @@ def _check_sizes(chunk_tokens: Any, overlap: Any) -> None:
         raise InputError(
             f"must be at least 0 and less than chunk_tokens ({chunk_tokens}), got {overlap}", argument="overlap"
         )
-
-
-# ------------------------------------------------------------------ sentences
-
-
-def _is_sentence_end(text: str, m: re.Match) -> bool:
-    """Whether a punctuation match ends a sentence (not an abbreviation or an initial)."""
-    space = m.group("space")
-    if space.count("\n") >= 2:
-        return True  # a paragraph break ends a sentence whatever precedes it
-    nxt = text[m.end() : m.end() + 2]
-    first = nxt[1:2] if nxt[:1] in _OPENERS else nxt[:1]
-    if not (first.isupper() or first.isdigit() or "\n" in space):
-        return False  # "e.g. the", "approx. five": a lower-case continuation
-    if m.group("punct")[0] != ".":
-        return True
-    before = text[max(0, m.start() - 40) : m.start()].rsplit(None, 1)
-    if not before:
-        return True
-    word = before[-1].lstrip(_OPENERS).casefold()
-    if len(word) == 1 and word.isalpha():
-        return False  # an initial: "J. R. R. Tolkien"
-    if word in _ABBREVIATIONS or "." in word:  # "Dr.", "U.S.", "e.g."
-        return False
-    if word in _NUMBER_ABBREVIATIONS and first.isdigit():
-        return False
-    return True
-
-
-def split_sentences(text: str) -> list[tuple[int, int]]:
-    """Character spans ``(start, end)`` of the sentences of ``text``, without surrounding whitespace.
-
-    Example:
-        >>> t = "Dr. Smith met J. R. R. Tolkien in the U.S. in 1950. They talked.\\n\\n# Next"
-        >>> [t[a:b] for a, b in split_sentences(t)]
-        ['Dr. Smith met J. R. R. Tolkien in the U.S. in 1950.', 'They talked.', '# Next']
-    """
-    spans: list[tuple[int, int]] = []
-    start = len(text) - len(text.lstrip())
-    for m in _BREAK_RE.finditer(text):
-        if m.group("punct") is not None:
-            if not _is_sentence_end(text, m):
-                continue
-            end = m.start("space")
-        else:
-            end = m.start()
-        if end > start:
-            spans.append((start, end))
-        start = m.end()
-    end = len(text.rstrip())
-    if end > start:
-        spans.append((start, end))
-    return spans
 
 
 # ------------------------------------------------------------------ pieces
@@ -154,34 +85,61 @@ def _split_long_word(text: str, start: int, end: int, limit: int) -> list[tuple[
     return pieces
 
 
-def _split_long_sentence(text: str, start: int, end: int, limit: int) -> list[tuple[int, int, int]]:
-    """Cut a sentence into runs of whole words of at most ``limit`` tokens each."""
-    words: list[tuple[int, int, int]] = []  # (start, end, tokens incl. leading space)
+_COUNT_BLOCK = 20_000  # words counted per tiktoken batch (bounds memory on huge unbroken texts)
+
+
+def _word_tokens(text: str, start: int, end: int, limit: int) -> Iterator[tuple[int, int, int]]:
+    """``(start, end, tokens incl. the whitespace before)`` of each word of ``text[start:end]``,
+    counted in tiktoken batches; a word longer than ``limit`` tokens comes in pieces."""
+    block: list[tuple[int, int, int]] = []  # (previous word end, word start, word end)
+
+    def counted() -> Iterator[tuple[int, int, int]]:
+        sizes = count_tokens_batch([text[prev:b] for prev, _, b in block])
+        for (_, a, b), n in zip(block, sizes):
+            if n > limit:
+                yield from _split_long_word(text, a, b, limit)
+            else:
+                yield a, b, n
+
     prev = start
     for m in _WORD_RE.finditer(text, start, end):
-        a, b = m.span()
-        n = count_tokens(text[prev:b])
-        if n > limit:
-            words.extend(_split_long_word(text, a, b, limit))
-        else:
-            words.append((a, b, n))
-        prev = b
+        block.append((prev, m.start(), m.end()))
+        prev = m.end()
+        if len(block) >= _COUNT_BLOCK:
+            yield from counted()
+            block = []
+    if block:
+        yield from counted()
+
+
+def _split_long_sentence(text: str, start: int, end: int, limit: int) -> list[tuple[int, int, int]]:
+    """Cut a sentence into runs of whole words of at most ``limit`` tokens each.
+
+    Linear in the sentence's length: words are counted in batches and each run is counted
+    once more (rarely a few times) to confirm it fits.
+    """
     runs: list[tuple[int, int, int]] = []
-    i = 0
-    while i < len(words):
-        total, j = 0, i
-        while j < len(words) and total + words[j][2] <= limit:
-            total += words[j][2]
-            j += 1
-        j = max(j, i + 1)
-        a, b = words[i][0], words[j - 1][1]
-        n = count_tokens(text[a:b])
-        while n > limit and j - 1 > i:
+
+    def close(words: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+        """Emit the longest prefix of ``words`` that fits as one run; return the rest."""
+        a, j = words[0][0], len(words)
+        n = count_tokens(text[a:words[j - 1][1]])
+        while n > limit and j > 1:
             j -= 1
-            b = words[j - 1][1]
-            n = count_tokens(text[a:b])
-        runs.append((a, b, n))
-        i = j
+            n = count_tokens(text[a:words[j - 1][1]])
+        runs.append((a, words[j - 1][1], n))
+        return words[j:]
+
+    current: list[tuple[int, int, int]] = []
+    total = 0
+    for word in _word_tokens(text, start, end, limit):
+        if current and total + word[2] > limit:
+            current = close(current)
+            total = sum(w[2] for w in current)
+        current.append(word)
+        total += word[2]
+    while current:
+        current = close(current)
     return runs
 
 
@@ -195,7 +153,7 @@ def _units(text: str, limit: int) -> tuple[list[int], list[int], list[int], list
     toks: list[int] = []
     heads: list[bool] = []
     prev = None
-    for a, b in split_sentences(text):
+    for a, b in sentence_spans(text):
         n = count_tokens(text[a if prev is None else prev : b])
         # Counted alone (at a window start) a sentence may take a token or two more.
         if n <= limit - 8 or (n <= limit and count_tokens(text[a:b]) <= limit):
@@ -263,8 +221,10 @@ def _overlap_start(
     return words[k], n
 
 
-def _windows(text: str, chunk_tokens: int, overlap: int) -> list[tuple[str, int]]:
-    """Chunks of a text longer than ``chunk_tokens``: (text, token count) pairs."""
+def _windows(text: str, chunk_tokens: int, overlap: int,
+             progress: Callable[[int], None] | None = None) -> list[tuple[str, int]]:
+    """Chunks of a text longer than ``chunk_tokens``: (text, token count) pairs; ``progress``
+    receives the characters each new window advances by."""
     starts, ends, toks, heads = _units(text, chunk_tokens)
     n = len(starts)
     out: list[tuple[str, int]] = []
@@ -292,6 +252,8 @@ def _windows(text: str, chunk_tokens: int, overlap: int) -> list[tuple[str, int]
             out.extend((text[a:b], m) for a, b, m in _split_long_sentence(text, starts[j], ends[j], chunk_tokens))
         else:
             out.append((chunk, exact))
+        if progress is not None:
+            progress(ends[e - 1] - (ends[j - 1] if j else 0))
         if e >= n:
             break
         # leave room for the next unit so the next window always makes progress
@@ -305,14 +267,17 @@ def _windows(text: str, chunk_tokens: int, overlap: int) -> list[tuple[str, int]
     return out
 
 
-def _chunk_pairs(text: str, chunk_tokens: int, overlap: int, total: int | None = None) -> list[tuple[str, int]]:
+def _chunk_pairs(text: str, chunk_tokens: int, overlap: int, total: int | None = None,
+                 progress: Callable[[int], None] | None = None) -> list[tuple[str, int]]:
     if not text.strip():
         return []
     if total is None:
         total = count_tokens(text)
     if total <= chunk_tokens:
+        if progress is not None:
+            progress(len(text))
         return [(text, total)]
-    return _windows(text, chunk_tokens, overlap)
+    return _windows(text, chunk_tokens, overlap, progress)
 
 
 def chunk_text(text: str, chunk_tokens: int = 256, overlap: int = 32) -> list[str]:
@@ -363,6 +328,7 @@ def chunk_documents(
     overlap: int = 32,
     *,
     gazetteer: Gazetteer | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> list[Chunk]:
     """Chunk documents and attach rule-based metadata to every chunk.
 
@@ -377,6 +343,8 @@ def chunk_documents(
         chunk_tokens: maximum tokens per chunk (at least 16).
         overlap: tokens shared by consecutive chunks (``0 <= overlap < chunk_tokens``).
         gazetteer: place names for the ``places`` metadata.
+        progress: called with the number of characters chunked, as chunking advances (also
+            inside a long document, window by window).
 
     Returns:
         The chunks, document by document, in order.
@@ -411,7 +379,7 @@ def chunk_documents(
     for doc, total in zip(docs, totals):
         parts = title_parts(doc.title, gazetteer)
         declared = _declared_years(doc.metadata or {})
-        for position, (text, tokens) in enumerate(_chunk_pairs(doc.text, chunk_tokens, overlap, total)):
+        for position, (text, tokens) in enumerate(_chunk_pairs(doc.text, chunk_tokens, overlap, total, progress)):
             meta = extract_with_title(text, parts, gazetteer)
             if declared:
                 meta["title_years"] = sorted(declared.union(meta["title_years"]))

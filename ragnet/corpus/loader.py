@@ -49,6 +49,8 @@ PathLike = Union[str, os.PathLike]
 #: Supported file suffixes (lower case) and their format.
 SUFFIXES = {".jsonl": "jsonl", ".txt": "text", ".md": "markdown", ".markdown": "markdown"}
 _SUPPORTED = ", ".join(SUFFIXES)
+#: Default largest file ``load_documents`` reads, in megabytes.
+DEFAULT_MAX_FILE_MB = 20.0
 MAX_TITLE_CHARS = 120
 _BINARY_PROBE = 8192
 _GLOB_MAGIC = re.compile(r"[*?\[]")
@@ -71,6 +73,7 @@ def load_documents(
     *,
     glob: str | None = None,
     encoding: str = "utf-8",
+    max_file_mb: float | None = DEFAULT_MAX_FILE_MB,
 ) -> list[Document]:
     """Read documents from files, folders and glob patterns.
 
@@ -81,6 +84,9 @@ def load_documents(
         glob: inside folders, read only the files matching this pattern (relative to the
             folder, e.g. ``"**/*.md"``) instead of every supported file.
         encoding: text encoding of the files (UTF-8 by default; a leading BOM is removed).
+        max_file_mb: refuse files larger than this many megabytes (None: no limit). Chunking
+            takes about a second per MB of unbroken text on one core, so a huge file is more
+            likely a mistake (a log, a dump) than a document; raise the limit for a real one.
 
     Returns:
         The documents, in input order.
@@ -88,8 +94,9 @@ def load_documents(
     Raises:
         InputError: a path does not exist or matches nothing, a file has an unsupported
             suffix, is empty, binary or not valid in ``encoding``, a JSONL line is not a
-            JSON object or lacks a non-empty string ``text``, two documents share an id, or
-            no document was found. The message names the file and line.
+            JSON object or lacks a non-empty string ``text``, is larger than ``max_file_mb``,
+            two documents share an id, or no document was found. The message names the file
+            and line; every bad file is reported at once (one line each), not only the first.
 
     Example:
         >>> import tempfile, pathlib
@@ -106,24 +113,41 @@ def load_documents(
     if not given:
         raise InputError("no paths given", argument="paths")
 
+    if max_file_mb is not None and not (isinstance(max_file_mb, (int, float)) and max_file_mb > 0):
+        raise InputError(f"must be a positive number of megabytes, got {max_file_mb!r}", argument="max_file_mb")
     docs: list[Document] = []
     seen_ids: dict[str, str] = {}
     seen_files: set[Path] = set()
+    problems: list[InputError] = []
     for source in _expand(given, glob):
         key = source.path.resolve()
         if key in seen_files:
             continue
         seen_files.add(key)
-        for doc, line in _read(source, codec, encoding):
+        try:
+            _check_size(source, max_file_mb)
+            found = _read(source, codec, encoding)
+        except InputError as err:  # report every bad file together, after reading the others
+            problems.append(err)
+            continue
+        for doc, line in found:
             first = seen_ids.get(doc.id)
             if first is not None:
-                raise InputError(
+                problems.append(InputError(
                     f"duplicate document id {doc.id!r} (first defined at {first}); ids must be unique",
                     path=source.display,
                     line=line,
-                )
+                ))
+                continue
             seen_ids[doc.id] = doc.source
             docs.append(doc)
+    if len(problems) == 1:
+        raise problems[0]
+    if problems:
+        shown = "\n  ".join(str(p) for p in problems[:20])
+        more = f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else ""
+        raise InputError(f"{len(problems)} problems in the input; nothing was indexed:\n  {shown}{more}",
+                         argument="paths")
     if not docs:
         names = ", ".join(str(p) for p in given)
         raise InputError(f"no documents found in {names} (supported files: {_SUPPORTED})", argument="paths")
@@ -281,6 +305,15 @@ def _decode(source: _Source, codec: str, encoding: str) -> str:
     if not text.strip():
         raise InputError("file is empty", path=source.display)
     return text
+
+
+def _check_size(source: _Source, max_file_mb: float | None) -> None:
+    if max_file_mb is None:
+        return
+    size = source.path.stat().st_size
+    if size > max_file_mb * 1_000_000:
+        raise InputError(f"file is {size / 1e6:.1f} MB, over the {max_file_mb:g} MB limit; split it, or raise "
+                         "the limit (--max-file-mb, load_documents(max_file_mb=...))", path=source.display)
 
 
 def _read(source: _Source, codec: str, encoding: str) -> list[tuple[Document, int | None]]:

@@ -51,10 +51,15 @@ def decode(ids: list[int]) -> str:
 
 
 def count_tokens(text: str) -> int:
-    """Number of LM tokens in ``text``."""
-    return len(encode(text))
+    """Number of LM tokens in ``text`` (special-token text counted as ordinary text)."""
+    return len(_encoding().encode_ordinary(text))
 
 
 def count_tokens_batch(texts: list[str]) -> list[int]:
-    """Token counts of many texts (uses tiktoken's batch encoder)."""
-    return [len(ids) for ids in _encoding().encode_batch(list(texts), disallowed_special=())]
+    """Token counts of many texts.
+
+    A plain loop: tiktoken's ``encode_batch`` hands each text to a thread pool, which costs
+    more than encoding a short text (measured: 140k words in 8.7 s batched, 0.37 s looped).
+    """
+    encode = _encoding().encode_ordinary
+    return [len(encode(t)) for t in texts]

@@ -16,10 +16,20 @@ corpus modes:
     Only the question's own context paragraphs (the datasets' original distractor setting).
 
 Example:
-    >>> # ev = load_eval_set("hotpotqa_dev_distractor", split="dev", n=20)
-    >>> # len(ev.questions), len(ev.documents)      # 20 questions, 12,787 pooled paragraphs
-    >>> # ev = load_eval_set("hotpotqa_dev_distractor", mode="per-question", n=20)
-    >>> # ev.question_documents(ev.questions[0])    # that question's 10 paragraphs
+    >>> import json, pathlib, tempfile
+    >>> folder = pathlib.Path(tempfile.mkdtemp()) / "toy"
+    >>> folder.mkdir()
+    >>> rows = [{"id": f"q{i}", "question": f"Capital of {c}?", "answers": [city], "gold_titles": [city],
+    ...          "context": [{"title": city, "text": f"{city} is the capital of {c}."},
+    ...                      {"title": "Oslo", "text": "Oslo is the capital of Norway."}]}
+    ...         for i, (c, city) in enumerate([("France", "Paris"), ("Italy", "Rome")])]
+    >>> _ = (folder / "questions.jsonl").write_text("\\n".join(json.dumps(r) for r in rows) + "\\n")
+    >>> ev = load_eval_set(folder, n=1)          # no splits/ folder: every question is "dev"
+    >>> len(ev.questions), [d.title for d in ev.documents]
+    (1, ['Paris', 'Oslo', 'Rome'])
+    >>> ev = load_eval_set(folder, n=1, mode="per-question")
+    >>> [d.title for d in ev.question_documents(ev.questions[0])]
+    ['Paris', 'Oslo']
 """
 
 from __future__ import annotations

@@ -7,10 +7,14 @@ a changed corpus, embedder or chunking gets a new folder instead of a stale inde
 same corpus under any other name or path finds the one already built.
 
 Example:
-    >>> # ev = load_eval_set("hotpotqa_dev_distractor")
-    >>> # index = cached_index(ev.documents, f"{ev.name}-{ev.mode}")  # built once (~10 min), then loaded
-    >>> # index.path.name
-    >>> # 'hotpotqa_dev_distractor-pooled-3f1c0a9b2e7d'
+    >>> import tempfile
+    >>> docs = [Document(id="a", title="A", text="Paris is the capital of France.")]
+    >>> root = tempfile.mkdtemp()
+    >>> index = cached_index(docs, "toy", root=root, show_progress=False)     # built once
+    >>> cached_index(docs, "toy", root=root).path == index.path              # then loaded
+    True
+    >>> index.path.name == f"toy-{content_key(docs)[:12]}"
+    True
 """
 
 from __future__ import annotations
@@ -141,6 +145,10 @@ def cached_index(
                     f"cached index {path} does not match its key ({wrong}: manifest vs expected); "
                     "delete the folder to rebuild it"
                 )
+            if not index.sentences_current():  # cached before indexes stored (these) sentences: add them once
+                if log is not None:
+                    log(f"adding sentence data to the cached index {path.name} (once; about as long as embedding it)")
+                index.add_sentences(show_progress=show_progress)
             return index
         if log is not None:
             log(f"building index {path.name} ({len(docs)} documents; cached for later runs) at {path}")

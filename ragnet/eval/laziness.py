@@ -40,17 +40,17 @@ Example:
 
 from __future__ import annotations
 
-import math
 import random
 import re
 import statistics
-import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ragnet.corpus.tokens import count_tokens
 from ragnet.corpus.types import Chunk
 from ragnet.errors import InputError
+from ragnet.eval.stats import wilson_interval
+from ragnet.eval.tables import markdown_table, percent
 
 __all__ = [
     "POSITIONS",
@@ -450,37 +450,12 @@ def assess_case(predictor: Any, case: LazinessCase, *, retries: int = 1) -> dict
     """Ask the decision step about one context; returns the per-case result record.
 
     ``follow_up`` is True for ``Refine`` (the agent searches again), False for
-    ``Sufficient``, and None when the step failed and fell back to its default.
+    ``Sufficient``, and None when the step failed and fell back to its default (see
+    ``ragnet.eval.sufficiency_step.decide`` for every field).
     """
-    from ragnet.lm.usage import track_usage
-    from ragnet.programs.trace import Trace
-    from ragnet.signatures.sufficiency import run_sufficiency
+    from ragnet.eval.sufficiency_step import decide
 
-    trace = Trace()
-    started = time.perf_counter()
-    with track_usage() as meter:
-        pred = run_sufficiency(predictor, case.question, case.context_text(), trace=trace, retries=retries)
-    seconds = time.perf_counter() - started
-    usage = meter.to_dict()
-    fallback = bool(getattr(pred, "fallback", False))
-    steps = trace.of("lm_step")
-    errors = trace.errors()
-    return {
-        **case.describe(),
-        "verdict": None if fallback else pred.verdict,
-        "follow_up": None if fallback else pred.verdict == "Refine",
-        "confidence": None if fallback else float(pred.confidence),
-        "missing": None if fallback else str(pred.missing or ""),
-        "fallback": fallback,
-        "outcome": steps[-1]["outcome"] if steps else None,
-        "repaired": any(e.get("action") == "repaired" for e in errors),
-        "lm_errors": [{k: e.get(k) for k in ("error", "action", "attempt", "error_type")} for e in errors],
-        "prompt_tokens": usage["input_tokens"],
-        "output_tokens": usage["output_tokens"],
-        "lm_calls": usage["lm_calls"],
-        "cached": usage["lm_calls"] > 0 and usage["cached_calls"] == usage["lm_calls"],
-        "seconds": round(seconds, 3),
-    }
+    return {**case.describe(), **decide(predictor, case.question, case.context_text(), retries=retries)}
 
 
 def run_laziness(
@@ -522,22 +497,6 @@ def run_laziness(
 
 
 # ----------------------------------------------------------------------------- aggregation
-
-
-def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float] | None:
-    """95% Wilson score interval of a proportion; None when ``n`` is 0.
-
-    Example:
-        >>> [round(x, 3) for x in wilson_interval(8, 8)]
-        [0.676, 1.0]
-    """
-    if n <= 0:
-        return None
-    p = successes / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def _median(values: Sequence[float]) -> float | None:
@@ -588,8 +547,9 @@ def summarize_laziness(results: Sequence[Mapping[str, Any]]) -> list[dict[str, A
     return rows
 
 
-def _pct(x: float | None) -> str:
-    return "—" if x is None else f"{100 * x:.0f}%"
+def _rate(x: float | None) -> str:
+    """A rate as this report shows it: whole percent with a sign, an em dash when undefined."""
+    return percent(x, 0, symbol=True, missing="—")
 
 
 def evidence_dependence(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
@@ -628,37 +588,33 @@ def padding_trend(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
 
 def format_laziness_report(summary: Mapping[str, Any]) -> str:
     """Markdown: the table, the controls' reading, and how the contexts were built."""
-    rows = summary["conditions"]
-    lines = [
-        "| Evidence | Pad (tokens) | n | Context tokens (median) | Follow-up search rate | 95% CI | Study "
-        "| LM errors | Median s |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for r in rows:
+    table = []
+    for r in summary["conditions"]:
         evidence = "partial gold" if r["evidence"] == "partial" else "full gold (control)"
         pad = f"{r['pad']:,}" if r["pad"] else "0 (gold only)"
-        ci = f"{_pct(r['ci95'][0])}–{_pct(r['ci95'][1])}" if r["ci95"] else "—"
+        ci = f"{_rate(r['ci95'][0])}–{_rate(r['ci95'][1])}" if r["ci95"] else "—"
         secs = "—" if r["median_seconds"] is None else f"{r['median_seconds']:.1f}"
         ctx = "—" if r["median_context_tokens"] is None else f"{r['median_context_tokens']:,.0f}"
-        rate = _pct(r["rate"])
+        rate = _rate(r["rate"])
         if r["rate"] is not None:
             rate = f"{rate} ({r['follow_ups']}/{r['decided']})"
-        lines.append(f"| {evidence} | {pad} | {r['n']} | {ctx} | {rate} | {ci} | {_pct(r['study_rate'])} "
-                     f"| {r['lm_errors']} | {secs} |")
+        table.append([evidence, pad, str(r["n"]), ctx, rate, ci, _rate(r["study_rate"]), str(r["lm_errors"]), secs])
+    lines = markdown_table(["Evidence", "Pad (tokens)", "n", "Context tokens (median)", "Follow-up search rate",
+                            "95% CI", "Study", "LM errors", "Median s"], table)
     out = ["\n".join(lines), ""]
     trend = summary.get("padding_trend")
     if trend is not None:
         study = ""
         if trend["study_first"] is not None and trend["study_last"] is not None:
-            study = f" (study: {_pct(trend['study_first'])} → {_pct(trend['study_last'])})"
+            study = f" (study: {_rate(trend['study_first'])} → {_rate(trend['study_last'])})"
         if trend["change"] <= -0.2:
             reading = "the agent stops searching more often as the context grows, with half the evidence missing"
         elif trend["change"] >= 0.2:
             reading = "the agent searches more often as the context grows: no laziness"
         else:
             reading = "no clear change with context size"
-        out.append(f"Padding (partial gold): follow-up rate {_pct(trend['first_rate'])} at {trend['first_pad']:,} "
-                   f"tokens → {_pct(trend['last_rate'])} at {trend['last_pad']:,}{study}: {reading}.")
+        out.append(f"Padding (partial gold): follow-up rate {_rate(trend['first_rate'])} at {trend['first_pad']:,} "
+                   f"tokens → {_rate(trend['last_rate'])} at {trend['last_pad']:,}{study}: {reading}.")
         out.append("")
     dep = summary.get("evidence_dependence")
     if dep is not None:
@@ -667,8 +623,8 @@ def format_laziness_report(summary: Mapping[str, Any]) -> str:
                    "search clearly more likely): a follow-up search is this model's default rather than a "
                    "judgement that evidence is missing, so the padded rates measure how far a longer "
                    "context moves it off that default")
-        out.append(f"Controls (pad 0): follow-up rate {_pct(dep['partial_rate'])} with partial gold vs "
-                   f"{_pct(dep['full_rate'])} with full gold (gap {100 * dep['gap']:+.0f} points): {verdict}.")
+        out.append(f"Controls (pad 0): follow-up rate {_rate(dep['partial_rate'])} with partial gold vs "
+                   f"{_rate(dep['full_rate'])} with full gold (gap {percent(dep['gap'], 0, sign=True)} points): {verdict}.")
         out.append("")
     cfg = summary.get("config", {})
     notes = [

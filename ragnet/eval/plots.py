@@ -9,7 +9,13 @@ Each file is written atomically. Without matplotlib, :func:`write_plots` raises
 :class:`ragnet.errors.MissingDependencyError` with the install command.
 
 Example:
-    >>> # write_plots(summary, "out/hotpot")   # -> [PosixPath('out/hotpot/turns_hist.png'), ...]
+    >>> import tempfile
+    >>> from ragnet.eval.report import build_summary
+    >>> rows = [{"strategy": "basic", "id": "q1", "em": 1.0, "usage": {"turns": 1, "searches": 1}}]
+    >>> meta = {"set": "toy", "mode": "pooled", "questions": 1,
+    ...         "strategies": [{"label": "basic", "spec": "basic", "budget": None, "program": None}]}
+    >>> [p.name for p in write_plots(build_summary(rows, meta), tempfile.mkdtemp())]
+    ['turns_hist.png', 'searches_hist.png']
 """
 
 from __future__ import annotations
@@ -86,7 +92,7 @@ def write_plots(summary: dict[str, Any], out_dir: str | Path) -> list[Path]:
     plt = _pyplot()
     out_dir = Path(out_dir)
     metric = summary["primary_metric"]
-    name = "LLM match %" if metric == "llm_match" else "exact match %"
+    name = {"llm_match": "LLM match %", "em": "exact match %"}.get(metric, f"{metric} %")
     paths: list[Path] = []
     if summary.get("budget_curves"):
         paths.append(_budget_plot(plt, summary, metric, name, out_dir / "accuracy_vs_budget.png"))

@@ -1,14 +1,23 @@
 """``ragnet eval`` outputs: the summary of every aggregate, ``report.md`` and the plots.
 
 :func:`build_summary` turns result rows into one JSON-ready dict: per-strategy aggregates
-(``ragnet.eval.metrics.aggregate``), tables by question type and level, paired comparisons
+(``ragnet.eval.stats.aggregate``), tables by question type and level, paired comparisons
 with the baseline (``basic``) with a sign test, budget curves and the evaluation overhead.
-:func:`format_report` renders it as markdown, and :func:`write_outputs` writes
-``summary.json``, ``report.md`` and the PNG plots atomically.
+:func:`finish_summary` adds the PNG plots and the overhead, :func:`format_report` renders the
+summary as markdown, and the run folder (``ragnet.eval.run_folder``) writes ``summary.json``
+and ``report.md`` atomically (:func:`write_outputs` does all three for a folder).
 
 Example:
-    >>> summary = build_summary(rows, meta, timing)            # doctest: +SKIP
-    >>> print(format_report(summary))                          # doctest: +SKIP
+    >>> rows = [{"strategy": "basic", "id": "q1", "type": "bridge", "level": "easy", "em": 1.0, "f1": 1.0,
+    ...          "contains": 1.0, "llm_match": None, "gold_all": 1.0, "gold_fraction": 1.0, "n_gold": 1,
+    ...          "chunks": 2, "usage": {"seconds": 1.5, "lm_calls": 1}}]
+    >>> meta = {"set": "toy", "mode": "pooled", "questions": 1, "judge": False,
+    ...         "strategies": [{"label": "basic", "spec": "basic", "budget": None, "program": None}]}
+    >>> summary = build_summary(rows, meta)
+    >>> summary["primary_metric"], summary["strategies"]["basic"]["em"]
+    ('em', 1.0)
+    >>> print(format_report(summary).splitlines()[0])
+    # ragnet eval: toy (all split, pooled corpus)
 """
 
 from __future__ import annotations
@@ -19,18 +28,19 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ragnet.eval.metrics import aggregate, paired_comparison
+from ragnet.eval.stats import aggregate, paired_comparison
+from ragnet.eval.tables import DASH, markdown_table, number, percent
 
-__all__ = ["build_summary", "format_report", "write_outputs"]
+__all__ = ["build_summary", "finish_summary", "format_report", "write_outputs"]
 
 #: A strategy "beats basic" only when its mean gain is positive and the sign test says p < this.
 SIGNIFICANCE = 0.05
 OVERHEAD_TARGET = 0.05
 
 
-def _small(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    agg = aggregate(rows)
-    return {k: agg[k] for k in ("n", "errors", "em", "f1", "llm_match", "gold_all", "gold_fraction")}
+def _small(rows: Sequence[dict[str, Any]], extra: Sequence[str] = ()) -> dict[str, Any]:
+    agg = aggregate(rows, extra)
+    return {k: agg[k] for k in ("n", "errors", "em", "f1", "llm_match", "gold_all", "gold_fraction", *extra)}
 
 
 def _group(rows: Sequence[dict[str, Any]], key: str) -> dict[str, list[dict[str, Any]]]:
@@ -93,14 +103,16 @@ def _overhead(rows_new: Sequence[dict[str, Any]], loop_s: float, report_s: float
     return out
 
 
-def build_summary(rows: Sequence[dict[str, Any]], meta: dict[str, Any], timing: dict[str, Any] | None = None
-                  ) -> dict[str, Any]:
+def build_summary(rows: Sequence[dict[str, Any]], meta: dict[str, Any], timing: dict[str, Any] | None = None,
+                  *, extra: Sequence[str] = (), primary: str | None = None) -> dict[str, Any]:
     """Every aggregate of a run, JSON-ready (written as ``summary.json``).
 
     Args:
         rows: the latest row per (strategy, question) of the selected questions and strategies.
         meta: run settings; ``meta["strategies"]`` lists ``{label, spec, budget, program}``.
         timing: ``setup_s``, ``loop_s``, ``threads``, ``new_rows`` (rows computed in this run).
+        extra: further per-row accuracy fields to aggregate (from scoring hooks).
+        primary: the metric compared with the baseline (default ``llm_match`` when judged, else ``em``).
     """
     timing = timing or {}
     labels = [s["label"] for s in meta["strategies"]]
@@ -108,15 +120,15 @@ def build_summary(rows: Sequence[dict[str, Any]], meta: dict[str, Any], timing: 
     for r in rows:
         by_label.setdefault(r["strategy"], []).append(r)
     judged = bool(meta.get("judge"))
-    primary = "llm_match" if judged else "em"
+    primary = primary or ("llm_match" if judged else "em")
     baseline = _baseline(labels)
     summary: dict[str, Any] = {
         "meta": meta,
         "primary_metric": primary,
         "baseline": baseline,
-        "strategies": {lb: aggregate(by_label[lb]) for lb in labels},
-        "by_type": {lb: {k: _small(v) for k, v in _group(by_label[lb], "type").items()} for lb in labels},
-        "by_level": {lb: {k: _small(v) for k, v in _group(by_label[lb], "level").items()} for lb in labels},
+        "strategies": {lb: aggregate(by_label[lb], extra) for lb in labels},
+        "by_type": {lb: {k: _small(v, extra) for k, v in _group(by_label[lb], "type").items()} for lb in labels},
+        "by_level": {lb: {k: _small(v, extra) for k, v in _group(by_label[lb], "level").items()} for lb in labels},
         "vs_baseline": {},
         "budget_curves": {},
     }
@@ -142,25 +154,13 @@ def build_summary(rows: Sequence[dict[str, Any]], meta: dict[str, Any], timing: 
     summary["budget_curves"] = {k: sorted(v, key=lambda p: p["budget"]) for k, v in curves.items() if len(v) > 1}
     summary["timing"] = {"setup_s": round(float(timing.get("setup_s", 0.0)), 4),
                          "loop_s": round(float(timing.get("loop_s", 0.0)), 4)}
+    if extra:
+        summary["extra_metrics"] = list(extra)
     summary["_new_rows"] = list(timing.get("new_rows", []))
     return summary
 
 
 # --------------------------------------------------------------------------- markdown
-
-
-def _pct(x: float | None) -> str:
-    return "–" if x is None else f"{100 * x:.1f}"
-
-
-def _num(x: float | None, digits: int = 1) -> str:
-    if x is None:
-        return "–"
-    return f"{x:,.{digits}f}"
-
-
-def _delta(x: float | None) -> str:
-    return "–" if x is None else f"{100 * x:+.1f}"
 
 
 def format_report(summary: dict[str, Any]) -> str:
@@ -171,13 +171,15 @@ def format_report(summary: dict[str, Any]) -> str:
     aggs = summary["strategies"]
     primary = summary["primary_metric"]
     baseline = summary["baseline"]
-    pname = "LLM match" if primary == "llm_match" else "EM"
+    pname = {"llm_match": "LLM match", "em": "EM"}.get(primary, primary)
+    extra = [k for k in summary.get("extra_metrics") or ()]
     lines = [f"# ragnet eval: {meta['set']} ({meta.get('split') or 'all'} split, {meta['mode']} corpus)", ""]
     if meta.get("command"):
         lines += [f"Command: `{meta['command']}`", ""]
     judge = f"judge {meta.get('judge_lm')}" if meta.get("judge") else "no LLM judge (--no-judge)"
     lines += [
-        (f"{meta['questions']} questions × {len(labels)} strategies; LM {meta.get('lm')}; {judge}; "
+        (f"{meta['questions']} questions × {len(labels)} strategies; LM {meta.get('lm')}"
+         + (f" (answers: {meta['answer_lm']})" if meta.get("answer_lm") else "") + f"; {judge}; "
         f"threads {meta.get('threads')}; index `{meta.get('index')}`; rows in `{meta.get('results')}`; "
         f"{meta.get('created')}."),
         "",
@@ -189,22 +191,26 @@ def format_report(summary: dict[str, Any]) -> str:
         lines += ["Compiled programs: " + ", ".join(f"{k} ← `{v['file']}`" for k, v in programs.items()), ""]
 
     lines += ["## Accuracy", "",
-              (f"Primary metric: **{pname}**. Errors count as wrong. Δ columns are percentage points vs "
+              (f"Primary metric: **{pname}**. A program that raised counts as wrong; an answer lost to an LM "
+               "failure (no key, server down, timeout) is left out of the accuracy figures and counted under "
+               "'LM failures' (a resumed run asks again). Δ columns are percentage points vs "
               f"{baseline or '(no basic strategy in this run)'}; gold recall = every gold document has a chunk in "
-              "the final context."), "",
-              "| strategy | n | EM | F1 | LLM match | Δ " + pname + " | all-gold recall | Δ gold | gold fraction "
-              "| redundancy | chunks | errors |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+              "the final context."), ""]
     vs = summary.get("vs_baseline", {})
+    table = []
     for lb in labels:
         a = aggs[lb]
         d = vs.get(lb, {}).get("deltas", {})
-        lines.append(
-            f"| {lb} | {a['n']} | {_pct(a['em'])} | {_pct(a['f1'])} | {_pct(a['llm_match'])} | "
-            f"{_delta(d.get(primary)) if lb != baseline else '(base)'} | {_pct(a['gold_all'])} | "
-            f"{_delta(d.get('gold_all')) if lb != baseline else '(base)'} | {_pct(a['gold_fraction'])} | "
-            f"{_num(a['redundancy'], 3)} | {_num(a['chunks'])} | {a['errors']} |"
-        )
+        table.append([
+            lb, str(a["n"]), percent(a["em"]), percent(a["f1"]), percent(a["llm_match"]),
+            *(percent(a.get(k)) for k in extra),
+            percent(d.get(primary), sign=True) if lb != baseline else "(base)", percent(a["gold_all"]),
+            percent(d.get("gold_all"), sign=True) if lb != baseline else "(base)", percent(a["gold_fraction"]),
+            number(a["redundancy"], 3), number(a["chunks"]), str(a["errors"] - a.get("lm_failures", 0)),
+            str(a.get("lm_failures", 0)),
+        ])
+    lines += markdown_table(["strategy", "n", "EM", "F1", "LLM match", *extra, f"Δ {pname}", "all-gold recall",
+                             "Δ gold", "gold fraction", "redundancy", "chunks", "errors", "LM failures"], table)
     lines.append("")
     suspicious = {lb: aggs[lb].get("judge_zero_f1_matches", 0) for lb in labels}
     calls = sum(aggs[lb].get("judge_calls", 0) for lb in labels)
@@ -222,27 +228,29 @@ def format_report(summary: dict[str, Any]) -> str:
                 continue
             c = vs[lb]
             flag = "✅" if c["beats_baseline"] else "❌"
-            lines.append(f"- {flag} **{lb}** {c['verdict']}: {_delta(c['delta'])} points, {c['wins']} wins / "
-                         f"{c['losses']} losses / {c['ties']} ties over {c['questions']} questions; gold recall "
-                         f"{_delta(c['gold_all']['delta'])} points ({c['gold_all']['wins']}/{c['gold_all']['losses']}).")
+            lines.append(f"- {flag} **{lb}** {c['verdict']}: {percent(c['delta'], sign=True)} points, {c['wins']} wins"
+                         f" / {c['losses']} losses / {c['ties']} ties over {c['questions']} questions; gold recall "
+                         f"{percent(c['gold_all']['delta'], sign=True)} points "
+                         f"({c['gold_all']['wins']}/{c['gold_all']['losses']}).")
         lines.append("")
 
     for key, title in (("by_type", "By question type"), ("by_level", "By level")):
         groups = sorted({g for lb in labels for g in summary[key].get(lb, {})})
         if not groups:
             continue
-        lines += [f"## {title}", "", f"Cells: {pname} % (all-gold recall %), n questions.", "",
-                  f"| {key[3:]} | n | " + " | ".join(labels) + " |", "|---|---|" + "---|" * len(labels)]
+        lines += [f"## {title}", "", f"Cells: {pname} % (all-gold recall %), n questions.", ""]
+        table = []
         for g in groups:
             cells, n = [], 0
             for lb in labels:
                 cell = summary[key].get(lb, {}).get(g)
                 if cell is None:
-                    cells.append("–")
+                    cells.append(DASH)
                     continue
                 n = max(n, cell["n"])
-                cells.append(f"{_pct(cell[primary])} ({_pct(cell['gold_all'])})")
-            lines.append(f"| {g} | {n} | " + " | ".join(cells) + " |")
+                cells.append(f"{percent(cell[primary])} ({percent(cell['gold_all'])})")
+            table.append([g, str(n), *cells])
+        lines += markdown_table([key[3:], "n", *labels], table)
         lines.append("")
 
     lines += ["## Chunk retention by stage", "",
@@ -254,13 +262,13 @@ def format_report(summary: dict[str, Any]) -> str:
             continue
         parts = []
         for stage, s in stages.items():
-            extra = ""
+            note = ""
             if "removed" in s:
-                extra = f", −{_num(s['removed'])} removed"
+                note = f", −{number(s['removed'])} removed"
             if "cropped" in s:
-                extra = f", {_num(s['cropped'])} cropped"
-            parts.append(f"{stage} {_num(s['chunks'])} ({_num(s['gold'], 2)} gold, {_pct(s['gold_retention'])}% kept"
-                         f"{extra})")
+                note = f", {number(s['cropped'])} cropped"
+            parts.append(f"{stage} {number(s['chunks'])} ({number(s['gold'], 2)} gold, "
+                         f"{percent(s['gold_retention'])}% kept{note})")
         lines.append(f"- **{lb}**: " + " → ".join(parts))
     lines.append("")
 
@@ -271,18 +279,13 @@ def format_report(summary: dict[str, Any]) -> str:
         for lb in labels)
     lines += ["## Cost", "", "Means per question (latency: program wall seconds; judge time not included). Tokens "
               "and latency count only rows whose LM calls all ran live, since a DSPy cache hit reports no tokens "
-              f"and takes ~0 s (rows counted: {cost_note}).", "",
-              ("| strategy | searches | turns | LM calls | cached | tokens in | tokens out | context tokens | p50 s "
-              "| p95 s | LM errors | judge calls |"),
-              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for lb in labels:
-        a = aggs[lb]
-        lines.append(
-            f"| {lb} | {_num(a['searches'])} | {_num(a['turns'])} | {_num(a['lm_calls'])} | {_num(a['cached_calls'])} | "
-            f"{_num(a['input_tokens'], 0)} | {_num(a['output_tokens'], 0)} | {_num(a['context_tokens'], 0)} | "
-            f"{_num(a['latency_p50'], 2)} | {_num(a['latency_p95'], 2)} | {a['total_lm_errors']} | "
-            f"{a['judge_calls']} |"
-        )
+              f"and takes ~0 s (rows counted: {cost_note}).", ""]
+    table = [[lb, number(a["searches"]), number(a["turns"]), number(a["lm_calls"]), number(a["cached_calls"]),
+              number(a["input_tokens"], 0), number(a["output_tokens"], 0), number(a["context_tokens"], 0),
+              number(a["latency_p50"], 2), number(a["latency_p95"], 2), str(a["total_lm_errors"]),
+              str(a["judge_calls"])] for lb, a in ((lb, aggs[lb]) for lb in labels)]
+    lines += markdown_table(["strategy", "searches", "turns", "LM calls", "cached", "tokens in", "tokens out",
+                             "context tokens", "p50 s", "p95 s", "LM errors", "judge calls"], table)
     lines.append("")
 
     curves = summary.get("budget_curves") or {}
@@ -290,7 +293,7 @@ def format_report(summary: dict[str, Any]) -> str:
         lines += ["## Token budgets", "", f"Cells: {pname} % / all-gold recall % / mean tokens in.", ""]
         for spec, points in curves.items():
             lines.append(f"- **{spec}**: " + "; ".join(
-                f"{p['budget']:,}: {_pct(p[primary])} / {_pct(p['gold_all'])} / {_num(p['input_tokens'], 0)}"
+                f"{p['budget']:,}: {percent(p[primary])} / {percent(p['gold_all'])} / {number(p['input_tokens'], 0)}"
                 for p in points))
         lines.append("")
 
@@ -319,31 +322,23 @@ def format_report(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _previous_overhead(path: Path) -> dict[str, Any] | None:
-    import json
+def finish_summary(summary: dict[str, Any], folder: Any = None, *, plots: bool = True,
+                   log: Callable[[str], None] = print, started: float | None = None) -> dict[str, Any]:
+    """Write the plots into ``folder`` (a ``RunFolder``; None: no plots) and add the evaluation
+    overhead, including the time spent since ``started``; returns ``summary``.
 
-    try:
-        old = json.loads(path.read_text(encoding="utf-8")).get("overhead") or {}
-    except (OSError, ValueError, AttributeError):
-        return None
-    return old if old.get("ratio") is not None else None
-
-
-def write_outputs(out_dir: str | Path, summary: dict[str, Any], rows: Sequence[dict[str, Any]], *,
-                  plots: bool = True, log: Callable[[str], None] = print, started: float | None = None) -> None:
-    """Write plots, then ``report.md`` and ``summary.json`` (atomically), with the overhead
-    including the time spent here."""
-    from ragnet._atomic import write_json, write_text
+    A re-report of finished rows (no new rows) keeps the overhead measured when they were
+    computed, read from the folder's earlier ``summary.json``.
+    """
     from ragnet.errors import MissingDependencyError
 
-    out_dir = Path(out_dir)
     started = time.perf_counter() if started is None else started
     summary["plots"] = []
-    if plots:
+    if plots and folder is not None:
         try:
             from ragnet.eval.plots import write_plots
 
-            summary["plots"] = [str(p) for p in write_plots(summary, out_dir)]
+            summary["plots"] = [str(p) for p in write_plots(summary, folder.path)]
         except MissingDependencyError as exc:
             summary["plots_skipped"] = str(exc)
             log(f"warning: plots skipped: {exc}")
@@ -351,9 +346,19 @@ def write_outputs(out_dir: str | Path, summary: dict[str, Any], rows: Sequence[d
     timing = summary.get("timing", {})
     summary["overhead"] = _overhead(new_rows, float(timing.get("loop_s", 0.0)), time.perf_counter() - started,
                                     int(summary["meta"].get("threads", 1)))
-    if not new_rows:  # a re-report of finished rows keeps the figure measured when they were computed
-        previous = _previous_overhead(out_dir / "summary.json")
-        if previous is not None:
+    if not new_rows and folder is not None:
+        previous = (folder.previous_summary() or {}).get("overhead") or {}
+        if previous.get("ratio") is not None:
             summary["overhead"] = {**previous, "carried_over": True}
-    write_text(out_dir / "report.md", format_report(summary))
-    write_json(out_dir / "summary.json", summary)
+    return summary
+
+
+def write_outputs(out_dir: str | Path, summary: dict[str, Any], rows: Sequence[dict[str, Any]] = (), *,
+                  plots: bool = True, log: Callable[[str], None] = print, started: float | None = None) -> None:
+    """Write plots, then ``report.md`` and ``summary.json`` (atomically), with the overhead
+    including the time spent here (:func:`finish_summary`, then the run folder's writer)."""
+    from ragnet.eval.run_folder import RunFolder
+
+    folder = RunFolder(out_dir)
+    finish_summary(summary, folder, plots=plots, log=log, started=started)
+    folder.write_outputs(format_report(summary), summary)

@@ -34,11 +34,15 @@ x budgets) runs for every ``lam``; the rule/noise variants run for top-5, rank-f
 knapsack and protected transforms of that ``lam``.
 
 Example:
-    >>> from ragnet import Index                                            # doctest: +SKIP
-    >>> from ragnet.eval.datasets import load_questions                     # doctest: +SKIP
-    >>> qs = load_questions("hotpotqa_dev_distractor", split="dev")         # doctest: +SKIP
-    >>> result = run_retrieval_eval(Index.load("hotpot_idx"), qs)           # doctest: +SKIP
-    >>> print(format_retrieval_report(result))                              # doctest: +SKIP
+    >>> import tempfile
+    >>> from ragnet import Document, Index
+    >>> from ragnet.eval.datasets import QARecord
+    >>> docs = [Document(id=t, title=t, text=f"{t} is a city in Europe.") for t in ("Paris", "Rome", "Oslo")]
+    >>> index = Index.build(docs, tempfile.mkdtemp() + "/i", show_progress=False)
+    >>> questions = [QARecord(id="q1", question="Tell me about Rome", answers=["x"], gold_titles=["Rome"])]
+    >>> result = run_retrieval_eval(index, questions, budgets=[100], show_progress=False)
+    >>> print(format_retrieval_report(result).splitlines()[0])
+    ### Gold-evidence recall: 1 questions, 3 candidates per question (search pool 100)
 """
 
 from __future__ import annotations
@@ -49,15 +53,18 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from ragnet.core import knapsack, selection
+from ragnet.core import selection
 from ragnet.core import noise as noise_mod
 from ragnet.core.calibrate import TRANSFORMS as _KNOWN_TRANSFORMS
-from ragnet.core.calibrate import relevance as calibrate
 from ragnet.errors import InputError
+from ragnet.eval.evaluator import Evaluator
+from ragnet.eval.evidence import gold_chunk_ids
+from ragnet.eval.tables import DASH, markdown_table, percent
 
 __all__ = [
     "DEFAULT_TRANSFORMS",
     "SELECTIONS",
+    "RetrievalEvaluator",
     "format_retrieval_report",
     "gold_chunk_ids",
     "run_retrieval_eval",
@@ -76,53 +83,10 @@ DEFAULT_TRANSFORMS: tuple[tuple[str, float], ...] = (
     ("rank", 0.5),
 )
 TOP_K = 5
-# Same floor as ragnet.programs.packing.pack: a relevance of 0 would never be selected.
-_REL_FLOOR = 1e-12
-
-
-# --------------------------------------------------------------------------- gold mapping
-
-
-def _doc_map(index: Any) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
-    """``doc_id -> chunk ids`` and ``casefolded title -> chunk ids`` (cached on the index object)."""
-    cached = getattr(index, "_ragnet_eval_doc_map", None)
-    if cached is not None and cached[0] == len(index.chunks):
-        return cached[1], cached[2]
-    by_doc: dict[str, list[str]] = {}
-    by_title: dict[str, list[str]] = {}
-    for c in index.chunks:
-        by_doc.setdefault(c.doc_id, []).append(c.id)
-        by_title.setdefault(" ".join(str(c.title).split()).casefold(), []).append(c.id)
-    try:
-        index._ragnet_eval_doc_map = (len(index.chunks), by_doc, by_title)
-    except AttributeError:  # pragma: no cover - an index type with __slots__
-        pass
-    return by_doc, by_title
-
-
-def gold_chunk_ids(record: Any, index: Any) -> dict[str, list[str]]:
-    """The chunks of each gold document of ``record``: ``{gold key: [chunk ids]}``.
-
-    Gold documents are ``record.gold_passage_ids`` when the record has them (pooled-corpus
-    sets linked by passage id), else ``record.gold_titles``. A key matches chunks whose
-    ``doc_id`` equals it (pooled HotpotQA: the document id *is* the paragraph title, see
-    ``ragnet.eval.datasets.pooled_documents``) and, failing that, chunks whose title equals
-    it (case-insensitive). A gold document absent from the index maps to ``[]``.
-
-    Example:
-        >>> # gold_chunk_ids(record, index)
-        >>> # {'Scott Derrickson': ['Scott Derrickson#0'], 'Ed Wood': ['Ed Wood#0']}
-    """
-    by_doc, by_title = _doc_map(index)
-    keys = list(getattr(record, "gold_passage_ids", None) or []) or list(getattr(record, "gold_titles", None) or [])
-    out: dict[str, list[str]] = {}
-    for key in keys:
-        key = str(key)
-        if key in out:
-            continue
-        ids = by_doc.get(key) or by_title.get(" ".join(key.split()).casefold()) or []
-        out[key] = list(ids)
-    return out
+#: Each selection rule of this module, as a method of ``ragnet.core.selection.select`` (the
+#: dispatcher ``ragnet.programs.packing.pack`` calls too).
+_METHOD = {"top5": "top", "rank-fill": "rank", "rank-prefix": "rank-prefix", "knapsack": "exact",
+           "protected": "protected"}
 
 
 # --------------------------------------------------------------------------- pools and selections
@@ -145,19 +109,6 @@ class _Pool:
         )
 
 
-def _knapsack(rel: np.ndarray, tokens: np.ndarray, budget: int) -> np.ndarray:
-    if rel.size == 0 or budget <= 0:
-        return np.empty(0, dtype=np.int64)
-    return knapsack.select(rel, tokens, budget, method="exact")
-
-
-_rank_fill, _rank_prefix, _protected = selection.rank_fill, selection.rank_prefix, selection.protected
-
-
-def _relevance(scores: np.ndarray, transform: str, temperature: float) -> np.ndarray:
-    return np.maximum(calibrate(scores, transform, temperature), _REL_FLOOR)
-
-
 def _label(transform: str, temperature: float) -> str:
     return "raw" if transform in ("raw", "linear") else f"{transform} T={temperature:g}"
 
@@ -178,23 +129,17 @@ def _select_all(
     selections: Sequence[str],
     transforms: Sequence[tuple[str, float]],
 ) -> dict[tuple[str, int], np.ndarray]:
-    """Every selection of ``pool``: ``{(name, budget): indices}``."""
+    """Every selection of ``pool``: ``{(name, budget): indices}`` (``ragnet.core.selection.select``)."""
     out: dict[tuple[str, int], np.ndarray] = {}
-    rels = {_label(t, temp): _relevance(pool.scores, t, temp) for t, temp in transforms} if pool.scores.size else {}
+    rels = {_label(t, temp): selection.relevance(pool.scores, t, temp) for t, temp in transforms}
     for budget in budgets:
         for sel in selections:
-            if sel == "top5":
-                out[("top5", budget)] = np.arange(min(TOP_K, pool.tokens.size), dtype=np.int64)
-            elif sel == "rank-fill":
-                out[("rank-fill", budget)] = _rank_fill(pool.tokens, budget)
-            elif sel == "rank-prefix":
-                out[("rank-prefix", budget)] = _rank_prefix(pool.tokens, budget)
-            else:
-                fn = _knapsack if sel == "knapsack" else _protected
+            if sel in ("knapsack", "protected"):
                 for t, temp in transforms:
                     label = _label(t, temp)
-                    rel = rels.get(label, np.empty(0))
-                    out[(f"{sel} {label}", budget)] = fn(rel, pool.tokens, budget)
+                    out[(f"{sel} {label}", budget)] = selection.select(pool.tokens, budget, _METHOD[sel], rel=rels[label])
+            else:
+                out[(sel, budget)] = selection.select(pool.tokens, budget, _METHOD[sel], k=TOP_K)
     return out
 
 
@@ -572,17 +517,11 @@ def _recommend(dominance: dict[str, dict[str, Any]], lam_values: Sequence[float]
     return None
 
 
-def _pct(x: float | None) -> str:
-    return "–" if x is None else f"{100 * x:.1f}"
-
-
 def format_retrieval_report(result: dict[str, Any]) -> str:
     """A markdown report of :func:`run_retrieval_eval`'s result.
 
-    Each cell reads ``all-gold % (gold fraction %)``; ``Δ`` rows compare with rank-fill.
-
-    Example:
-        >>> # print(format_retrieval_report(run_retrieval_eval(index, questions)))
+    Each cell reads ``all-gold % (gold fraction %)``; the last columns give the mean tokens at
+    the largest budget and whether a knapsack selection is at or above rank-fill at every budget.
     """
     budgets = result["budgets"]
     lines = [
@@ -591,36 +530,32 @@ def format_retrieval_report(result: dict[str, Any]) -> str:
         "",
         "Cells: all-gold recall % (gold fraction %) at each context budget (sum of chunk tokens).",
         "",
-        "| mode | selection | "
-        + " | ".join(f"{b:,}" for b in budgets)
-        + " | mean tokens @max | ≥ rank-fill everywhere |",
-        "|---|---|" + "---|" * len(budgets) + "---|---|",
     ]
+    header = ["mode", "selection", *(f"{b:,}" for b in budgets), "mean tokens @max", "≥ rank-fill everywhere"]
     by_key = {(r["mode"], r["selection"], r["budget"]): r for r in result["rows"]}
-    modes = list(dict.fromkeys(r["mode"] for r in result["rows"]))
-    for mode in modes:
+    table = []
+    for mode in dict.fromkeys(r["mode"] for r in result["rows"]):
         names = list(dict.fromkeys(r["selection"] for r in result["rows"] if r["mode"] == mode))
         dom = result["dominance"].get(mode, {})
         for name in names:
             cells = []
             for b in budgets:
                 r = by_key.get((mode, name, b))
-                cells.append("–" if r is None else f"{_pct(r['all_gold'])} ({_pct(r['gold_fraction'])})")
+                cells.append(DASH if r is None else f"{percent(r['all_gold'])} ({percent(r['gold_fraction'])})")
             last = by_key.get((mode, name, budgets[-1]))
             flag = ""
             if name in dom:
                 flag = "yes" if dom[name]["dominates_rank_fill"] else "no"
-            lines.append(
-                f"| {mode} | {name} | " + " | ".join(cells) + f" | {last['mean_tokens'] if last else '–'} | {flag} |"
-            )
+            table.append([mode, name, *cells, str(last["mean_tokens"]) if last else DASH, flag])
+    lines += markdown_table(header, table)
     lines += ["", "**Best selection per budget** (excluding top-5):", ""]
     for mode, per_budget in result["best"].items():
-        parts = [f"{b}: {v['selection']} {_pct(v['all_gold'])}" for b, v in per_budget.items()]
+        parts = [f"{b}: {v['selection']} {percent(v['all_gold'])}" for b, v in per_budget.items()]
         lines.append(f"- {mode}: " + "; ".join(parts))
     rec = result.get("recommendation")
     lines.append("")
     if rec:
-        margins = ", ".join(f"{b}: {100 * m:+.1f}" for b, m in rec["margin"].items())
+        margins = ", ".join(f"{b}: {percent(m, sign=True)}" for b, m in rec["margin"].items())
         verdict = "never below rank-fill" if rec["dominates_rank_fill"] else "NOT >= rank-fill at every budget"
         lines.append(
             f"**Recommendation** ({rec['mode']}): method={rec['method']}, transform={rec['transform']}, "
@@ -641,3 +576,74 @@ def format_retrieval_report(result: dict[str, Any]) -> str:
         f"from the index. Time: {result['seconds']['total']} s."
     )
     return "\n".join(lines)
+
+
+class RetrievalEvaluator(Evaluator):
+    """:func:`run_retrieval_eval` as an :class:`~ragnet.eval.evaluator.Evaluator` (``ragnet eval
+    retrieval``): nothing to resume (a few minutes of numpy), so the folder gets ``report.md``
+    (a title, the command, :func:`format_retrieval_report`) and ``summary.json`` only.
+
+    Args:
+        index: a ``ragnet.Index`` holding the questions' gold documents.
+        questions: ``QARecord``\\ s with gold titles or passage ids.
+        command: the command line, written under the title of ``report.md``.
+        show_progress: tqdm bars.
+        **options: further arguments of :func:`run_retrieval_eval` (``budgets``, ``selections``, ...).
+
+    Example:
+        >>> import tempfile
+        >>> from ragnet import Document, Index
+        >>> from ragnet.eval.datasets import QARecord
+        >>> docs = [Document(id=t, title=t, text=f"{t} is a city in Europe.") for t in ("Paris", "Rome", "Oslo")]
+        >>> index = Index.build(docs, tempfile.mkdtemp() + "/i", show_progress=False)
+        >>> questions = [QARecord(id="q1", question="Tell me about Rome", answers=["x"], gold_titles=["Rome"])]
+        >>> evaluator = RetrievalEvaluator(index, questions, budgets=[100], rules=[False], noise=[False],
+        ...                                show_progress=False)
+        >>> summary = evaluator()
+        >>> evaluator.metrics(summary)["hybrid λ=0.4/rank-fill@100/all_gold"]
+        1.0
+    """
+
+    name = "retrieval"
+    primary_metric = "all_gold"
+
+    def __init__(self, index: Any, questions: Sequence[Any], *, command: str | None = None,
+                 show_progress: bool = True, log: Any = None,
+                 sentence_budgets: Sequence[int] | None = (512, 1000, 2000, 4000), **options: Any) -> None:
+        super().__init__(log=log)
+        self.index, self.questions, self.command = index, list(questions), command
+        self.show_progress, self.options = show_progress, options
+        self.sentence_budgets = list(sentence_budgets) if sentence_budgets else None
+
+    def settings(self) -> dict[str, Any]:
+        return {"index": str(getattr(self.index, "path", "")), "questions": len(self.questions), **self.options,
+                "sentence_budgets": self.sentence_budgets, "command": self.command}
+
+    def evaluate(self, folder: Any) -> dict[str, Any]:
+        """Paragraph-level recall; plus sentence-level evidence (``summary["sentence_evidence"]``,
+        :mod:`ragnet.eval.sentence_evidence`) when questions carry gold supporting sentences."""
+        from ragnet.eval.sentence_evidence import gold_sentence_texts, run_sentence_evidence
+
+        summary = run_retrieval_eval(self.index, self.questions, show_progress=self.show_progress, **self.options)
+        if self.sentence_budgets and any(gold_sentence_texts(q) for q in self.questions):
+            summary["sentence_evidence"] = run_sentence_evidence(
+                self.index, self.questions, budgets=self.sentence_budgets, show_progress=self.show_progress)
+        return summary
+
+    def format_report(self, summary: dict[str, Any]) -> str:
+        from ragnet.eval.sentence_evidence import format_sentence_report
+
+        command = f"Command: `{self.command}`\n\n" if self.command else ""
+        report = f"# Retrieval-only recall\n\n{command}{format_retrieval_report(summary)}\n"
+        if summary.get("sentence_evidence"):
+            report += "\n" + format_sentence_report(summary["sentence_evidence"]) + "\n"
+        return report
+
+    def metrics(self, summary: dict[str, Any]) -> dict[str, float]:
+        """``{"<mode>/<selection>@<budget>/all_gold" (and /gold_fraction): value}`` for every cell."""
+        out: dict[str, float] = {}
+        for r in summary["rows"]:
+            cell = f"{r['mode']}/{r['selection']}@{r['budget']}"
+            out[f"{cell}/all_gold"] = r["all_gold"]
+            out[f"{cell}/gold_fraction"] = r["gold_fraction"]
+        return out

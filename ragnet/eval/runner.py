@@ -1,14 +1,19 @@
 """The ``ragnet eval`` runner: every strategy on the same questions, resumable, in parallel.
 
-For each (strategy, question) the runner builds the program (``ragnet.programs.registry``;
-budgeted strategies once per ``--budgets`` entry, labelled ``oneshot@2000``), answers the
-question, scores the prediction (``ragnet.eval.metrics.score_prediction``: EM, F1, LLM match,
-gold recall, stage retention, redundancy, cost) and appends one JSON line to
-``OUT/results.jsonl``, flushed and fsynced. A crash loses at most the line being written:
-a truncated last line is dropped with a warning on the next run, and rows already there are
-skipped. A question whose program raises becomes an error row (it counts as wrong), never a
-lost question. ``report.md``, ``summary.json`` and the plots are then written from every
-row of the selected questions and strategies (``ragnet.eval.report``).
+:class:`QAEvaluator` (an :class:`~ragnet.eval.evaluator.Evaluator`) builds, for each strategy,
+the program (``ragnet.programs.registry``; budgeted strategies once per ``budgets`` entry,
+labelled ``oneshot@2000``), answers each question, scores the prediction
+(``ragnet.eval.scoring.score_prediction``: EM, F1, LLM match, gold recall, stage retention,
+redundancy, cost, plus any scoring hooks) and appends one row per (strategy, question) to
+``OUT/results.jsonl`` (:class:`~ragnet.eval.run_folder.RunFolder`: a crash loses at most the
+line being written, and rows already there are skipped). A question whose program raises
+becomes an error row (it counts as wrong), never a lost question. ``report.md``,
+``summary.json`` and the plots are then written from every row of the selected questions and
+strategies (``ragnet.eval.report``). :func:`run_eval` is the same as a function.
+
+Questions come from an ``EvalSet`` (``ragnet.eval.datasets.load_eval_set``; its pooled index,
+or one index per question, see ``ragnet.eval.indexes``) or are any records with ``id``,
+``question`` and ``answers`` answered over an index the caller built.
 
 Threads: ``threads > 1`` answers questions in parallel, each job in a copy of the caller's
 context (so ``dspy.context`` settings reach the workers). Programs are shared between
@@ -17,38 +22,48 @@ its calls with a lock, so parallel jobs queue on it safely while retrieval, judg
 scoring overlap; hosted LMs gain the most.
 
 Example:
-    >>> from ragnet.eval.datasets import load_eval_set                         # doctest: +SKIP
-    >>> ev = load_eval_set("hotpotqa_dev_distractor", split="dev", n=20)      # doctest: +SKIP
-    >>> summary = run_eval(ev, ["basic", "oneshot"], out_dir="out/hotpot")    # doctest: +SKIP
-    >>> summary["strategies"]["oneshot"]["llm_match"]                        # doctest: +SKIP
+    >>> import tempfile, dspy
+    >>> from dspy.utils import DummyLM
+    >>> from ragnet import Document, Index
+    >>> from ragnet.eval.datasets import QARecord
+    >>> docs = [Document(id="Paris", title="Paris", text="Paris is the capital of France."),
+    ...         Document(id="Rome", title="Rome", text="Rome is the capital of Italy.")]
+    >>> index = Index.build(docs, tempfile.mkdtemp() + "/i", show_progress=False)
+    >>> questions = [QARecord(id="q1", question="Capital of France?", answers=["Paris"], gold_titles=["Paris"])]
+    >>> evaluator = QAEvaluator(questions, ["basic"], index=index, judge=False, plots=False, show_progress=False)
+    >>> with dspy.context(lm=DummyLM([{"answer": "Paris", "evidence_ids": ["c1"]}])):
+    ...     summary = evaluator(tempfile.mkdtemp())
+    >>> summary["strategies"]["basic"]["em"], summary["strategies"]["basic"]["gold_all"]
+    (1.0, 1.0)
+    >>> evaluator.metrics(summary)["basic/em"], evaluator.primary_metric
+    (1.0, 'em')
 """
 
 from __future__ import annotations
 
 import contextvars
-import hashlib
-import json
-import os
 import sys
-import threading
 import time
 import traceback
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ragnet.errors import InputError
-from ragnet.eval.datasets import EvalSet, QARecord
+from ragnet.errors import InputError, LMUnavailableError, describe
+from ragnet.eval.datasets import EvalSet
+from ragnet.eval.evaluator import Evaluator
+from ragnet.eval.records import get_field
+from ragnet.eval.run_folder import RESULTS, RUN_FILE, RunFolder, read_rows  # noqa: F401 - RUN_FILE re-exported
 
-__all__ = ["StrategyRun", "parse_program_args", "plan_strategies", "read_results", "run_eval"]
+__all__ = ["QAEvaluator", "StrategyRun", "iter_rows", "parse_program_args", "plan_strategies", "read_results",
+           "run_eval"]
 
-RESULTS = "results.jsonl"
-RUN_FILE = "run.json"
 #: Run settings that must match for rows in an existing results file to be reused.
-_COMPAT_KEYS = ("set", "mode", "lm", "judge", "judge_lm", "programs")
+_COMPAT_KEYS = ("set", "mode", "lm", "answer_lm", "judge", "judge_lm", "programs")
+#: Fields that identify a row.
+ROW_KEY = ("strategy", "id")
 
 
 def _stderr(message: str) -> None:
@@ -124,7 +139,7 @@ def parse_program_args(values: Sequence[str] | None, strategies: Sequence[str]) 
         >>> parse_program_args([], ["basic"])
         {}
     """
-    from ragnet.optimize.persist import read_header
+    from ragnet.programs.persist import read_header
     from ragnet.programs import STRATEGIES
     from ragnet.programs.registry import parse_spec
 
@@ -155,129 +170,19 @@ def parse_program_args(values: Sequence[str] | None, strategies: Sequence[str]) 
 
 
 def read_results(path: str | Path, log: Callable[[str], None] = _stderr) -> list[dict[str, Any]]:
-    """Rows of a ``results.jsonl``; a truncated last line (a crash mid-write) is dropped with a
-    warning and cut from the file, so appending continues cleanly. A bad line elsewhere is an
-    :class:`InputError` naming the file and line (rows are never silently lost)."""
-    path = Path(path)
-    if not path.is_file():
-        return []
-    data = path.read_bytes()
-    rows: list[dict[str, Any]] = []
-    offset = 0
-    lines = data.split(b"\n")
-    for number, raw in enumerate(lines, 1):
-        is_last = number == len(lines) or (number == len(lines) - 1 and lines[-1] == b"")
-        if raw.strip():
-            try:
-                row = json.loads(raw.decode("utf-8"))
-                if not isinstance(row, dict) or "strategy" not in row or "id" not in row:
-                    raise ValueError("not a result row")
-            except (ValueError, UnicodeDecodeError) as exc:
-                if is_last:
-                    log(f"warning: {path}:{number}: ignoring an incomplete last line (an interrupted run); "
-                        "it will be recomputed")
-                    with open(path, "r+b") as fh:
-                        fh.truncate(offset)
-                    break
-                raise InputError(f"corrupt result row ({exc}); remove the line or use --fresh",
-                                 path=path, line=number) from None
-            rows.append(row)
-        offset += len(raw) + 1
-    return rows
+    """Rows of a ``results.jsonl`` of ``ragnet eval`` (``ragnet.eval.run_folder.read_rows``): a
+    truncated last line (a crash mid-write) is dropped with a warning and cut from the file, so
+    appending continues cleanly; a bad line elsewhere is an :class:`InputError` naming the file
+    and line (rows are never silently lost)."""
+    return read_rows(path, key=ROW_KEY, log=log)
 
 
-class _Writer:
-    """Appends one complete JSON line per row, flushed and fsynced (called from one thread)."""
-
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if path.is_file() and path.stat().st_size and not path.read_bytes().endswith(b"\n"):
-            with open(path, "ab") as fh:  # a complete last line without its newline
-                fh.write(b"\n")
-        self._fh = open(path, "a", encoding="utf-8")  # noqa: SIM115 - held open for the run; see close()
-
-    def write(self, row: dict[str, Any]) -> None:
-        self._fh.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
-
-    def close(self) -> None:
-        self._fh.close()
+def iter_rows(out_dir: str | Path) -> Iterable[dict[str, Any]]:
+    """Rows of ``OUT/results.jsonl`` (for custom analyses)."""
+    return iter(read_results(Path(out_dir) / RESULTS))
 
 
-def _sha256(path: str | Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
-def _check_run_file(out_dir: Path, config: dict[str, Any], fresh: bool) -> None:
-    """Refuse to mix rows from runs with other settings (LM, judge, set, mode, programs)."""
-    from ragnet._atomic import write_json
-
-    run_file = out_dir / RUN_FILE
-    results = out_dir / RESULTS
-    if fresh and results.exists():
-        results.unlink()
-    if run_file.is_file() and results.is_file() and not fresh:
-        try:
-            old = json.loads(run_file.read_text(encoding="utf-8"))
-        except (ValueError, UnicodeDecodeError):
-            raise InputError("unreadable run settings; use --fresh to start over", path=run_file) from None
-        diff = [k for k in _COMPAT_KEYS if old.get(k) != config.get(k)]
-        if diff:
-            detail = "; ".join(f"{k}: {old.get(k)!r} -> {config.get(k)!r}" for k in diff)
-            raise InputError(f"{out_dir} holds results of a run with other settings ({detail}); "
-                             "use another --out, or --fresh to discard them", argument="out")
-    write_json(run_file, config)
-
-
-# --------------------------------------------------------------------------- indexes
-
-
-class _Indexes:
-    """The index a question is answered over: one pooled index, or one small cached index per
-    question (per-question mode; the last few stay loaded, since jobs run question by question)."""
-
-    def __init__(self, eval_set: EvalSet, *, embedder: Any, root: Path | None, show_progress: bool,
-                 log: Callable[[str], None], keep: int) -> None:
-        from ragnet.eval.index_cache import cached_index, index_root
-
-        self.eval_set = eval_set
-        self._cached_index = cached_index
-        self.embedder = embedder
-        self.root = Path(root) if root is not None else index_root()
-        self.log = log
-        self.keep = max(2, keep)
-        self._lock = threading.Lock()
-        self._recent: OrderedDict[str, Any] = OrderedDict()
-        self.pooled = None
-        if eval_set.mode == "pooled":
-            self.pooled = cached_index(eval_set.documents, f"{eval_set.name}-pooled", embedder=embedder,
-                                       root=self.root, show_progress=show_progress, log=log)
-
-    @property
-    def path(self) -> str:
-        if self.pooled is not None:
-            return str(self.pooled.path)
-        return str(self.root / f"{self.eval_set.name}-per-question")
-
-    def get(self, record: QARecord) -> Any:
-        if self.pooled is not None:
-            return self.pooled
-        with self._lock:
-            index = self._recent.get(record.id)
-            if index is not None:
-                self._recent.move_to_end(record.id)
-                return index
-        index = self._cached_index(self.eval_set.question_documents(record), record.id, embedder=self.embedder,
-                                   root=self.root / f"{self.eval_set.name}-per-question", show_progress=False)
-        with self._lock:
-            self._recent[record.id] = index
-            while len(self._recent) > self.keep:
-                self._recent.popitem(last=False)
-        return index
-
-
-# --------------------------------------------------------------------------- running
+# --------------------------------------------------------------------------- the evaluator
 
 
 def _lm_name(lm: Any) -> str | None:
@@ -286,14 +191,322 @@ def _lm_name(lm: Any) -> str | None:
     return str(getattr(lm, "model", None) or type(lm).__name__)
 
 
-def _record_fields(record: QARecord) -> dict[str, Any]:
-    return {"id": record.id, "type": record.type, "level": record.level, "question": record.question,
-            "answers": list(record.answers)}
+def _record_fields(record: Any) -> dict[str, Any]:
+    return {"id": str(record.id), "type": get_field(record, "type"), "level": get_field(record, "level"),
+            "question": record.question, "answers": list(get_field(record, "answers", []))}
 
 
-def _error_text(exc: BaseException) -> str:
-    message = " ".join(str(exc).split())
-    return f"{type(exc).__name__}: {message[:500]}" if message else type(exc).__name__
+#: ``program_factory(run, index) -> program``.
+ProgramFactory = Callable[["StrategyRun", Any], Any]
+#: ``scorer(record, prediction, index) -> {field: value}``, merged into the row.
+Scorer = Callable[[Any, Any, Any], dict[str, Any]]
+
+
+class QAEvaluator(Evaluator):
+    """Strategies answering questions, side by side (see the module docstring).
+
+    Args:
+        data: an ``EvalSet`` (from ``ragnet.eval.datasets.load_eval_set``), or records with
+            ``id``, ``question`` and ``answers`` (gold fields optional) answered over ``index``.
+        strategies: specs (``"oneshot:no-filter"``) or ready :class:`StrategyRun`\\ s.
+        index: the index every question is answered over; required with plain records, and
+            replaces an ``EvalSet``'s own index.
+        name: the set's name in reports when ``data`` is plain records (default ``"questions"``).
+        judge: score LLM match with ``JudgeAnswer`` (an exact match needs no LM call).
+        judge_lm: the judge's ``dspy.LM``; None uses the LM the programs use.
+        answer_lm: the LM every program answers with (a spec or ``dspy.BaseLM``; see
+            ``RAGProgram``); None answers with the programs' LM.
+        threads: questions answered in parallel.
+        budget, budgets: token budget(s) of budgeted strategies (see :func:`plan_strategies`).
+        programs: ``{spec: compiled program file}`` from ``ragnet optimize``.
+        overrides: extra constructor arguments per strategy name, e.g. ``{"iterative": {"max_turns": 3}}``.
+        program_factory: ``factory(run, index) -> program`` replacing the default
+            (``build_program`` with ``overrides``, then the compiled ``run.program`` loaded).
+        scorers: per-row hooks ``scorer(record, prediction, index) -> {field: value}``, merged
+            into each row that ran (e.g. a task's own correctness).
+        extra_metrics: row fields from ``scorers`` aggregated like accuracy (mean over every
+            row; an error row counts 0), per strategy, type and level.
+        primary_metric: the metric that decides (default ``llm_match`` with a judge, else ``em``).
+        command: the command line, written at the top of the report.
+        retry_errors: run again the questions whose earlier row is an error row.
+        store_trace: keep each prediction's trace in its row.
+        plots: write PNG plots (needs matplotlib; skipped with a message if missing).
+        embedder: an ``Embedder`` for building/loading indexes (None: the bundled MiniLM).
+        index_root: where cached indexes live (default ``$RAGNET_HOME/indexes``).
+        show_progress: a progress bar over the jobs.
+        on_row: called with each new row once it is recorded (e.g. to print it).
+        log: receives one-line notices and warnings.
+    """
+
+    name = "qa"
+    row_key = ROW_KEY
+    compare = _COMPAT_KEYS
+
+    def __init__(
+        self,
+        data: EvalSet | Sequence[Any],
+        strategies: Sequence[str] | Sequence[StrategyRun],
+        *,
+        index: Any = None,
+        name: str | None = None,
+        judge: bool = True,
+        judge_lm: Any = None,
+        answer_lm: Any = None,
+        threads: int = 1,
+        budget: int | None = None,
+        budgets: Sequence[int] | None = None,
+        programs: dict[str, str | Path] | None = None,
+        overrides: dict[str, dict[str, Any]] | None = None,
+        program_factory: ProgramFactory | None = None,
+        scorers: Sequence[Scorer] = (),
+        extra_metrics: Sequence[str] = (),
+        primary_metric: str | None = None,
+        command: str | None = None,
+        retry_errors: bool = False,
+        store_trace: bool = True,
+        plots: bool = True,
+        embedder: Any = None,
+        index_root: str | Path | None = None,
+        show_progress: bool = True,
+        on_row: Callable[[dict[str, Any]], None] | None = None,
+        log: Callable[[str], None] = _stderr,
+    ) -> None:
+        super().__init__(log=log)
+        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+            raise InputError(f"must be a positive integer, got {threads!r}", argument="threads")
+        if strategies and all(isinstance(s, StrategyRun) for s in strategies):
+            self.plan = list(strategies)  # type: ignore[arg-type]
+        else:
+            self.plan = plan_strategies(list(strategies), budget=budget, budgets=budgets,  # type: ignore[arg-type]
+                                        programs=programs)
+        if isinstance(data, EvalSet):
+            self.eval_set, self.questions = data, list(data.questions)
+        else:
+            if index is None:
+                raise InputError("questions without an EvalSet need the index to answer them over", argument="index")
+            self.eval_set, self.questions = None, list(data)
+        self.index = index
+        self.set_name = data.name if isinstance(data, EvalSet) else (name or "questions")
+        from ragnet.programs.base import AnswerLM
+
+        self.judge, self.judge_lm, self.threads = bool(judge), judge_lm, threads
+        self.answer_lm = None if answer_lm is None else (answer_lm if isinstance(answer_lm, AnswerLM)
+                                                         else AnswerLM(answer_lm))
+        self.budget, self.budgets = budget, budgets
+        self.overrides = overrides or {}
+        self.program_factory = program_factory or self._build_program
+        self.scorers = list(scorers)
+        self.extra_metrics = tuple(extra_metrics)
+        self.primary_metric = primary_metric or ("llm_match" if judge else "em")
+        self.command, self.retry_errors, self.store_trace, self.plots = command, retry_errors, store_trace, plots
+        self.embedder, self.index_root, self.show_progress, self.on_row = embedder, index_root, show_progress, on_row
+        #: The rows of the last call (latest per strategy and question), in report order.
+        self.rows: list[dict[str, Any]] = []
+
+    # -- settings and report
+
+    def settings(self) -> dict[str, Any]:
+        """``run.json``: set, data file, corpus mode, LMs, judge and compiled programs (with their SHA-256)."""
+        import dspy
+
+        from ragnet._hashing import sha256_file
+
+        program_lm = dspy.settings.lm
+        ev = self.eval_set
+        return {
+            "set": self.set_name,
+            "data": str(ev.path) if ev is not None else None,
+            "mode": ev.mode if ev is not None else "pooled",
+            "lm": _lm_name(program_lm),
+            "answer_lm": self.answer_lm.name if self.answer_lm is not None else None,
+            "judge": self.judge,
+            "judge_lm": _lm_name(self.judge_lm or program_lm) if self.judge else None,
+            "programs": {r.label: {"file": r.program, "sha256": sha256_file(r.program)} for r in self.plan
+                         if r.program},
+            "command": self.command,
+        }
+
+    def format_report(self, summary: dict[str, Any]) -> str:
+        from ragnet.eval.report import format_report
+
+        return format_report(summary)
+
+    def metrics(self, summary: dict[str, Any]) -> dict[str, float]:
+        """``{"<strategy>/<metric>": value}`` for the accuracy and gold-recall figures (and
+        ``extra_metrics``) that are defined."""
+        keys = ("em", "f1", "contains", "llm_match", "gold_all", "gold_fraction", *self.extra_metrics)
+        return {f"{label}/{key}": agg[key] for label, agg in summary["strategies"].items() for key in keys
+                if agg.get(key) is not None}
+
+    # -- running
+
+    def _build_program(self, run: StrategyRun, index: Any) -> Any:
+        from ragnet.programs.persist import load_program
+        from ragnet.programs.registry import build_program, parse_spec
+
+        kwargs = dict(self.overrides.get(parse_spec(run.spec)[0], {}))
+        if self.answer_lm is not None:
+            kwargs.setdefault("answer_lm", self.answer_lm)
+        program = build_program(run.spec, index, budget=run.budget, **kwargs)
+        if run.program:
+            load_program(program, run.program)
+        return program
+
+    def evaluate(self, folder: RunFolder | None) -> dict[str, Any]:
+        """Answer every (strategy, question) not yet in ``folder``; return the summary."""
+        from ragnet.eval.indexes import EvalIndexes
+        from ragnet.eval.judge import AnswerJudge
+        from ragnet.eval.report import build_summary, finish_summary
+        from ragnet.eval.scoring import error_scores, score_prediction
+        from ragnet.lm.failures import answer_failure
+        from ragnet.index.embedder import Embedder
+
+        config = self.settings()
+        log, plan, questions = self.log, self.plan, self.questions
+        results_path = folder.results_path if folder is not None else None
+        latest: dict[tuple[str, str], dict[str, Any]] = {}
+        for row in folder.rows() if folder is not None else []:
+            latest[(row["strategy"], row["id"])] = row
+        labels = [r.label for r in plan]
+        wanted = {(r.label, str(q.id)) for r in plan for q in questions}
+        # Rows of an LM outage are always run again (the outage may be over); rows whose program
+        # raised only with retry_errors.
+        done = {k for k, row in latest.items() if k in wanted and row.get("error_kind") != "lm"
+                and not (self.retry_errors and row.get("error"))}
+
+        # -- indexes and programs (set-up, timed apart from the evaluation loop)
+        t_setup = time.perf_counter()
+        emb = self.embedder if isinstance(self.embedder, Embedder) else Embedder(self.embedder)
+        indexes = EvalIndexes(self.eval_set, index=self.index, embedder=emb, root=self.index_root,
+                              show_progress=self.show_progress, log=log, keep=2 * self.threads + 2)
+        shared: dict[str, Any] = {}
+        if indexes.pooled is not None:
+            shared = {run.label: self.program_factory(run, indexes.pooled) for run in plan}
+            indexes.pooled.embed_query("warm-up")  # load the embedder before threads race to do it
+        setup_s = time.perf_counter() - t_setup
+        scorer = AnswerJudge(lm=self.judge_lm) if self.judge else None
+
+        jobs = [(run, rec) for rec in questions for run in plan if (run.label, str(rec.id)) not in done]
+        if done:
+            log(f"resuming: {len(done)} of {len(wanted)} rows already in {results_path}; {len(jobs)} to run")
+
+        def run_job(run: StrategyRun, record: Any) -> dict[str, Any]:
+            started = time.perf_counter()
+            base = {"strategy": run.label, "spec": run.spec, "budget": run.budget, **_record_fields(record)}
+            index_s = 0.0
+            try:
+                t0 = time.perf_counter()
+                index = indexes.get(record)
+                program = shared.get(run.label)
+                if program is None:
+                    program = self.program_factory(run, index)
+                index_s = time.perf_counter() - t0
+                pred = program(question=record.question)
+                row = {**base, **score_prediction(record, pred, index, scorer)}
+                for extra in self.scorers:
+                    row.update(extra(record, pred, index))
+                row["evidence"] = list(pred.evidence)
+                row["context"] = list(pred.context)
+                if self.store_trace:
+                    row["trace"] = list(pred.trace)
+                failure = answer_failure(pred.trace)
+                row["error"] = f"LM failure: {failure}" if failure else None
+                row["error_kind"] = "lm" if failure else None
+            except Exception as exc:  # noqa: BLE001 - every failure becomes an error row
+                tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
+                row = {**base, "error": describe(exc, 500), "error_kind": "program",
+                       "traceback": "".join(tb[-3:])[-2000:], **error_scores(record, judged=self.judge)}
+            row["index_seconds"] = round(index_s, 4)
+            row["job_seconds"] = round(time.perf_counter() - started, 4)
+            return row
+
+        # -- the evaluation loop
+        from tqdm.auto import tqdm
+
+        writer = folder.writer() if folder is not None else None
+        new_rows: list[dict[str, Any]] = []
+        outages = OutageGuard()
+        t_loop = time.perf_counter()
+        try:
+            with tqdm(total=len(jobs), desc="eval", unit="q", disable=not self.show_progress or not jobs,
+                      dynamic_ncols=True) as bar:
+
+                def record_row(row: dict[str, Any]) -> None:
+                    if writer is not None:
+                        writer.write(row)
+                    new_rows.append(row)
+                    latest[(row["strategy"], row["id"])] = row
+                    status = {"lm": "LM FAILED", "program": "ERROR"}.get(row.get("error_kind") or "", "ok")
+                    bar.set_postfix_str(f"{row['strategy']} {status}", refresh=False)
+                    bar.update(1)
+                    if row.get("error"):
+                        log(f"error: {row['strategy']} on {row['id']}: {row['error']}")
+                    if self.on_row is not None:
+                        self.on_row(row)
+                    outages.record(row)
+
+                if self.threads == 1:
+                    for run, rec in jobs:
+                        record_row(run_job(run, rec))
+                else:
+                    _run_threaded(jobs, run_job, record_row, self.threads, log)
+        finally:
+            if writer is not None:
+                writer.close()
+        loop_s = time.perf_counter() - t_loop
+
+        # -- summary (report.md, summary.json: written by Evaluator.__call__)
+        t_report = time.perf_counter()
+        rows = [latest[(label, str(q.id))] for label in labels for q in questions if (label, str(q.id)) in latest]
+        budgets = self.budgets
+        meta = {
+            **config,
+            "split": self.eval_set.split if self.eval_set is not None else None,
+            "questions": len(questions),
+            "strategies": [asdict(r) for r in plan],
+            "budgets": list(budgets) if budgets else ([self.budget] if self.budget is not None else None),
+            "threads": self.threads,
+            "index": indexes.path,
+            "results": str(results_path),
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }
+        timing = {"setup_s": setup_s, "loop_s": loop_s, "threads": self.threads, "new_rows": new_rows}
+        summary = build_summary(rows, meta, timing, extra=self.extra_metrics, primary=self.primary_metric)
+        self.rows = rows
+        return finish_summary(summary, folder, plots=self.plots, log=log, started=t_report)
+
+
+class OutageGuard:
+    """Stops an evaluation whose LM is down instead of recording an outage as hundreds of rows.
+
+    After each row: when ``window`` rows have run and at least ``share`` of the last ``window``
+    are LM failures, :class:`LMUnavailableError` is raised naming the most common cause. Rows
+    already written stay (they are run again when the run resumes).
+
+    Example:
+        >>> guard = OutageGuard(window=3, share=0.6)
+        >>> for _ in range(2):
+        ...     guard.record({"error_kind": "lm", "error": "LM failure: the LM did not answer in time (timeout): x"})
+        >>> guard.record({"error_kind": "lm", "error": "LM failure: the LM did not answer in time (timeout): x"})
+        Traceback (most recent call last):
+        ...
+        ragnet.errors.LMUnavailableError: stopped: 3 of the last 3 answers failed because the LM failed: the LM did not answer in time (timeout): x; check the LM (--lm, --api-base, --api-key, --timeout) and run the same command again to resume
+    """
+
+    def __init__(self, window: int = 8, share: float = 0.75) -> None:
+        self.window, self.share = window, share
+        self.recent: list[str | None] = []
+
+    def record(self, row: dict[str, Any]) -> None:
+        error = row.get("error") if row.get("error_kind") == "lm" else None
+        self.recent = (self.recent + [error])[-self.window:]
+        failed = [e for e in self.recent if e]
+        if len(self.recent) >= self.window and len(failed) >= self.share * self.window:
+            cause = max(set(failed), key=failed.count).removeprefix("LM failure: ")
+            raise LMUnavailableError(
+                f"stopped: {len(failed)} of the last {len(self.recent)} answers failed because the LM failed: "
+                f"{cause}; check the LM (--lm, --api-base, --api-key, --timeout) and run the same command again "
+                "to resume")
 
 
 def run_eval(
@@ -301,182 +514,26 @@ def run_eval(
     strategies: Sequence[str] | Sequence[StrategyRun],
     *,
     out_dir: str | Path,
-    judge: bool = True,
-    judge_lm: Any = None,
-    threads: int = 1,
-    budget: int | None = None,
-    budgets: Sequence[int] | None = None,
-    programs: dict[str, str | Path] | None = None,
-    overrides: dict[str, dict[str, Any]] | None = None,
-    command: str | None = None,
     fresh: bool = False,
-    retry_errors: bool = False,
-    store_trace: bool = True,
-    plots: bool = True,
-    embedder: Any = None,
-    index_root: str | Path | None = None,
-    show_progress: bool = True,
-    log: Callable[[str], None] = _stderr,
+    **options: Any,
 ) -> dict[str, Any]:
     """Run every strategy on every question of ``eval_set``; write results, report and plots.
+
+    ``QAEvaluator(eval_set, strategies, **options)(out_dir, fresh=fresh)``: see
+    :class:`QAEvaluator` for the options (``judge``, ``judge_lm``, ``threads``, ``budget``,
+    ``budgets``, ``programs``, ``overrides``, ``command``, ``retry_errors``, ``store_trace``,
+    ``plots``, ``embedder``, ``index_root``, ``show_progress``, ``log``, ...).
 
     Args:
         eval_set: from ``ragnet.eval.datasets.load_eval_set``.
         strategies: specs (``"oneshot:no-filter"``) or ready :class:`StrategyRun`\\ s.
         out_dir: gets ``results.jsonl``, ``run.json``, ``report.md``, ``summary.json``, ``*.png``.
-        judge: score LLM match with ``JudgeAnswer`` (an exact match needs no LM call).
-        judge_lm: the judge's ``dspy.LM``; None uses the LM the programs use.
-        threads: questions answered in parallel.
-        budget, budgets: token budget(s) of budgeted strategies (see :func:`plan_strategies`).
-        programs: ``{spec: compiled program file}`` from ``ragnet optimize``.
-        overrides: extra constructor arguments per strategy name, e.g. ``{"iterative": {"max_turns": 3}}``.
-        command: the command line, written at the top of the report.
         fresh: discard existing results in ``out_dir`` first.
-        retry_errors: run again the questions whose earlier row is an error row.
-        store_trace: keep each prediction's trace in its row.
-        plots: write PNG plots (needs matplotlib; skipped with a message if missing).
-        embedder: an ``Embedder`` for building/loading indexes (None: the bundled MiniLM).
-        index_root: where cached indexes live (default ``$RAGNET_HOME/indexes``).
-        show_progress: a progress bar over the jobs.
-        log: receives one-line notices and warnings.
 
     Returns:
         The summary (also written to ``summary.json``); see ``ragnet.eval.report``.
     """
-    import dspy
-
-    from ragnet.eval.metrics import AnswerJudge, gold_chunks, score_prediction
-    from ragnet.eval.report import build_summary, write_outputs
-    from ragnet.index.embedder import Embedder
-    from ragnet.optimize.persist import load_program
-    from ragnet.programs.registry import build_program, parse_spec
-
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-        raise InputError(f"must be a positive integer, got {threads!r}", argument="threads")
-    if strategies and all(isinstance(s, StrategyRun) for s in strategies):
-        plan = list(strategies)  # type: ignore[arg-type]
-    else:
-        plan = plan_strategies(list(strategies), budget=budget, budgets=budgets, programs=programs)  # type: ignore[arg-type]
-    overrides = overrides or {}
-    out_dir = Path(out_dir)
-    program_lm = dspy.settings.lm
-    config = {
-        "set": eval_set.name,
-        "data": str(eval_set.path),
-        "mode": eval_set.mode,
-        "lm": _lm_name(program_lm),
-        "judge": bool(judge),
-        "judge_lm": _lm_name(judge_lm or program_lm) if judge else None,
-        "programs": {r.label: {"file": r.program, "sha256": _sha256(r.program)} for r in plan if r.program},
-        "command": command,
-    }
-    _check_run_file(out_dir, config, fresh)
-    results_path = out_dir / RESULTS
-    old_rows = read_results(results_path, log)
-    latest: dict[tuple[str, str], dict[str, Any]] = {}
-    for row in old_rows:
-        latest[(row["strategy"], row["id"])] = row
-    labels = [r.label for r in plan]
-    wanted = {(r.label, q.id) for r in plan for q in eval_set.questions}
-    done = {k for k, row in latest.items() if k in wanted and not (retry_errors and row.get("error"))}
-
-    # -- indexes and programs (set-up, timed apart from the evaluation loop)
-    t_setup = time.perf_counter()
-    emb = embedder if isinstance(embedder, Embedder) else Embedder(embedder)
-    indexes = _Indexes(eval_set, embedder=emb, root=Path(index_root) if index_root else None,
-                       show_progress=show_progress, log=log, keep=2 * threads + 2)
-
-    def make_program(run: StrategyRun, index: Any):
-        kwargs = dict(overrides.get(parse_spec(run.spec)[0], {}))
-        program = build_program(run.spec, index, budget=run.budget, **kwargs)
-        if run.program:
-            load_program(program, run.program)
-        return program
-
-    shared: dict[str, Any] = {}
-    if indexes.pooled is not None:
-        shared = {run.label: make_program(run, indexes.pooled) for run in plan}
-        indexes.pooled.embed_query("warm-up")  # load the embedder before threads race to do it
-    setup_s = time.perf_counter() - t_setup
-    scorer = AnswerJudge(lm=judge_lm) if judge else None
-
-    jobs = [(run, rec) for rec in eval_set.questions for run in plan if (run.label, rec.id) not in done]
-    if done:
-        log(f"resuming: {len(done)} of {len(wanted)} rows already in {results_path}; {len(jobs)} to run")
-
-    def run_job(run: StrategyRun, record: QARecord) -> dict[str, Any]:
-        started = time.perf_counter()
-        base = {"strategy": run.label, "spec": run.spec, "budget": run.budget, **_record_fields(record)}
-        index_s = 0.0
-        try:
-            t0 = time.perf_counter()
-            index = indexes.get(record)
-            program = shared.get(run.label)
-            if program is None:
-                program = make_program(run, index)
-            index_s = time.perf_counter() - t0
-            pred = program(question=record.question)
-            row = {**base, **score_prediction(record, pred, index, scorer)}
-            row["evidence"] = list(pred.evidence)
-            row["context"] = list(pred.context)
-            if store_trace:
-                row["trace"] = list(pred.trace)
-            row["error"] = None
-        except Exception as exc:  # noqa: BLE001 - every failure becomes an error row
-            tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
-            row = {**base, "error": _error_text(exc), "traceback": "".join(tb[-3:])[-2000:],
-                   "n_gold": len(gold_chunks(record)), "em": 0.0, "f1": 0.0, "contains": 0.0,
-                   "llm_match": 0.0 if judge else None, "gold_all": 0.0, "gold_fraction": 0.0}
-        row["index_seconds"] = round(index_s, 4)
-        row["job_seconds"] = round(time.perf_counter() - started, 4)
-        return row
-
-    # -- the evaluation loop
-    from tqdm.auto import tqdm
-
-    writer = _Writer(results_path)
-    new_rows: list[dict[str, Any]] = []
-    t_loop = time.perf_counter()
-    try:
-        with tqdm(total=len(jobs), desc="eval", unit="q", disable=not show_progress or not jobs,
-                  dynamic_ncols=True) as bar:
-
-            def record_row(row: dict[str, Any]) -> None:
-                writer.write(row)
-                new_rows.append(row)
-                latest[(row["strategy"], row["id"])] = row
-                bar.set_postfix_str(f"{row['strategy']} {'ERROR' if row.get('error') else 'ok'}", refresh=False)
-                bar.update(1)
-                if row.get("error"):
-                    log(f"error: {row['strategy']} on {row['id']}: {row['error']}")
-
-            if threads == 1:
-                for run, rec in jobs:
-                    record_row(run_job(run, rec))
-            else:
-                _run_threaded(jobs, run_job, record_row, threads, log)
-    finally:
-        writer.close()
-    loop_s = time.perf_counter() - t_loop
-
-    # -- summary, report, plots
-    t_report = time.perf_counter()
-    rows = [latest[(label, q.id)] for label in labels for q in eval_set.questions if (label, q.id) in latest]
-    meta = {
-        **config,
-        "split": eval_set.split,
-        "questions": len(eval_set.questions),
-        "strategies": [asdict(r) for r in plan],
-        "budgets": list(budgets) if budgets else ([budget] if budget is not None else None),
-        "threads": threads,
-        "index": indexes.path,
-        "results": str(results_path),
-        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-    }
-    timing = {"setup_s": setup_s, "loop_s": loop_s, "threads": threads, "new_rows": new_rows}
-    summary = build_summary(rows, meta, timing)
-    write_outputs(out_dir, summary, rows, plots=plots, log=log, started=t_report)
-    return summary
+    return QAEvaluator(eval_set, strategies, **options)(out_dir, fresh=fresh)
 
 
 def _run_threaded(jobs: list, run_job: Callable, record_row: Callable[[dict[str, Any]], None], threads: int,
@@ -511,7 +568,3 @@ def _run_threaded(jobs: list, run_job: Callable, record_row: Callable[[dict[str,
     finally:
         pool.shutdown(wait=wait_for_running, cancel_futures=True)
 
-
-def iter_rows(out_dir: str | Path) -> Iterable[dict[str, Any]]:
-    """Rows of ``OUT/results.jsonl`` (for custom analyses)."""
-    return iter(read_results(Path(out_dir) / RESULTS))

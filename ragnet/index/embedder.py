@@ -209,7 +209,8 @@ class Embedder:
         return int(dim)
 
     # -- encoding ----------------------------------------------------------------------
-    def encode(self, texts: Sequence[str], show_progress: bool = False, batch_size: int | None = None) -> np.ndarray:
+    def encode(self, texts: Sequence[str], show_progress: bool = False, batch_size: int | None = None,
+               desc: str = "Embedding") -> np.ndarray:
         """Embed many texts (documents/chunks).
 
         Texts are sorted by length so each batch holds similar lengths (little padding),
@@ -217,8 +218,9 @@ class Embedder:
 
         Args:
             texts: the texts.
-            show_progress: show a tqdm bar ("Embedding").
+            show_progress: show a tqdm bar.
             batch_size: overrides the embedder's batch size.
+            desc: the progress bar's label.
 
         Returns:
             float32 array of shape ``(len(texts), dimension)``, rows L2-normalised.
@@ -234,15 +236,14 @@ class Embedder:
             return np.zeros((0, self.dimension), dtype=np.float32)
         order = np.argsort([-len(t) for t in texts], kind="stable")
         sorted_texts = [texts[i] for i in order]
-        # Hand sentence-transformers a few batches at a time: its own loop does the forward
-        # passes (same batches as one big call, since the input is already sorted) and we
-        # get a progress bar with only a handful of extra calls.
-        group = bs * 8
+        # Hand sentence-transformers one batch at a time (the same batches as one big call, since
+        # the input is already sorted), so the bar moves batch by batch.
+        group = bs
         encode = getattr(model, "encode_document", None) or model.encode
         parts: list[np.ndarray] = []
         from tqdm.auto import tqdm
 
-        with tqdm(total=len(texts), desc="Embedding", unit="chunk", disable=not show_progress) as bar:
+        with tqdm(total=len(texts), desc=desc, unit="text", disable=not show_progress) as bar:
             for start in range(0, len(sorted_texts), group):
                 batch = sorted_texts[start : start + group]
                 vecs = encode(batch, batch_size=bs, convert_to_numpy=True, show_progress_bar=False)

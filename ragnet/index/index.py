@@ -28,9 +28,10 @@ On-disk layout (``format_version`` 1; nothing is pickled)::
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import json
 import os
+import shutil
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -38,10 +39,15 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from ragnet._atomic import DirSwap, atomic_dir, check_writable_parent, dir_lock
+from ragnet._hashing import sha256_file
 from ragnet.corpus.types import Chunk, Document
 from ragnet.errors import IndexFormatError, InputError
 from ragnet.index.dense import KINDS, DenseIndex
 from ragnet.index.embedder import Embedder
+from ragnet.index.sentences import FOLDER as SENTENCES_DIR
+from ragnet.index.sentences import FORMAT as SENTENCES_FORMAT
+from ragnet.index.sentences import SPLITTER as SENTENCES_SPLITTER
+from ragnet.index.sentences import SentenceStore, idf_of
 from ragnet.index.sparse import SparseIndex, top_positive
 
 FORMAT_VERSION = 1
@@ -81,14 +87,6 @@ def passage_text(chunk: Chunk) -> str:
 
 def _as_embedder(embedder: EmbedderLike) -> Embedder:
     return embedder if isinstance(embedder, Embedder) else Embedder(embedder)
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _normalise_scores(x: np.ndarray) -> np.ndarray:
@@ -143,6 +141,8 @@ class Index:
         self._catalog = catalog
         self.build_stats = build_stats
         self.kept_files: list[str] = []  # entries of the old folder that a rebuild carried over
+        self._sentences: SentenceStore | None = None
+        self._idf: np.ndarray | None = None
 
     # -- building ----------------------------------------------------------------------
     @classmethod
@@ -157,6 +157,7 @@ class Index:
         show_progress: bool = True,
         gazetteer: Any = None,
         faiss_threshold: int = 50_000,
+        sentences: bool = True,
     ) -> "Index":
         """Chunk ``docs``, embed and index the chunks, and save everything to ``path``.
 
@@ -177,6 +178,10 @@ class Index:
             show_progress: progress bars for chunking, embedding and BM25.
             gazetteer: optional ``ragnet.corpus.metadata.Gazetteer`` for place metadata.
             faiss_threshold: chunk count from which ``"auto"`` switches to HNSW.
+            sentences: also split every chunk into sentences and embed them (``sentences/``),
+                for sentence-level context selection; about as much embedding work again as
+                the chunks. Without it, sentence selection embeds candidate sentences per
+                question (or add them later with :meth:`add_sentences`).
 
         Raises:
             InputError: no documents, bad arguments, or ``path`` is a non-index folder.
@@ -201,11 +206,12 @@ class Index:
         with dir_lock(path):
             check_output_folder(path)  # re-checked under the lock: another process may have written it
             return cls._build_locked(docs, path, chunk_tokens, overlap, emb, faiss_index, show_progress,
-                                     gazetteer, faiss_threshold)
+                                     gazetteer, faiss_threshold, sentences)
 
     @classmethod
     def _build_locked(cls, docs: list[Document], path: Path, chunk_tokens: int, overlap: int, emb: Embedder,
-                      faiss_index: str, show_progress: bool, gazetteer: Any, faiss_threshold: int) -> "Index":
+                      faiss_index: str, show_progress: bool, gazetteer: Any, faiss_threshold: int,
+                      sentences: bool) -> "Index":
         from tqdm.auto import tqdm
 
         from ragnet import __version__
@@ -214,15 +220,12 @@ class Index:
         stats: dict[str, float] = {}
         t_all = time.perf_counter()
 
-        # 1. chunk (in groups, so the bar moves; chunk ids depend only on the document)
+        # 1. chunk (the bar counts characters, so it moves inside a long document too)
         t0 = time.perf_counter()
-        chunks: list[Chunk] = []
-        group = 256
-        with tqdm(total=len(docs), desc="Chunking", unit="doc", disable=not show_progress) as bar:
-            for start in range(0, len(docs), group):
-                part = docs[start : start + group]
-                chunks.extend(chunk_documents(part, chunk_tokens, overlap, gazetteer=gazetteer))
-                bar.update(len(part))
+        total_chars = sum(len(d.text) for d in docs if isinstance(getattr(d, "text", None), str))
+        with tqdm(total=total_chars, desc="Chunking", unit="char", unit_scale=True, disable=not show_progress,
+                  mininterval=0.5) as bar:
+            chunks = chunk_documents(docs, chunk_tokens, overlap, gazetteer=gazetteer, progress=bar.update)
         if not chunks:
             raise InputError("the documents produced no chunks (all empty?)", argument="docs")
         stats["chunk_s"] = time.perf_counter() - t0
@@ -247,8 +250,15 @@ class Index:
 
         # 4. sparse
         t0 = time.perf_counter()
-        sparse = SparseIndex.build(passages, show_progress=show_progress)
+        sparse = SparseIndex.build(passages, show_progress=False)  # bm25s's own bars would interleave with ours
         stats["bm25_s"] = time.perf_counter() - t0
+
+        # 4b. sentences (boundaries, tokens, BM25 terms, vectors) for sentence-level selection
+        store = None
+        if sentences:
+            t0 = time.perf_counter()
+            store = SentenceStore.build(chunks, emb, sparse, show_progress=show_progress)
+            stats["sentences_s"] = time.perf_counter() - t0
 
         # 5. metadata catalog (for the rule filter's "add" step)
         t0 = time.perf_counter()
@@ -274,6 +284,7 @@ class Index:
             # Place names used for chunk metadata; questions must be read with the same list.
             "gazetteer": sorted(gazetteer.names) if gazetteer is not None else None,
             "bm25": {"method": "lucene", "stopwords": "en", "stemmer": sparse.stemmer_name},
+            "sentences": store.info if store is not None else None,
             "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "files": {},
         }
@@ -288,8 +299,10 @@ class Index:
             np.save(tmp / EMBEDDINGS, embeddings, allow_pickle=False)
             dense.save(tmp / DENSE)
             sparse.save(tmp / BM25_DIR)
+            if store is not None:
+                store.save(tmp / SENTENCES_DIR)
             manifest["files"] = {
-                f.relative_to(tmp).as_posix(): _sha256(f) for f in sorted(tmp.rglob("*")) if f.is_file()
+                f.relative_to(tmp).as_posix(): sha256_file(f) for f in sorted(tmp.rglob("*")) if f.is_file()
             }
             (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
             _usual_permissions(tmp)
@@ -297,6 +310,7 @@ class Index:
         stats["total_s"] = time.perf_counter() - t_all
         index = cls(path, manifest, chunks, embeddings, dense, sparse, emb, catalog=catalog, build_stats=stats)
         index.kept_files = swap.kept
+        index._sentences = store
         return index
 
     # -- loading -----------------------------------------------------------------------
@@ -337,7 +351,7 @@ class Index:
             f = path / rel
             if not f.is_file():
                 raise IndexFormatError(f"index at {path} is incomplete: {rel} is missing; {_REBUILD}")
-            if verify and _sha256(f) != digest:
+            if verify and sha256_file(f) != digest:
                 raise IndexFormatError(f"index at {path} is corrupt: {rel} checksum mismatch; {_REBUILD}")
 
         count, dim = int(manifest["chunk_count"]), int(manifest["dimension"])
@@ -378,6 +392,14 @@ class Index:
     def __repr__(self) -> str:
         return f"Index({str(self.path)!r}, chunks={len(self)}, embedder={self.manifest['embedder']!r})"
 
+    def __contains__(self, chunk_id: object) -> bool:
+        return chunk_id in self._rows
+
+    @property
+    def sparse(self) -> SparseIndex:
+        """The BM25 side of the index (its tokenizer and vocabulary)."""
+        return self._sparse
+
     @property
     def chunks(self) -> list[Chunk]:
         """All chunks, in index order (row ``i`` of ``vectors``). Shared, not copied: do not modify."""
@@ -385,9 +407,24 @@ class Index:
 
     @property
     def embedder(self) -> Embedder:
-        """The query embedder (created from the manifest's name on first use)."""
+        """The query embedder (created from the manifest's name on first use).
+
+        Raises:
+            IndexFormatError: the model the manifest names cannot be loaded here (a renamed or
+                edited manifest, or a model this machine does not have).
+        """
         if self._embedder is None:
-            self._embedder = Embedder(self.manifest["embedder"])
+            name = self.manifest["embedder"]
+            try:
+                emb = Embedder(name)
+                emb.model  # noqa: B018 - load now, so a bad name is reported as the index's problem
+            except InputError as exc:
+                raise IndexFormatError(
+                    f"index at {self.path} was built with embedder {name!r} (manifest.json), which cannot be "
+                    f"loaded on this machine ({exc.message.split('. ')[0]}); load the index with the embedder "
+                    "it was built with (Index.load(path, embedder=...)) or rebuild it with `ragnet index`"
+                ) from None
+            self._embedder = emb
         return self._embedder
 
     @property
@@ -411,6 +448,81 @@ class Index:
         # An index is read-only after build/load; DSPy deep-copies programs (optimizers, Evaluate),
         # and copying FAISS/BM25/embeddings each time would be slow and pointless.
         return self
+
+    @property
+    def sentences(self) -> SentenceStore | None:
+        """The index's :class:`~ragnet.index.sentences.SentenceStore`, or None when it was built
+        without sentences (see :meth:`add_sentences`). Loaded on first use; vectors are memory-mapped."""
+        if self._sentences is None and self.manifest.get("sentences"):
+            if not self.sentences_current():
+                info = self.manifest["sentences"]
+                raise IndexFormatError(
+                    f"index at {self.path} holds sentence data of format {info.get('format')!r}/"
+                    f"{info.get('splitter')!r}, this ragnet reads {SENTENCES_FORMAT!r}/{SENTENCES_SPLITTER!r}; "
+                    f"run `ragnet add-sentences {self.path}` (or rebuild the index)")
+            self._sentences = SentenceStore.load(self.path / SENTENCES_DIR, len(self), self.dimension)
+        return self._sentences
+
+    def sentences_current(self) -> bool:
+        """Whether the index has sentence data this ragnet reads (not absent, not from an older
+        sentence splitter)."""
+        info = self.manifest.get("sentences") or {}
+        return info.get("format") == SENTENCES_FORMAT and info.get("splitter") == SENTENCES_SPLITTER
+
+    @property
+    def idf(self) -> np.ndarray:
+        """BM25 (Lucene) IDF of every term of the index vocabulary, a chunk being a document."""
+        if self._idf is None:
+            self._idf = idf_of(self._sparse)
+        return self._idf
+
+    def query_terms(self, text: str) -> list[int]:
+        """BM25 term ids of ``text`` in the index vocabulary (stopwords removed, stemmed)."""
+        return self._sparse.token_ids(text)
+
+    def add_sentences(self, show_progress: bool = True) -> SentenceStore:
+        """Compute the sentence data of an index built without it (or with an older sentence
+        splitter) and save it into the index.
+
+        The sentence files are written beside the index and moved in, then the manifest is
+        rewritten atomically with their checksums; an interrupted run leaves the index
+        readable (at worst without sentence data). A no-op when the data is current.
+
+        Raises:
+            InputError: another process is writing the index folder.
+        """
+        if self.sentences_current():
+            return self.sentences
+        from ragnet._atomic import clean_stale, write_json
+
+        with dir_lock(self.path):
+            clean_stale(self.path)
+            store = SentenceStore.build(self._chunks, self.embedder, self._sparse, show_progress=show_progress)
+            target = self.path / SENTENCES_DIR
+            staging = Path(tempfile.mkdtemp(prefix=f".{self.path.name}.{os.getpid()}.", suffix=".tmp",
+                                            dir=self.path.parent))
+            try:
+                store.save(staging / SENTENCES_DIR)
+                if target.exists():  # stale data of an older splitter, a crashed run's, or someone else's
+                    info = target / "info.json"
+                    if not info.is_file() or SENTENCES_FORMAT not in info.read_text(encoding="utf-8", errors="replace"):
+                        raise InputError(f"{target} exists and is not ragnet's sentence data; move it elsewhere",
+                                         path=target)
+                    shutil.rmtree(target)
+                os.replace(staging / SENTENCES_DIR, target)
+            finally:
+                shutil.rmtree(staging, ignore_errors=True)
+            manifest = dict(self.manifest)
+            files = {k: v for k, v in manifest["files"].items() if not k.startswith(f"{SENTENCES_DIR}/")}
+            for f in sorted(target.rglob("*")):
+                if f.is_file():
+                    files[f.relative_to(self.path).as_posix()] = sha256_file(f)
+            manifest["files"] = files
+            manifest["sentences"] = store.info
+            write_json(self.path / MANIFEST, manifest)
+            self.manifest = manifest
+        self._sentences = SentenceStore.load(target, len(self), self.dimension)
+        return self._sentences
 
     @property
     def catalog(self) -> Any:

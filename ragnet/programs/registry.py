@@ -25,6 +25,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "llm-filter": {"llm_filter": True},
         "crop": {"crop": True},
         "full": {"llm_filter": True, "crop": True},
+        "sentences": {"sentences": True},
     },
     "iterative": {
         "no-fallback": {"fallback": False},
@@ -33,9 +34,11 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "no-contextualize": {"contextualize": False},
         "no-sufficiency": {"sufficiency": False},
         "plain": {"fallback": False, "delete": False, "dedup": False, "contextualize": False},
+        "unguarded-delete": {"protect": 0},
     },
     "reflective": {"no-noise": {"noise_removal": False}, "no-reflection": {"max_reflections": 0}},
-    "combined": {"no-rules": {"rules": False}, "no-contextualize": {"contextualize": False}},
+    "combined": {"no-rules": {"rules": False}, "no-contextualize": {"contextualize": False},
+                 "sentences": {"sentences": True}},
 }
 
 # Strategies whose constructor takes a token budget.

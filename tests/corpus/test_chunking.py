@@ -8,7 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ragnet.corpus.chunking import chunk_documents, chunk_text, split_sentences
+from ragnet.corpus.chunking import chunk_documents, chunk_text
+from ragnet.corpus.sentences import sentence_spans as split_sentences
 from ragnet.corpus.metadata import METADATA_KEYS, Gazetteer
 from ragnet.corpus.tokens import count_tokens
 from ragnet.corpus.types import Chunk, Document
@@ -342,3 +343,18 @@ def test_chunk_documents_accepts_any_iterable_and_empty():
 def test_chunk_round_trips_through_dict():
     [chunk] = chunk_documents([make_docs()[0]])
     assert Chunk.from_dict(chunk.to_dict()) == chunk
+
+
+def test_one_huge_unbroken_text_chunks_in_linear_time_with_progress():
+    """No sentence ends at all (a log line, a dump): words are counted in batches, memory stays
+    bounded, and progress arrives window by window."""
+    import random
+
+    rng = random.Random(0)
+    text = " ".join(rng.choice(["alpha", "beta", "gamma", "delta"]) for _ in range(60_000))
+    seen: list[int] = []
+    chunks = chunk_documents([Document(id="big", title="Big", text=text)], 128, 16, progress=seen.append)
+    assert len(chunks) > 100 and all(c.tokens <= 128 for c in chunks)
+    assert len(seen) == len(chunks) and sum(seen) == len(text)
+    # every word survives, in order (overlaps aside)
+    assert chunks[0].text.split()[:5] == text.split()[:5] and chunks[-1].text.split()[-5:] == text.split()[-5:]

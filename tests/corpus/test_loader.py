@@ -382,3 +382,31 @@ def test_error_inside_folder_names_the_file(tree):
     with pytest.raises(InputError) as info:
         load_documents(tree)
     assert str(info.value).startswith(f"{bad}:2: missing 'text'")
+
+
+def test_every_bad_file_of_a_folder_is_reported_at_once(tmp_path):
+    from ragnet.corpus.loader import load_documents
+    from ragnet.errors import InputError
+
+    (tmp_path / "a.txt").write_text("fine text")
+    (tmp_path / "b.txt").write_text("")
+    (tmp_path / "c.jsonl").write_text('{"id": "x", "text": "ok"}\n{not json\n')
+    (tmp_path / "d.md").write_bytes(b"\x00\x01\x02binary")
+    with pytest.raises(InputError) as err:
+        load_documents(tmp_path)
+    message = str(err.value)
+    assert message.startswith("argument 'paths': 3 problems in the input; nothing was indexed")
+    assert "b.txt" in message and "c.jsonl:2" in message and "d.md" in message
+
+
+def test_files_over_the_size_limit_are_refused_with_the_fix(tmp_path):
+    from ragnet.corpus.loader import load_documents
+    from ragnet.errors import InputError
+
+    big = tmp_path / "big.txt"
+    big.write_text("word " * 300_000)  # 1.5 MB
+    with pytest.raises(InputError, match=r"big.txt: file is 1.5 MB, over the 1 MB limit; .*--max-file-mb"):
+        load_documents(big, max_file_mb=1)
+    assert len(load_documents(big, max_file_mb=2)) == 1
+    with pytest.raises(InputError, match="max_file_mb"):
+        load_documents(big, max_file_mb=0)

@@ -1,5 +1,6 @@
 """Evaluation metrics against hand-computed values: gold recall, stage retention, redundancy,
-the LLM judge (with its exact-match shortcut), one scored row, aggregates and the sign test."""
+the LLM judge (with its exact-match shortcut), one scored row, aggregates and the sign test, and
+the same figures as DSPy metrics (``program_metric``)."""
 
 from __future__ import annotations
 
@@ -13,22 +14,15 @@ from ragnet.eval.datasets import QARecord
 from ragnet.eval.metrics import (
     AnswerJudge,
     aggregate,
-    contains_metric,
     context_redundancy,
-    em_metric,
-    f1_metric,
     gold_chunks,
-    gold_fraction_metric,
     gold_recall,
-    gold_recall_metric,
     paired_comparison,
     percentile,
-    redundancy_metric,
+    program_metric,
     score_prediction,
     sign_test,
-    stage_gold_metric,
     stage_retention,
-    usage_metric,
 )
 from tests.programs.scripted import ProgramLM
 
@@ -58,10 +52,11 @@ INDEX = FakeIndex([
 def test_answer_metrics_work_as_dspy_metrics():
     ex = dspy.Example(question="Who?", answers=["Alexander Fleming"]).with_inputs("question")
     pred = dspy.Prediction(answer="Fleming")
-    assert em_metric(ex, pred) == 0.0
-    assert f1_metric(ex, pred) == pytest.approx(2 * 1.0 * 0.5 / 1.5)  # precision 1/1, recall 1/2
-    assert contains_metric(ex, dspy.Prediction(answer="It was Alexander Fleming.")) == 1.0
-    assert em_metric(ex, dspy.Prediction(answer="alexander fleming!"), trace=None) == 1.0
+    em, f1, contains = program_metric("em"), program_metric("f1"), program_metric("contains")
+    assert em(ex, pred) == 0.0
+    assert f1(ex, pred) == pytest.approx(2 * 1.0 * 0.5 / 1.5)  # precision 1/1, recall 1/2
+    assert contains(ex, dspy.Prediction(answer="It was Alexander Fleming.")) == 1.0
+    assert em(ex, dspy.Prediction(answer="alexander fleming!"), trace=None) == 1.0
 
 
 def test_gold_recall_by_title_and_by_chunk_id_without_index():
@@ -85,8 +80,10 @@ def test_gold_passage_ids_win_and_fall_back_to_titles_when_absent_from_the_index
 def test_gold_recall_metrics_take_an_example_and_a_prediction():
     ex = dspy.Example(question="?", answers=["a"], gold_titles=["Paris", "Rome"]).with_inputs("question")
     pred = dspy.Prediction(answer="a", context=["p1#0"])
-    assert gold_recall_metric(ex, pred, index=INDEX) == 0.0
-    assert gold_fraction_metric(ex, pred, index=INDEX) == 0.5
+    assert program_metric("gold_all", index=INDEX)(ex, pred) == 0.0
+    assert program_metric("recall", index=INDEX)(ex, pred) == 0.5
+    with pytest.raises(InputError, match="needs the index"):
+        program_metric("gold_all")
 
 
 def test_stage_retention_follows_a_oneshot_trace():
@@ -126,19 +123,24 @@ def test_stage_gold_metric_reads_the_trace():
     pred = dspy.Prediction(context=["C#0"], trace=[{"step": "search", "retrieved": ["A#0", "C#0"]},
                                                     {"step": "delete", "deleted": ["A#0"]}])
     ex = dspy.Example(question="?", answers=["x"], gold_titles=["A", "C"]).with_inputs("question")
-    assert stage_gold_metric("retrieved")(ex, pred) == 1.0
-    assert stage_gold_metric("delete")(ex, pred) == 0.5
-    assert stage_gold_metric("select")(ex, pred) == 0.0  # no such stage in this run
+    index = FakeIndex([("A#0", "A", "A", [1.0, 0.0]), ("C#0", "C", "C", [0.0, 1.0])])
+    assert program_metric("recall@retrieved", index=index)(ex, pred) == 1.0
+    assert program_metric("recall@delete", index=index)(ex, pred) == 0.5
+    assert program_metric("recall@select", index=index)(ex, pred) == 0.0  # no such stage in this run
     with pytest.raises(InputError, match="unknown stage"):
-        stage_gold_metric("nope")
+        program_metric("recall@nope", index=index)
 
 
 def test_redundancy_is_mean_pairwise_cosine_and_undefined_below_two_chunks():
     # cos(p1#0, p1#1) = 1, cos(p1#0, r1#0) = 0, cos(p1#1, r1#0) = 0 -> mean 1/3
     assert context_redundancy(INDEX, ["p1#0", "p1#1", "r1#0"]) == pytest.approx(1 / 3, abs=1e-6)
     assert context_redundancy(INDEX, ["p1#0"]) is None
-    assert redundancy_metric(INDEX)(None, dspy.Prediction(context=["p1#0", "o1#0"])) == pytest.approx(0.6, abs=1e-6)
-    assert usage_metric("lm_calls")(None, dspy.Prediction(usage={"lm_calls": 3})) == 3.0
+    redundancy = program_metric("redundancy", index=INDEX)
+    assert redundancy(None, dspy.Prediction(context=["p1#0", "o1#0"])) == pytest.approx(0.6, abs=1e-6)
+    assert redundancy(None, dspy.Prediction(context=["p1#0"])) == 0.0  # undefined counts as none
+    assert not redundancy.greater_is_better and redundancy(None, dspy.Prediction(context=[]), trace=[]) is True
+    lm_calls = program_metric("lm_calls")
+    assert lm_calls(None, dspy.Prediction(usage={"lm_calls": 3})) == 3.0 and not lm_calls.greater_is_better
 
 
 def _judge_lm(match: bool) -> ProgramLM:
@@ -222,5 +224,9 @@ def test_percentile_sign_test_and_paired_comparison():
     base = [{"id": "a", "em": 0.0}, {"id": "b", "em": 1.0}, {"id": "c", "em": 0.0}]
     mine = [{"id": "a", "em": 1.0}, {"id": "b", "em": 1.0}, {"id": "c", "em": 1.0}, {"id": "z", "em": 1.0}]
     cmp = paired_comparison(mine, base, "em")
+    boot = cmp.pop("bootstrap")
     assert cmp == {"metric": "em", "questions": 3, "delta": pytest.approx(2 / 3, abs=1e-6), "wins": 2, "losses": 0,
                    "ties": 1, "p_value": 0.5}
+    # differences 1, 0, 1: every resample has a mean >= 0, 1/27 of them exactly 0
+    assert boot["mean"] == pytest.approx(2 / 3, abs=1e-6) and boot["low"] == 0.0 and boot["high"] == 1.0
+    assert boot["p_value"] == pytest.approx(2 / 27, abs=0.02)

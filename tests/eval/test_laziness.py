@@ -12,11 +12,12 @@ import re
 import pytest
 from typer.testing import CliRunner
 
-from ragnet import cli_laziness
 from ragnet.cli import app
 from ragnet.corpus.tokens import count_tokens
 from ragnet.errors import InputError
 from ragnet.eval.datasets import QARecord
+from ragnet.eval import laziness_evaluator
+from ragnet.eval.indexes import NoIndex
 from ragnet.eval.laziness import (
     STUDY_RATES,
     PaddingPool,
@@ -27,7 +28,7 @@ from ragnet.eval.laziness import (
     summarize_laziness,
     wilson_interval,
 )
-from ragnet.optimize.persist import save_program
+from ragnet.programs.persist import save_program
 from tests.programs.scripted import ProgramLM
 
 _WORDS = ("river harbour meadow lantern orchard quarry glacier canyon beacon ferry mill "
@@ -276,7 +277,7 @@ def scripted(monkeypatch):
             engine.largest_prompt = largest_prompt
             return engine.lm(), {"lm": "scripted/program", "n_ctx": n_ctx, "timeout": timeout}
 
-        monkeypatch.setattr(cli_laziness, "configure_lm", fake_configure)
+        monkeypatch.setattr(laziness_evaluator, "configure_lm", fake_configure)
         return engine
 
     return install
@@ -317,12 +318,18 @@ def test_command_end_to_end(dataset, tmp_path, scripted):
     assert engine.steps() == ["sufficiency"] * 16
     assert "resuming: 12 of 16" in res.output
 
-    # Other settings in the same folder are refused, unless --overwrite.
+    # Other settings in the same folder are refused, unless --fresh.
     res = _invoke("--data", dataset, "--split", "dev", "-n", 3, "--pads", "600,1200", "--seed", 1, "--out", out)
     assert res.exit_code == 2 and "argument 'out'" in res.output and "seed: 0 -> 1" in res.output
-    res = _invoke("--data", dataset, "-n", 1, "--pads", "600", "--seed", 1, "--out", out, "--overwrite")
+    res = _invoke("--data", dataset, "-n", 1, "--pads", "600", "--seed", 1, "--out", out, "--fresh")
     assert res.exit_code == 0, res.output
     assert len((out / "results.jsonl").read_text().splitlines()) == 3
+    # --overwrite is the deprecated spelling of --fresh (hidden from --help).
+    res = _invoke("--data", dataset, "-n", 1, "--pads", "600", "--seed", 2, "--out", out, "--overwrite")
+    assert res.exit_code == 0, res.output
+    assert "--overwrite is deprecated; use --fresh" in res.output
+    assert json.loads((out / "run.json").read_text())["seed"] == 2
+    assert "--overwrite" not in _invoke("--help").output and "--fresh" in _invoke("--help").output
 
 
 def test_lm_failures_are_counted_not_mapped_to_refine(dataset, tmp_path, scripted):
@@ -343,7 +350,7 @@ def test_lm_failures_are_counted_not_mapped_to_refine(dataset, tmp_path, scripte
 def test_compiled_program_sufficiency_prompt_is_used(dataset, tmp_path, scripted):
     from ragnet.programs import IterativeRAG, OneShotRAG
 
-    prog = IterativeRAG(cli_laziness._NoIndex())
+    prog = IterativeRAG(NoIndex())
     prog.assess.signature = prog.assess.signature.with_instructions("COMPILED-MARKER: decide carefully.")
     save_program(prog, tmp_path / "iter.json")
     engine = scripted()
@@ -352,7 +359,7 @@ def test_compiled_program_sufficiency_prompt_is_used(dataset, tmp_path, scripted
     assert engine.steps() == ["sufficiency"]  # one question, one padded context, no controls
     assert all("COMPILED-MARKER" in prompt for _, prompt in engine.calls)
 
-    save_program(OneShotRAG(cli_laziness._NoIndex()), tmp_path / "oneshot.json")
+    save_program(OneShotRAG(NoIndex()), tmp_path / "oneshot.json")
     res = _invoke("--data", dataset, "-n", 1, "--program", tmp_path / "oneshot.json")
     assert res.exit_code == 2 and "no sufficiency (search-again) step" in res.output
 
@@ -378,13 +385,13 @@ def test_command_bad_arguments(dataset, scripted, args, message):
 
 
 def test_local_context_window_is_sized_or_refused():
-    assert cli_laziness.needed_n_ctx(1000) == 8192
-    need = cli_laziness.needed_n_ctx(12600)
+    assert laziness_evaluator.needed_n_ctx(1000) == 8192
+    need = laziness_evaluator.needed_n_ctx(12600)
     assert need >= 12600 * 1.15 and need % 512 == 0 and need <= 32768
     with pytest.raises(InputError, match=r"argument 'n-ctx': 8192 tokens cannot hold the largest prompt"):
-        cli_laziness.configure_lm("local", n_ctx=8192, timeout=10, largest_prompt=12600)
+        laziness_evaluator.configure_lm("local", n_ctx=8192, timeout=10, largest_prompt=12600)
     with pytest.raises(InputError, match=r"argument 'n-ctx': applies to the local model only"):
-        cli_laziness.configure_lm("openai/gpt-4o-mini", n_ctx=8192, timeout=10, largest_prompt=100)
+        laziness_evaluator.configure_lm("openai/gpt-4o-mini", n_ctx=8192, timeout=10, largest_prompt=100)
 
 
 def test_gold_paragraph_indices_win_over_titles():
@@ -396,3 +403,25 @@ def test_gold_paragraph_indices_win_over_titles():
     assert [p.text for p in gold_paragraphs(rec)] == ["first"]
     indexed = QARecord(**{**rec.__dict__, "gold_paragraph_idxs": [2, 0]})
     assert [p.text for p in gold_paragraphs(indexed)] == ["second", "first"]
+
+
+def test_the_experiment_runs_from_python_with_an_lm_object(tmp_path):
+    from ragnet.eval.laziness_evaluator import LazinessEvaluator
+
+    engine = ProgramLM(sufficiency=_verdict_by_length)
+    logs = []
+    evaluator = LazinessEvaluator(RECORDS, n=2, pads=[600, 1200], lm=engine.lm(), show_progress=False,
+                                  log=logs.append)
+    assert [q.id for q in evaluator.questions] == ["q0", "q1"] and evaluator.skipped_in_split == 2
+    summary = evaluator(tmp_path / "run")
+    assert engine.steps() == ["sufficiency"] * 8 and summary["lm"]["lm"] == engine.lm().model
+    metrics = evaluator.metrics(summary)
+    assert metrics["partial@0/rate"] == 1.0 and metrics["partial@1200/rate"] == 0.0
+    assert metrics["padding_change"] == summary["padding_trend"]["change"] and evaluator.primary_metric == "rate"
+    again = LazinessEvaluator(RECORDS, n=2, pads=[600, 1200], lm=engine.lm(), show_progress=False, log=logs.append)
+    assert again(tmp_path / "run")["resumed"] == 8 and len(engine.steps()) == 8
+    assert any("resuming: 8 of 8 decisions" in line for line in logs)
+    with pytest.raises(InputError, match="no question has two gold paragraphs"):
+        LazinessEvaluator([r for r in RECORDS if r.id == "single"])
+    with pytest.raises(InputError, match="argument 'position'"):
+        LazinessEvaluator(RECORDS, position="middle")

@@ -12,13 +12,9 @@ import pytest
 from ragnet.corpus.types import Document
 from ragnet.errors import InputError
 from ragnet.eval.datasets import QARecord
+from ragnet.core import selection
 from ragnet.eval.retrieval import (
-    _knapsack,
     _Pool,
-    _protected,
-    _rank_fill,
-    _rank_prefix,
-    _relevance,
     _select_all,
     format_retrieval_report,
     gold_chunk_ids,
@@ -108,6 +104,15 @@ def test_gold_chunk_ids_prefers_passage_ids(index):
 
 
 TOKENS = np.array([50, 40, 30, 20, 10], dtype=np.int64)
+_rank_fill, _rank_prefix, _protected = selection.rank_fill, selection.rank_prefix, selection.protected
+
+
+def _relevance(scores, transform, temperature):
+    return selection.relevance(scores, transform, temperature)
+
+
+def _knapsack(rel, tokens, budget):
+    return selection.select(tokens, budget, "exact", rel=rel)
 
 
 def test_rank_fill_skips_what_no_longer_fits():
@@ -278,3 +283,30 @@ def test_rejects_bad_arguments(index):
         run_retrieval_eval(index, QUESTIONS, lam_values=(1.5,), show_progress=False)
     with pytest.raises(InputError, match="gold"):
         run_retrieval_eval(index, [QUESTIONS[3]], show_progress=False)
+
+
+def test_sentence_evidence_section_is_reported_for_sets_with_gold_sentences(tmp_path):
+    from ragnet import Document, Index
+    from ragnet.eval.datasets import QARecord
+    from ragnet.eval.retrieval import RetrievalEvaluator
+
+    paras = {"Rome": ["Rome is the capital of Italy.", "It has the Colosseum."],
+             "Oslo": ["Oslo is the capital of Norway.", "It is cold in winter."]}
+    docs = [Document(id=t, title=t, text=" ".join(s)) for t, s in paras.items()]
+    index = Index.build(docs, tmp_path / "i", show_progress=False)
+    context = [{"title": t, "sentences": s} for t, s in paras.items()]
+    questions = [QARecord(id="q1", question="What is the capital of Italy?", answers=["Rome"], gold_titles=["Rome"],
+                          gold_sentences=[["Rome", 0]], context=context),
+                 QARecord(id="q2", question="Is Oslo cold?", answers=["yes"], gold_titles=["Oslo"],
+                          gold_sentences=[["Oslo", 0], ["Oslo", 1]], context=context)]
+    evaluator = RetrievalEvaluator(index, questions, budgets=[100], rules=[False], noise=[False],
+                                   sentence_budgets=[18, 200], show_progress=False)
+    summary = evaluator(tmp_path / "out")
+    ev = summary["sentence_evidence"]
+    assert ev["questions"] == 2 and ev["budgets"] == [18, 200]
+    assert ev["recall"]["rank-fill"]["200"] == 1.0 and ev["recall"]["sentences+links"]["200"] == 1.0
+    assert ev["recall"]["rank-fill"]["18"] == 0.0  # no whole paragraph fits 18 tokens
+    assert ev["recall"]["sentences+links"]["18"] == 0.5  # one gold sentence does; q2 needs two
+    assert all(ev["tokens"][s]["18"] <= 18 for s in ("rank-fill", "rank-cut", "knapsack", "sentences", "sentences+links"))
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "All gold supporting sentences in context: 2 questions" in report and "| sentences+links |" in report

@@ -14,7 +14,7 @@ import pytest
 
 from ragnet.errors import InputError
 from ragnet.eval.datasets import load_eval_set, to_examples
-from ragnet.eval.metrics import em_metric
+from ragnet.eval.program_metrics import program_metric
 from ragnet.eval.runner import (
     parse_program_args,
     plan_strategies,
@@ -254,7 +254,7 @@ def test_per_question_mode_retrieves_only_the_questions_own_paragraphs(run, tmp_
 
 def test_a_compiled_program_is_loaded_for_its_strategy(run, tmp_path, data, index_root, embedder):
     from ragnet.eval.index_cache import cached_index
-    from ragnet.optimize.persist import save_program
+    from ragnet.programs.persist import save_program
 
     ev = load_eval_set("tiny", data_dir=data)
     index = cached_index(ev.documents, "tiny-pooled", root=index_root, embedder=embedder, show_progress=False)
@@ -280,6 +280,58 @@ def test_dspy_evaluate_runs_a_program_on_the_examples(data, index_root, embedder
     index = cached_index(ev.documents, "tiny-pooled", root=index_root, embedder=embedder, show_progress=False)
     devset = to_examples(ev.questions)
     with scripted():
-        result = dspy.Evaluate(devset=devset, metric=em_metric, num_threads=1, display_progress=False)(BasicRAG(index))
+        result = dspy.Evaluate(devset=devset, metric=program_metric("em"), num_threads=1, display_progress=False)(BasicRAG(index))
     assert result.score == pytest.approx(100 / 3, abs=0.01)  # q1 exact, q2 and q3 not
     assert [float(score) for _, _, score in result.results] == [1.0, 0.0, 0.0]
+
+
+def test_questions_over_a_given_index_with_a_scoring_hook_as_the_demo_needs(data, index_root, embedder, tmp_path):
+    """The demo's shape: its own question objects, an index it built, its own program settings and
+    correctness, a table by level, one printed line per answer, and no judge."""
+    from dataclasses import dataclass
+
+    from ragnet.eval.index_cache import cached_index
+    from ragnet.eval.runner import QAEvaluator
+    from ragnet.programs.registry import build_program
+
+    @dataclass
+    class DemoQ:  # like ragnet.demo.corpus.DemoQuestion: no gold_titles, its own gold_doc_ids
+        id: str
+        question: str
+        answers: list
+        level: int
+        gold_doc_ids: list
+
+    ev = load_eval_set("tiny", data_dir=data)
+    index = cached_index(ev.documents, "tiny-pooled", root=index_root, embedder=embedder, show_progress=False)
+    questions = [DemoQ("d1", "What is the capital of Japan?", ["Tokyo"], 1, ["Tokyo"]),
+                 DemoQ("d2", "Who discovered penicillin?", ["Alexander Fleming"], 2, ["Penicillin"])]
+
+    def correctness(q, pred, idx):
+        docs = {idx.chunk(c).doc_id for c in pred.context}
+        return {"correct": float(pred.answer in q.answers),
+                "gold_doc_recall": sum(d in docs for d in q.gold_doc_ids) / len(q.gold_doc_ids)}
+
+    built, printed = [], []
+
+    def factory(run, idx):
+        built.append(run.spec)
+        return build_program(run.spec, idx, k=2)
+
+    with pytest.raises(InputError) as err:
+        QAEvaluator(questions, ["basic"])
+    assert err.value.argument == "index"
+    evaluator = QAEvaluator(questions, ["basic"], index=index, judge=False, program_factory=factory,
+                            scorers=[correctness], extra_metrics=("correct", "gold_doc_recall"),
+                            primary_metric="correct", on_row=printed.append, show_progress=False, plots=False)
+    with scripted():
+        summary = evaluator()  # no output folder: nothing written, nothing resumed
+    assert built == ["basic"] and [r["id"] for r in printed] == ["d1", "d2"]
+    basic = summary["strategies"]["basic"]
+    assert summary["primary_metric"] == "correct" and basic["correct"] == 0.5
+    assert basic["gold_doc_recall"] == pytest.approx(sum(r["gold_doc_recall"] for r in evaluator.rows) / 2)
+    assert {k: v["correct"] for k, v in summary["by_level"]["basic"].items()} == {"1": 1.0, "2": 0.0}
+    assert evaluator.metrics(summary)["basic/correct"] == 0.5
+    assert "| strategy | n | EM | F1 | LLM match | correct | gold_doc_recall | Δ correct |" in (
+        evaluator.format_report(summary))
+    assert summary["meta"]["set"] == "questions" and summary["meta"]["index"] == str(index.path)

@@ -235,13 +235,16 @@ def test_duplicate_passages_are_embedded_once(tmp_path, embedder, monkeypatch):
     original = Embedder.encode
 
     def spy(self, texts, **kw):
-        calls.append(list(texts))
+        calls.append((kw.get("desc", "Embedding"), list(texts)))
         return original(self, texts, **kw)
 
     monkeypatch.setattr(Embedder, "encode", spy)
     docs = [Document(id=f"d{i}", title="Same", text="Identical text body.") for i in range(4)]
     index = Index.build(docs, tmp_path / "dup", embedder=embedder, show_progress=False)
-    assert len(calls) == 1 and len(calls[0]) == 1
+    chunk_calls = [texts for desc, texts in calls if desc == "Embedding"]
+    sentence_calls = [texts for desc, texts in calls if desc == "Embedding sentences"]
+    assert len(chunk_calls) == 1 and len(chunk_calls[0]) == 1
+    assert sentence_calls == [["Same: Identical text body."]]  # four identical sentences, one forward pass
     vecs = index.vectors([c.id for c in index.chunks])
     assert vecs.shape == (4, 384) and np.allclose(vecs, vecs[0])
 
@@ -257,3 +260,24 @@ def test_index_files_get_usual_permissions(built):
     os.umask(mask)
     assert (built.path.stat().st_mode & 0o777) == 0o777 & ~mask
     assert ((built.path / "dense.faiss").stat().st_mode & 0o777) == 0o666 & ~mask
+
+
+def test_a_renamed_manifest_embedder_is_reported_as_the_index_problem(index_copy):
+    m = json.loads((index_copy / "manifest.json").read_text())
+    m["embedder"] = "someone/renamed-model-that-does-not-exist"
+    (index_copy / "manifest.json").write_text(json.dumps(m))
+    index = Index.load(index_copy)
+    with pytest.raises(IndexFormatError, match=r"built with embedder 'someone/renamed-model.*\(manifest\.json\)"):
+        index.search("capital")
+
+
+def test_bm25_params_replaced_with_valid_checksums_is_refused_clearly(index_copy):
+    import hashlib
+
+    params = index_copy / "bm25" / "params.index.json"
+    params.write_text("{}")
+    m = json.loads((index_copy / "manifest.json").read_text())
+    m["files"]["bm25/params.index.json"] = hashlib.sha256(params.read_bytes()).hexdigest()
+    (index_copy / "manifest.json").write_text(json.dumps(m))
+    with pytest.raises(IndexFormatError, match=r"BM25 files in .* are missing or unreadable"):
+        Index.load(index_copy)

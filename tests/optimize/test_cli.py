@@ -83,7 +83,8 @@ def test_optimize_sufficiency_step_saves_a_compiled_program_with_its_record(data
 @pytest.mark.parametrize("extra, message", [
     (["--split", "acceptance"], "acceptance split is for final measurement only"),
     (["--optimizer", "adam"], "unknown optimizer 'adam'"),
-    (["--budget", "huge"], "unknown budget 'huge'"),
+    (["--effort", "huge"], "argument 'effort': unknown effort 'huge'"),
+    (["--budget", "4000"], "--budget is the old name of --effort"),
     (["--metric", "f1"], "the metric is the step's own"),
     (["--step", "crop"], "iterative has no crop step; programs with it: oneshot"),
     (["--program", "basic"], "basic has no sufficiency step"),
@@ -157,3 +158,12 @@ def test_ask_loads_a_compiled_program_and_refuses_other_programs_and_changed_ste
     truncated.write_text(out.read_text()[:100])
     bad = _ask(truncated)
     assert bad.exit_code == 2 and "invalid JSON" in bad.stderr and "Traceback" not in bad.output
+
+
+def test_deprecated_budget_flag_still_selects_the_effort(dataset, engine, tmp_path):
+    root, _ = dataset
+    out = tmp_path / "old-flag.json"
+    result = _optimize(root, out, "--budget", "light")
+    assert result.exit_code == 0, result.output
+    assert "--budget is deprecated here; use --effort" in result.stderr
+    assert json.loads(out.read_text())["metadata"]["ragnet"]["optimization"]["budget"] == "light"

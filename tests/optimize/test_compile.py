@@ -12,7 +12,7 @@ from ragnet.errors import InputError
 from ragnet.optimize.cases import qa_examples, sufficiency_cases
 from ragnet.optimize.compile import compile, expected_lm_calls, lm_calls_per_example
 from ragnet.optimize.metrics import program_metric, verdict_metric
-from ragnet.optimize.persist import save_program
+from ragnet.programs.persist import save_program
 from ragnet.optimize.steps import SufficiencyStep, compile_step, install_step
 from ragnet.programs import BasicRAG, CombinedRAG, IterativeRAG, OneShotRAG, ReflectiveRAG
 from tests.optimize.conftest import FakeIndex, OptimizeLM, demo_dependent_sufficiency

@@ -116,3 +116,11 @@ def test_unknown_metric_is_refused():
     with pytest.raises(InputError) as err:
         program_metric("bleu")
     assert err.value.argument == "metric" and "f1, em, llm_match, recall" in str(err.value)
+
+
+def test_the_family_is_shared_with_ragnet_eval():
+    import ragnet.optimize
+    from ragnet.eval import program_metrics
+
+    assert ragnet.optimize.Metric is program_metrics.Metric and ragnet.optimize.program_metric is program_metric
+    assert isinstance(verdict_metric(), program_metrics.Metric) and isinstance(crop_metric(), program_metrics.Metric)

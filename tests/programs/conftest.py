@@ -8,7 +8,7 @@ import dspy
 import pytest
 
 from ragnet.corpus.metadata import Gazetteer
-from ragnet.corpus.synthetic import GAZETTEER, generate_yearbooks
+from ragnet.demo.corpus import GAZETTEER, generate_yearbooks
 from ragnet.index import Index
 from tests.programs.scripted import ProgramLM
 

@@ -86,7 +86,7 @@ def replay_context(pred):
 def test_delete_only_removes_context_ids_and_never_empties(yearbook_index, run_with):
     subset = lambda p, n: {"delete_ids": ["c1", "c2", "c999", "bogus#1"]}
     with run_with(ProgramLM(delete=subset)):
-        pred = IterativeRAG(yearbook_index, max_turns=3)(question=Q)
+        pred = IterativeRAG(yearbook_index, max_turns=3, protect=0)(question=Q)  # the LM alone decides
     context, deletes = replay_context(pred)
     assert len(deletes) == 3
     for before, deleted in deletes:
@@ -103,7 +103,7 @@ def test_delete_only_removes_context_ids_and_never_empties(yearbook_index, run_w
 def test_delete_of_every_chunk_is_refused(yearbook_index, run_with):
     delete_all = lambda p, n: {"delete_ids": [f"c{i}" for i in range(1, 40)] + ["c999", "bogus#1"]}
     with run_with(ProgramLM(delete=delete_all)) as lm:
-        pred = IterativeRAG(yearbook_index, max_turns=3)(question=Q)
+        pred = IterativeRAG(yearbook_index, max_turns=3, protect=0)(question=Q)
     assert lm.steps().count("delete") == 3
     assert [e["deleted"] for e in events(pred, "delete")] == [[], [], []]
     retrieved = {cid for e in events(pred, "search") for cid in e["retrieved"]}
@@ -113,12 +113,12 @@ def test_delete_of_every_chunk_is_refused(yearbook_index, run_with):
 def test_answer_evidence_is_never_deleted(yearbook_index, run_with):
     delete_first = lambda p, n: {"delete_ids": ["c1"] if n == 1 else []}
     with run_with(ProgramLM(delete=delete_first)):
-        pred = IterativeRAG(yearbook_index, max_turns=2)(question=Q)
+        pred = IterativeRAG(yearbook_index, max_turns=2, protect=0)(question=Q)
     ((doomed,),) = [e["deleted"] for e in events(pred, "delete") if e["deleted"]]
     # The answer now cites the deleted chunk by its real id, plus c1 (the first surviving chunk).
     cite_deleted = lambda p, n: {"answer": "scripted answer", "evidence_ids": [doomed, "c1"]}
     with run_with(ProgramLM(delete=delete_first, answer=cite_deleted)):
-        pred = IterativeRAG(yearbook_index, max_turns=2)(question=Q)
+        pred = IterativeRAG(yearbook_index, max_turns=2, protect=0)(question=Q)
     assert [e["deleted"] for e in events(pred, "delete")] == [[doomed], []]
     assert doomed not in pred.context
     assert pred.evidence == [pred.context[0]] and doomed not in pred.evidence
@@ -191,3 +191,25 @@ def test_combined_never_deletes_and_respects_budget(yearbook_index, run_with):
     assert len(suff_prompts) == 2 and [e["turn"] for e in events(pred, "sufficiency")] == [1, 2]
     shown = [p.count("[c") for p in suff_prompts]
     assert 0 < shown[0] <= 10 and 0 < shown[1] <= 5
+
+
+def test_delete_cannot_remove_what_the_evidence_ranks_highest(yearbook_index, run_with):
+    """The LM asks to delete every chunk but one; the best hit of each search and the two chunks
+    closest to the question stay, and each refusal is recorded."""
+    import numpy as np
+
+    all_but_last = lambda p, n: {"delete_ids": [f"c{i}" for i in range(1, 40) if f"[c{i + 1}]" in p]}
+    with run_with(ProgramLM(delete=all_but_last)):
+        pred = IterativeRAG(yearbook_index, max_turns=3)(question=Q)
+    searches = events(pred, "search")
+    for event in events(pred, "delete"):
+        protected = set(event["protected"])
+        assert not protected & set(event["deleted"])
+        best_hits = {s["retrieved"][0] for s in searches if s["turn"] <= event["turn"] and s["retrieved"]}
+        assert best_hits <= protected | set(pred.context) | {c for e in events(pred, "delete") for c in e["deleted"]}
+    final = pred.context
+    cos = yearbook_index.vectors(final) @ yearbook_index.embed_query(Q)
+    assert {s["retrieved"][0] for s in searches} <= set(final)  # every search's best hit survived
+    assert len(final) >= 2 and np.isfinite(cos).all()
+    refused = [e for e in events(pred, "lm_error") if e["failed_step"] == "delete" and "protected" in e["error"]]
+    assert refused and all(e["action"] == "repaired" for e in refused)

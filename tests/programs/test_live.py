@@ -9,7 +9,6 @@ from __future__ import annotations
 import dspy
 import pytest
 
-from ragnet.lm.config import make_lm
 from ragnet.programs.registry import build_program
 
 pytestmark = pytest.mark.live
@@ -21,12 +20,6 @@ SETTINGS = {
     "reflective": {"max_reflections": 1},
     "combined": {"budget": 1500, "max_turns": 2},
 }
-
-
-@pytest.fixture(scope="module")
-def local_lm(live_model_path):
-    # No cache: every run must really call the model.
-    return make_lm(f"local:{live_model_path}", cache=False, timeout=300)
 
 
 @pytest.mark.parametrize("strategy", list(SETTINGS))

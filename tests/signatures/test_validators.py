@@ -293,3 +293,26 @@ def test_run_judge(scripted, trace):
                         trace=trace)
     assert out.match is True and out.fallback is False
     assert '"City of Paris"' in lm.history[-1]["messages"][-1]["content"]
+
+
+def test_missing_that_copies_the_instructions_or_the_context_is_dropped_and_recorded():
+    import dspy
+
+    from ragnet.programs.trace import Trace
+    from ragnet.signatures.sufficiency import AssessSufficiency, run_sufficiency
+
+    context = "[c1] Ed Wood: Ed Wood was an American filmmaker, actor and writer born in New York in 1924."
+    cases = [
+        ("the director of the film that won X", ""),
+        ("Ed Wood was an American filmmaker, actor and writer born in New York", ""),
+        (" ".join(["word"] * 30), ""),
+        ("the nationality of Scott Derrickson", "the nationality of Scott Derrickson"),
+    ]
+    for said, kept in cases:
+        trace = Trace()
+        lm = dspy.utils.DummyLM([{"verdict": "Refine", "confidence": 0.5, "missing": said}])
+        with dspy.context(lm=lm, adapter=dspy.ChatAdapter()):
+            out = run_sufficiency(dspy.Predict(AssessSufficiency), "Were they both American?", context, trace=trace)
+        assert out.missing == kept and out.verdict == "Refine"
+        repairs = [e for e in trace.errors() if e["action"] == "repaired"]
+        assert bool(repairs) == (kept == "") and all("dropped 'missing'" in e["error"] for e in repairs)

@@ -9,8 +9,8 @@ import sys, time
 from pathlib import Path
 import ragnet
 from ragnet.lm import local as L
-from ragnet.cli_demo import build_demo_index, build_demo_program
-from ragnet.corpus.synthetic import demo_questions, choice_correct
+from ragnet.demo.run import build_demo_index, build_demo_program
+from ragnet.demo.corpus import demo_questions, choice_correct
 
 log = []
 orig_prefill = L.LlamaCppEngine._prefill

@@ -10,7 +10,7 @@ import re, sys, time
 import dspy, pydantic
 import ragnet
 from ragnet.eval.datasets import load_questions, resolve_dataset
-from ragnet.cli_optimize import _select_questions
+from ragnet.optimize.run import _select_questions
 from ragnet.optimize.cases import sufficiency_cases
 from ragnet.signatures.step import run_step
 

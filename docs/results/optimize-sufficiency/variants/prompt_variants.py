@@ -17,7 +17,7 @@ import sys, time, random
 import dspy
 import ragnet
 from ragnet.eval.datasets import load_questions, resolve_dataset
-from ragnet.cli_optimize import _select_questions
+from ragnet.optimize.run import _select_questions
 from ragnet.optimize.cases import sufficiency_cases
 from ragnet.signatures import AssessSufficiency, run_sufficiency
 

@@ -8,7 +8,7 @@ from fractions import Fraction
 
 import pytest
 
-from ragnet.corpus.synthetic import (
+from ragnet.demo.corpus import (
     CITIES,
     GAZETTEER,
     YEARS,
@@ -331,7 +331,7 @@ def test_write_demo_questions_uses_the_eval_schema(tmp_path):
 
 
 def test_choice_questions_name_their_wrong_options():
-    from ragnet.corpus.synthetic import choice_correct, generate_questions
+    from ragnet.demo.corpus import choice_correct, generate_questions
 
     questions = generate_questions(per_level=8)
     choice = [q for q in questions if q.wrong_answers]

@@ -513,7 +513,7 @@ def generate_yearbooks(
             title=_title(city, year),
             text=_yearbook_text(seed, city, year),
             metadata={"city": city, "year": year},
-            source="ragnet.corpus.synthetic",
+            source="ragnet.demo.corpus",
         )
         for city in city_list
         for year in year_list

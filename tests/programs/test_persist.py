@@ -10,10 +10,17 @@ import pytest
 import ragnet
 from ragnet.errors import InputError
 from ragnet.optimize.cases import sufficiency_cases
-from ragnet.optimize.persist import load_program, read_header, save_program
+from ragnet.programs.persist import load_program, read_header, save_program
 from ragnet.optimize.steps import compile_step
 from ragnet.programs import BasicRAG, IterativeRAG, ReflectiveRAG
-from tests.optimize.conftest import FakeIndex, OptimizeLM, demo_dependent_sufficiency
+from tests.optimize.conftest import (  # noqa: F401 - fixtures shared with the optimize tests
+    FakeIndex,
+    OptimizeLM,
+    _fail_on_unrecognised_prompts,
+    demo_dependent_sufficiency,
+    records,
+    scripted,
+)
 
 
 @pytest.fixture

@@ -9,7 +9,8 @@ import numpy  # noqa: F401 - loads BLAS before the pin, as the CLI does
 import pytest
 from threadpoolctl import threadpool_info, threadpool_limits
 
-from ragnet.cli import TruncationNotes, _pin_threads
+from ragnet._threads import pin_threads as _pin_threads
+from ragnet.cli.common import TruncationNotes
 
 
 def test_truncation_warnings_are_counted_once_and_other_warnings_pass(caplog):
@@ -44,3 +45,20 @@ def test_pin_threads_limits_blas_pools_loaded_before_it(monkeypatch):
     finally:  # the rest of the session keeps its threads
         threadpool_limits(limits=max(p["num_threads"] for p in pools))
         torch.set_num_threads(torch_threads)
+
+
+def test_warnings_print_as_one_clean_line(capsys):
+    import warnings
+
+    from ragnet.cli import _one_line_warning
+
+    saved = warnings.showwarning
+    warnings.showwarning = _one_line_warning
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("always")
+            warnings.warn("something odd\n   happened", UserWarning)
+    finally:
+        warnings.showwarning = saved
+    err = capsys.readouterr().err
+    assert err == "warning: something odd happened\n"

@@ -1,0 +1,5 @@
+"""``python -m ragnet``: the same as the ``ragnet`` command."""
+
+from ragnet.cli import main
+
+main()

@@ -1,0 +1,90 @@
+"""``ragnet ask``: answer one question over an index with one strategy."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ragnet.cli.common import (
+    answer_lm_option,
+    api_base_option,
+    api_key_env_option,
+    api_key_option,
+    console,
+    lm_option,
+    lm_settings,
+    timeout_option,
+)
+
+#: Exit status when the question was answered by a fallback because the LM failed (2 is bad input).
+EXIT_LM_FAILED = 3
+
+
+def ask(
+    question: str = typer.Argument(..., help="The question."),
+    index_dir: Path = typer.Option(..., "--index", "-i", help="Index directory built by `ragnet index`."),
+    strategy: str = typer.Option("oneshot", help="basic | oneshot | iterative | reflective | combined (presets allowed)."),
+    lm: Optional[str] = lm_option(),
+    answer_lm: Optional[str] = answer_lm_option(),
+    api_base: Optional[str] = api_base_option(),
+    api_key: Optional[str] = api_key_option(),
+    api_key_env: Optional[str] = api_key_env_option(),
+    timeout: float = timeout_option(),
+    budget: Optional[int] = typer.Option(None, help="Token budget of the answer prompt (oneshot, combined)."),
+    program_file: Optional[Path] = typer.Option(None, "--program", help="Compiled program JSON from `ragnet optimize`."),
+    as_json: bool = typer.Option(False, "--json", help="Print the whole prediction as JSON."),
+    show_trace: bool = typer.Option(False, "--trace", help="Print the step-by-step trace (one JSON object per line)."),
+) -> None:
+    """Answer a question over an index with one strategy.
+
+    Exit status: 0 answered, 2 bad input, 3 the LM failed and the answer is a fallback
+    (the cause is printed on stderr; --json still prints the prediction).
+    """
+    import ragnet
+    from ragnet.index import Index
+    from ragnet.lm.failures import answer_failure
+    from ragnet.programs.base import AnswerLM
+    from ragnet.programs.persist import load_program
+    from ragnet.programs.registry import build_program
+
+    settings = lm_settings(api_base, api_key, api_key_env, timeout)
+    index = Index.load(index_dir)
+    ragnet.configure(lm=lm, **settings)
+    extra = {"answer_lm": AnswerLM(answer_lm, **settings)} if answer_lm else {}
+    program = build_program(strategy, index, budget=budget, **extra)
+    if program_file is not None:
+        load_program(program, program_file)
+    pred = program(question=question)
+    failure = answer_failure(pred.trace)
+    if as_json:
+        typer.echo(json.dumps({k: pred[k] for k in pred.keys()}, ensure_ascii=False, indent=2, default=str))
+    else:
+        _print(index, pred, show_trace)
+    if failure:
+        typer.secho(f"error: no answer: {failure}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(code=EXIT_LM_FAILED)
+
+
+def _print(index, pred, show_trace: bool) -> None:
+    out = console()
+    out.print(f"[bold]answer:[/bold] {pred.answer}")
+    out.print("[bold]evidence:[/bold]")
+    for cid in pred.evidence:
+        out.print(f"  {cid}  [dim]{index.chunk(cid).title}[/dim]", highlight=False)
+    u = pred.usage
+    out.print(
+        f"[bold]usage:[/bold] {u['lm_calls']} LM calls ({u['cached_calls']} cached), "
+        f"{u['input_tokens']:,} tokens in, {u['output_tokens']:,} out, {u['searches']} searches, "
+        f"{len(pred.context)} chunks in context, {u['seconds']:.1f}s"
+    )
+    if show_trace:  # plain lines: valid JSON however wide the terminal, piped or not
+        for event in pred.trace:
+            typer.echo(json.dumps(event, ensure_ascii=False, default=str))
+
+
+def register(app: typer.Typer) -> None:
+    """``ragnet ask``."""
+    app.command("ask")(ask)

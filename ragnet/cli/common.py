@@ -1,0 +1,206 @@
+"""What every ``ragnet`` command shares: the one error handler, option definitions, output helpers.
+
+Commands only parse arguments and call the library. A :class:`~ragnet.errors.RagnetError`
+raised anywhere below a command becomes one red ``error: ...`` line on stderr and exit status
+2 in :class:`RagnetGroup`, the one place that handles it.
+
+Example:
+    >>> parse_ints("1000, 2000", "budgets")
+    [1000, 2000]
+"""
+
+from __future__ import annotations
+
+import logging
+import shlex
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from typer.core import TyperGroup
+
+from ragnet.errors import InputError, RagnetError
+
+__all__ = [
+    "RagnetGroup",
+    "TruncationNotes",
+    "command_line",
+    "console",
+    "data_dir_option",
+    "data_option",
+    "lm_option",
+    "new_app",
+    "parse_ints",
+    "say",
+    "split_option",
+]
+
+EXIT_USAGE = 2
+
+
+class RagnetGroup(TyperGroup):
+    """Typer group whose ``invoke`` turns a ``RagnetError`` into one line on stderr and its exit
+    status (2 for bad input, 3 when the LM failed)."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except RagnetError as err:
+            typer.secho(f"error: {err}", fg=typer.colors.RED, err=True)
+            raise typer.Exit(code=getattr(err, "exit_code", EXIT_USAGE)) from None
+
+
+def new_app(help: str, **kwargs: Any) -> typer.Typer:
+    """A Typer app (the root or a command group) with ragnet's settings."""
+    kwargs.setdefault("no_args_is_help", True)
+    return typer.Typer(help=help, cls=RagnetGroup, add_completion=False, pretty_exceptions_enable=False, **kwargs)
+
+
+def say(message: str) -> None:
+    """A progress or notice line on stderr (stdout stays for results)."""
+    typer.echo(message, err=True)
+
+
+def console():
+    """A rich console for tables; wide when not a terminal so logs keep whole rows."""
+    from rich.console import Console
+
+    out = Console()
+    return out if out.is_terminal else Console(width=150)
+
+
+def parse_ints(text: str, argument: str) -> list[int]:
+    """``"1000,2000"`` -> ``[1000, 2000]``, or an error naming the argument."""
+    try:
+        values = [int(part.replace("_", "")) for part in text.replace(" ", ",").split(",") if part.strip()]
+    except ValueError:
+        raise InputError(f"expected comma-separated integers, got {text!r}", argument=argument) from None
+    if not values:
+        raise InputError("no values given", argument=argument)
+    return values
+
+
+def command_line(ctx: typer.Context) -> str:
+    """The command as typed (the options the user set, in declaration order), for reports."""
+    parts = ["ragnet", *ctx.command_path.split()[1:]]  # the root is "ragnet" however it was invoked
+    for param in ctx.command.params:  # typer vendors click: duck-typed, no isinstance checks
+        if getattr(param, "param_type_name", "") != "option" or not param.name or not param.opts:
+            continue
+        source = ctx.get_parameter_source(param.name)
+        if source is None or source.name != "COMMANDLINE":
+            continue
+        value = ctx.params.get(param.name)
+        flag = max(param.opts, key=len)
+        if getattr(param, "is_flag", False):
+            if value:
+                parts.append(flag)
+            elif param.secondary_opts:
+                parts.append(max(param.secondary_opts, key=len))
+            continue
+        for v in value if isinstance(value, (list, tuple)) else [value]:
+            parts += [flag, shlex.quote(str(v))]
+    return " ".join(parts)
+
+
+# -- shared options ----------------------------------------------------------------------------
+def data_option(default: str = "hotpotqa_dev_distractor") -> Any:
+    return typer.Option(default, help="Dataset: a set name under the data dir, a set folder, or your own questions.jsonl.")
+
+
+def data_dir_option() -> Any:
+    return typer.Option(None, help="Benchmark data folder (default ../shared/data or $RAGNET_DATA).")
+
+
+def split_option(help: str = "Question split: dev (develop and tune here) or acceptance (final measurement only).") -> Any:
+    return typer.Option("dev", help=help)
+
+
+def lm_option() -> Any:
+    return typer.Option(None, help="LM: 'local' (default, llama.cpp), local:NAME, or any litellm model id; env RAGNET_LM.")
+
+
+def answer_lm_option() -> Any:
+    return typer.Option(None, "--answer-lm", help="LM of the answer step only (e.g. local:qwen2.5-coder-1.5b); the other steps use --lm.")
+
+
+def api_base_option() -> Any:
+    return typer.Option(None, "--api-base", help="Server URL for a litellm LM (an OpenAI-compatible server, Ollama, vLLM), e.g. http://127.0.0.1:8000/v1.")
+
+
+def api_key_option() -> Any:
+    return typer.Option(None, "--api-key", help="API key for a litellm LM; prefer --api-key-env to keep it out of the shell history.")
+
+
+def api_key_env_option() -> Any:
+    return typer.Option(None, "--api-key-env", help="Name of the environment variable that holds the API key.")
+
+
+def timeout_option(default: float = 120.0) -> Any:
+    return typer.Option(default, "--timeout", help="Seconds per LM call; with one retry per step, a server that hangs costs at most about 2x this per step.")
+
+
+def lm_settings(api_base: Optional[str], api_key: Optional[str], api_key_env: Optional[str],
+                timeout: Optional[float]) -> dict[str, Any]:
+    """Keyword arguments for ``ragnet.configure`` / ``make_lm`` from the LM connection options.
+
+    Example:
+        >>> lm_settings("http://127.0.0.1:8000/v1", None, None, 30.0)
+        {'api_base': 'http://127.0.0.1:8000/v1', 'timeout': 30.0}
+    """
+    import os
+
+    if api_key is not None and api_key_env is not None:
+        raise InputError("give --api-key or --api-key-env, not both", argument="api-key-env")
+    if api_key_env is not None:
+        api_key = os.environ.get(api_key_env)
+        if not api_key:
+            raise InputError(f"environment variable {api_key_env} is not set or empty", argument="api-key-env")
+    if timeout is not None and not timeout > 0:
+        raise InputError(f"must be more than 0 seconds, got {timeout}", argument="timeout")
+    out = {"api_base": api_base, "api_key": api_key, "timeout": timeout}
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def index_dir_option() -> Optional[Path]:
+    return typer.Option(None, "--index", help="Pooled index folder (default: the cached one, built once).")
+
+
+# -- logging --------------------------------------------------------------------------------------
+class TruncationNotes(logging.Filter):
+    """Fold DSPy's per-call "LM response was truncated" warning into one count.
+
+    DSPy warns on every answer that stops at ``max_tokens``; the local engine also ends a
+    degenerate repetition loop that way on purpose. In long runs (demo, eval, optimize) the
+    warning repeated dozens of times between progress lines; the command now prints the count
+    once at the end instead. Other DSPy warnings pass through.
+
+    Example:
+        >>> notes = TruncationNotes()
+        >>> notes.filter(logging.makeLogRecord({"msg": "LM response was truncated; increase max_tokens"}))
+        False
+        >>> notes.count
+        1
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if str(record.getMessage()).startswith("LM response was truncated"):
+            self.count += 1
+            return False
+        return True
+
+    def summary(self) -> str | None:
+        if not self.count:
+            return None
+        return (f"note: {self.count} LM answer(s) were cut at max_tokens or by the local engine's "
+                "repetition guard (each is parsed as far as it goes; failures are in the traces)")
+
+    def print_summary(self) -> None:
+        """Print :meth:`summary` to stderr when there is one (registered with ``atexit``)."""
+        text = self.summary()
+        if text:
+            print(text, file=sys.stderr)

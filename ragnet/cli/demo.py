@@ -1,0 +1,47 @@
+"""``ragnet demo``: the synthetic yearbooks, the evidence each strategy gives the reader, answers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ragnet.cli.common import (
+    api_base_option,
+    api_key_env_option,
+    api_key_option,
+    lm_option,
+    lm_settings,
+    timeout_option,
+)
+
+
+def demo(
+    workdir: Path = typer.Option(Path(".ragnet-cache/demo"), help="Where the demo corpus, index and results go."),
+    lm: Optional[str] = lm_option(),
+    answer_lm: str = typer.Option("auto", "--answer-lm", help="LM of the answer step: auto (the 1.5B local reader when fetched, else --lm), none (--lm), or an LM spec."),
+    api_base: Optional[str] = api_base_option(),
+    api_key: Optional[str] = api_key_option(),
+    api_key_env: Optional[str] = api_key_env_option(),
+    timeout: float = timeout_option(),
+    per_level: int = typer.Option(1, help="Questions answered per difficulty level (L1-L4)."),
+    evidence_per_level: int = typer.Option(3, help="Questions per level in the evidence table (no LM)."),
+    strategies: Optional[str] = typer.Option(None, help="Comma-separated strategies to answer with (default basic,oneshot,combined; presets allowed)."),
+    full: bool = typer.Option(False, "--full", help="Every strategy on every picked question (several times longer)."),
+    budget: int = typer.Option(1000, help="Token budget of the answer prompt for the budgeted strategies."),
+    max_turns: int = typer.Option(2, help="Turn cap for the agent loops (kept small for the local LM)."),
+) -> None:
+    """Synthetic yearbooks where top-5 confuses years and cities: evidence per strategy, then answers."""
+    from ragnet.demo.run import run_demo
+
+    reader = None if answer_lm.strip().casefold() == "none" else answer_lm
+    run_demo(workdir, lm=lm, answer_lm=reader, lm_options=lm_settings(api_base, api_key, api_key_env, timeout),
+             per_level=per_level, evidence_per_level=evidence_per_level,
+             strategies=[s for s in strategies.split(",") if s] if strategies else None, full=full, budget=budget,
+             max_turns=max_turns)
+
+
+def register(app: typer.Typer) -> None:
+    """``ragnet demo``."""
+    app.command("demo")(demo)

@@ -1,0 +1,222 @@
+"""``ragnet eval`` (strategies side by side), ``eval retrieval`` (no LM) and ``eval laziness``.
+
+Example:
+    ragnet eval --data hotpotqa_dev_distractor --split dev -n 50 \\
+        --strategies basic,oneshot,iterative --budgets 1000,2000,4000 --threads 2
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from ragnet.cli.common import (
+    answer_lm_option,
+    api_base_option,
+    api_key_env_option,
+    api_key_option,
+    command_line,
+    console,
+    data_dir_option,
+    data_option,
+    index_dir_option,
+    lm_option,
+    new_app,
+    lm_settings,
+    parse_ints,
+    say,
+    split_option,
+    timeout_option,
+)
+from ragnet.errors import InputError
+
+HELP = ("Measure strategies side by side on a benchmark (EM, F1, LLM match, gold recall, stage retention, cost); "
+        "resumable. Subcommands: see below.")
+
+
+def _check_split(split: str, allowed: tuple[str, ...] = ("dev", "acceptance")) -> None:
+    if split not in allowed:
+        raise InputError(f"unknown split {split!r}; choose {', '.join(allowed)}", argument="split")
+    if split == "acceptance":
+        typer.secho("warning: --split acceptance is for final measurement only; never tune prompts, "
+                    "thresholds or rules on it", fg=typer.colors.YELLOW, err=True)
+
+
+def evaluate(
+    ctx: typer.Context,
+    data: str = data_option(),
+    data_dir: Optional[Path] = data_dir_option(),
+    split: str = typer.Option("dev", help="dev (develop/tune here) | acceptance (final measurement only) | all."),
+    n: Optional[int] = typer.Option(None, "-n", help="At most this many questions (file order)."),
+    ids: Optional[str] = typer.Option(None, help="Question ids: comma list or @file."),
+    strategies: str = typer.Option("basic,oneshot", help="Comma-separated strategies; presets allowed (oneshot:no-filter)."),
+    lm: Optional[str] = lm_option(),
+    answer_lm: Optional[str] = answer_lm_option(),
+    api_base: Optional[str] = api_base_option(),
+    api_key: Optional[str] = api_key_option(),
+    api_key_env: Optional[str] = api_key_env_option(),
+    timeout: float = timeout_option(),
+    judge_lm: Optional[str] = typer.Option(None, help="LM for the LLM-match judge (default: the same as --lm)."),
+    no_judge: bool = typer.Option(False, "--no-judge", help="Skip the LLM judge (EM/F1 only)."),
+    threads: int = typer.Option(1, help="Questions answered in parallel."),
+    budget: Optional[int] = typer.Option(None, help="Token budget of the answer prompt for oneshot/combined."),
+    budgets: Optional[str] = typer.Option(None, help="Comma-separated budgets: budgeted strategies run at each (oneshot@2000)."),
+    mode: str = typer.Option("pooled", help="pooled (all questions' paragraphs / corpus.jsonl) | per-question."),
+    program: Optional[List[str]] = typer.Option(None, "--program", help="Compiled program from `ragnet optimize`: STRATEGY=FILE, or FILE with one strategy. Repeatable."),
+    out: Optional[Path] = typer.Option(None, help="Output folder (default .ragnet-cache/eval/<set>-<split>[-per-question])."),
+    fresh: bool = typer.Option(False, "--fresh", help="Discard earlier results in --out instead of resuming."),
+    retry_errors: bool = typer.Option(False, "--retry-errors", help="Re-run questions whose earlier row is an error."),
+    no_plots: bool = typer.Option(False, "--no-plots", help="Do not write PNG plots."),
+) -> None:
+    """Run strategies on benchmark questions; write results.jsonl, report.md, summary.json and plots."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from ragnet._atomic import check_writable_dir
+    from ragnet._threads import pin_threads
+    from ragnet.eval.datasets import load_eval_set
+    from ragnet.eval.runner import parse_program_args, plan_strategies, run_eval
+    from ragnet.lm.config import configure, make_lm
+    from ragnet.programs.base import AnswerLM
+
+    if threads < 1:
+        raise InputError(f"must be at least 1, got {threads}", argument="threads")
+    _check_split(split, ("dev", "acceptance", "all"))
+    spec_list = [s.strip() for s in strategies.split(",") if s.strip()]
+    programs = parse_program_args(program, spec_list)
+    plan = plan_strategies(spec_list, budget=budget, budgets=parse_ints(budgets, "budgets") if budgets else None,
+                           programs=programs)
+    ev = load_eval_set(data, data_dir=data_dir, split=None if split == "all" else split, n=n, ids=ids, mode=mode)
+    target = out or Path(".ragnet-cache") / "eval" / (f"{ev.name}-{split}" + ("" if mode == "pooled" else f"-{mode}"))
+    check_writable_dir(target, argument="out")  # before any index or LM work
+    pin_threads(max(1, (os.cpu_count() or 2) // threads))
+    settings = lm_settings(api_base, api_key, api_key_env, timeout)
+    program_lm = configure(lm=lm, **settings)
+    judge = make_lm(judge_lm, **settings) if not no_judge and judge_lm is not None and judge_lm != lm else None
+    say(f"{ev.name}: {len(ev.questions)} questions ({split}, {mode}); strategies "
+        f"{', '.join(r.label for r in plan)}; LM {getattr(program_lm, 'model', program_lm)}"
+        + (f", answers {answer_lm}" if answer_lm else "") + f" -> {target}")
+    reader = AnswerLM(answer_lm, **settings) if answer_lm else None
+    summary = run_eval(ev, plan, out_dir=target, judge=not no_judge, judge_lm=judge, answer_lm=reader, threads=threads,
+                       command=command_line(ctx), fresh=fresh, retry_errors=retry_errors, plots=not no_plots, log=say)
+    _print_table(summary)
+    typer.echo(f"wrote {target / 'report.md'}, {target / 'summary.json'} and {target / 'results.jsonl'}")
+
+
+def _short_verdict(summary: dict, label: str) -> str:
+    if label == summary["baseline"]:
+        return "baseline"
+    cmp = summary["vs_baseline"].get(label)
+    if cmp is None:
+        return ""
+    if cmp["beats_baseline"]:
+        return f"beats (p={cmp['p_value']:.2g})"
+    return "no (worse)" if cmp["delta"] < 0 else ("no (=)" if cmp["delta"] == 0 else f"no (p={cmp['p_value']:.2g})")
+
+
+def _print_table(summary: dict) -> None:
+    from rich.table import Table
+
+    from ragnet.eval.tables import percent
+
+    table = Table(title=f"{summary['meta']['set']} ({summary['meta']['questions']} questions)")
+    for col in ("strategy", "EM", "F1", "LLM", "gold", "tok in", "LM calls", "p50 s", "err", "LM fail", "vs basic"):
+        table.add_column(col, justify="left" if col in ("strategy", "vs basic") else "right")
+    for label, a in summary["strategies"].items():
+        table.add_row(label, percent(a["em"]), percent(a["f1"]), percent(a["llm_match"]), percent(a["gold_all"]),
+                      "–" if a["input_tokens"] is None else f"{a['input_tokens']:,.0f}",
+                      "–" if a["lm_calls"] is None else f"{a['lm_calls']:.1f}",
+                      "–" if a["latency_p50"] is None else f"{a['latency_p50']:.1f}",
+                      str(a["errors"] - a.get("lm_failures", 0)), str(a.get("lm_failures", 0)),
+                      _short_verdict(summary, label))
+    console().print(table)
+    ov = summary.get("overhead") or {}
+    if ov.get("ratio") is not None:
+        typer.echo(f"evaluation overhead: {100 * ov['loop_ratio']:.2f}% of program time "
+                   f"({100 * ov['ratio']:.2f}% with report and plots); primary metric: {summary['primary_metric']}")
+
+
+def retrieval(
+    ctx: typer.Context,
+    data: str = data_option(),
+    split: str = split_option(),
+    n: Optional[int] = typer.Option(None, "-n", help="At most this many questions."),
+    budgets: str = typer.Option("1000,2000,4000,8000", help="Comma-separated context token budgets."),
+    data_dir: Optional[Path] = data_dir_option(),
+    index_dir: Optional[Path] = index_dir_option(),
+    sentence_budgets: str = typer.Option("512,1000,2000,4000", help="Context budgets of the sentence-level evidence table (sets with gold supporting sentences); 'none' to skip it."),
+    out: Optional[Path] = typer.Option(None, help="Write report.md and summary.json here."),
+    threads: int = typer.Option(2, help="Threads for torch/FAISS (pinned)."),
+) -> None:
+    """Gold-evidence recall of top-k, rank-order filling, Top-Kmax and sentence selections; no LM."""
+    from ragnet._atomic import check_writable_dir
+    from ragnet._threads import pin_threads
+    from ragnet.eval.datasets import load_questions
+    from ragnet.eval.indexes import load_pooled
+    from ragnet.eval.retrieval import RetrievalEvaluator
+
+    _check_split(split)
+    budget_list = parse_ints(budgets, "budgets")
+    if out is not None:
+        check_writable_dir(out, argument="out")
+    pin_threads(threads)
+    idx, ev = load_pooled(data, data_dir=data_dir, path=index_dir, log=say)
+    questions = load_questions(ev.path, split=split, limit=n)
+    sentence_list = None if sentence_budgets.strip().casefold() == "none" else parse_ints(sentence_budgets,
+                                                                                         "sentence-budgets")
+    evaluator = RetrievalEvaluator(idx, questions, budgets=budget_list, sentence_budgets=sentence_list,
+                                   command=command_line(ctx), show_progress=True)
+    typer.echo(evaluator.format_report(evaluator(out)))
+    if out is not None:
+        typer.echo(f"wrote {out / 'report.md'} and {out / 'summary.json'}")
+
+
+def laziness(
+    ctx: typer.Context,
+    data: str = typer.Option("hotpotqa_dev_distractor", help="Dataset (name under the data dir, folder or questions.jsonl); needs multi-hop questions with gold paragraphs in their context."),
+    split: str = typer.Option("dev", help="Question split: dev or acceptance (padding comes from the same split)."),
+    n: int = typer.Option(20, "-n", help="Questions to measure (the split's first n with at least two gold paragraphs)."),
+    pads: str = typer.Option("3000,6000,9000,12000", help="Comma-separated context sizes (tokens) for the partial-evidence contexts; the study's are 3000,6000,9000,12000."),
+    full_gold_pads: str = typer.Option("", help="Extra context sizes at which the full gold evidence is shown too (comma-separated)."),
+    controls: bool = typer.Option(True, "--controls/--no-controls", help="Add the pad-0 controls: partial gold only, and full gold only."),
+    position: str = typer.Option("early", help="Gold position: early (seeded place inside the smallest pad level; larger levels extend the same context) or random (anywhere, per level)."),
+    lm: Optional[str] = lm_option(),
+    program_file: Optional[Path] = typer.Option(None, "--program", help="Compiled program JSON (`ragnet optimize`) whose sufficiency step to use."),
+    seed: int = typer.Option(0, help="Seed for the kept gold paragraph, the padding and the gold position."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write report.md, summary.json and results.jsonl here (an interrupted run resumes)."),
+    data_dir: Optional[Path] = data_dir_option(),
+    n_ctx: Optional[int] = typer.Option(None, "--n-ctx", help="Local model context window (default: sized to the largest prompt)."),
+    timeout: float = typer.Option(300.0, help="Seconds per LM call (a 12k-token prompt takes about a minute on 2 CPU cores)."),
+    retries: Optional[int] = typer.Option(None, help="LM retries before the step falls back (default: the program's, 1)."),
+    fresh: bool = typer.Option(False, "--fresh", help="Discard results in --out from an earlier run instead of resuming."),
+    overwrite: bool = typer.Option(False, "--overwrite", hidden=True, help="Deprecated alias of --fresh."),
+) -> None:
+    """Follow-up search rate of the agent as padding grows, next to the iterative study's."""
+    from ragnet._atomic import check_writable_dir
+    from ragnet.eval.laziness import format_laziness_report
+    from ragnet.eval.laziness_evaluator import LazinessEvaluator, parse_pads
+
+    if overwrite:
+        typer.secho("warning: --overwrite is deprecated; use --fresh", fg=typer.colors.YELLOW, err=True)
+    if out is not None:
+        check_writable_dir(out, argument="out")
+    evaluator = LazinessEvaluator.from_data(
+        data, split=split, data_dir=data_dir, n=n, pads=parse_pads(pads, "pads"),
+        full_gold_pads=parse_pads(full_gold_pads, "full-gold-pads"), controls=controls, position=position,
+        seed=seed, program=program_file, lm=lm, n_ctx=n_ctx, timeout=timeout, retries=retries,
+        command=command_line(ctx), log=say)
+    summary = evaluator(out, fresh=fresh or overwrite)
+    typer.echo(format_laziness_report(summary))
+    if out is not None:
+        typer.echo(f"wrote {out / 'report.md'}, {out / 'summary.json'} and {out / 'results.jsonl'}")
+
+
+def register(app: typer.Typer) -> None:
+    """The ``ragnet eval`` group: the group itself runs :func:`evaluate`; subcommands below it."""
+    group = new_app("Measure strategies on benchmarks with gold evidence.")
+    group.callback(invoke_without_command=True, help=HELP)(evaluate)
+    group.command("retrieval")(retrieval)
+    group.command("laziness")(laziness)
+    app.add_typer(group, name="eval")

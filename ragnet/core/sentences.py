@@ -1,0 +1,168 @@
+"""Sentence-level context selection: score the sentences of candidate chunks, pack the best.
+
+The study's Chunk Cropping cuts each chunk down to the parts that bear on the question with
+an LM call per chunk. This does the same with no LM: every sentence of every candidate chunk
+gets a value, and the exact knapsack packs the most valuable sentences into the reader's
+token budget. The reader then sees short, dense passages (each chunk's chosen sentences under
+its title, in document order), so a small budget holds the evidence of many chunks.
+
+Value model. A sentence is useful when its chunk is relevant *and* it is the part of the
+chunk that matters, so its value is a product::
+
+    value(i) = chunk_relevance(c) * sentence_share(i | c)
+
+* ``chunk_relevance(c) = exp((s_c - max s) / chunk_temperature)``: the chunk's hybrid score,
+  calibrated like the paragraph knapsack (:mod:`ragnet.core.calibrate`).
+* ``sentence_share(i | c)``: how much of the chunk's relevance sentence ``i`` carries. Its
+  match with the question, ``m_i = match_weight * cos_i + (1 - match_weight) * bm25_i``
+  (each min-max scaled over all candidate sentences of the question), relative to the best
+  sentence of its chunk, ``exp((m_i - max_c m) / sentence_temperature)``; the chunk's lead
+  sentence gets at least ``lead`` of the chunk's relevance. The lead sentence matters because
+  it names what the chunk is about: 58% of HotpotQA's gold supporting sentences are a
+  paragraph's first sentence, which often shares few words with the question ("Scott
+  Derrickson (born July 16, 1966) is an American director" for "Were Scott Derrickson and Ed
+  Wood of the same nationality?").
+
+Costs. A sentence costs its tokens plus one for the separator; a chunk whose sentences are
+chosen also costs its header (``[cN] Title: ``). Headers are not additive per sentence, so
+:func:`pack` solves the knapsack, charges the headers of the chunks it used, and re-solves with
+the budget shrunk by any overrun; each round's answer is made to fit by dropping its least
+valuable sentences, and the best round wins.
+
+Example:
+    >>> import numpy as np
+    >>> chunk_of = np.array([0, 0, 0, 1, 1])          # two chunks: 3 and 2 sentences
+    >>> lead = np.array([True, False, False, True, False])
+    >>> cos = np.array([0.2, 0.7, 0.1, 0.3, 0.2])
+    >>> bm25 = np.array([0.0, 3.0, 0.0, 1.0, 0.0])
+    >>> v = values(np.array([0.9, 0.5]), chunk_of, lead, cos, bm25)
+    >>> [round(x, 3) for x in v.tolist()]
+    [0.5, 1.0, 0.0, 0.018, 0.002]
+    >>> pack(v, np.array([10, 12, 9, 11, 8]), chunk_of, np.array([4, 4]), budget=30).tolist()
+    [0, 1]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ragnet.core import knapsack
+
+__all__ = ["SentenceWeights", "pack", "values"]
+
+
+@dataclass(frozen=True)
+class SentenceWeights:
+    """Parameters of the value model (see the module docstring); defaults chosen on HotpotQA dev.
+
+    Attributes:
+        chunk_temperature: decay of chunk relevance with the hybrid score gap to the best chunk.
+        sentence_temperature: decay of a sentence's share with its match gap to its chunk's best.
+        match_weight: weight of the sentence's cosine against its BM25 score in the match.
+        lead: the least share of its chunk's relevance a chunk's first sentence keeps.
+    """
+
+    chunk_temperature: float = 0.1
+    sentence_temperature: float = 0.1
+    match_weight: float = 0.5
+    lead: float = 0.5
+
+
+def _minmax(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float64)
+    if x.size == 0:
+        return x
+    lo, hi = float(x.min()), float(x.max())
+    return np.zeros_like(x) if hi <= lo else (x - lo) / (hi - lo)
+
+
+def values(
+    chunk_scores: np.ndarray,
+    chunk_of: np.ndarray,
+    is_lead: np.ndarray,
+    cos: np.ndarray,
+    bm25: np.ndarray,
+    weights: SentenceWeights = SentenceWeights(),
+) -> np.ndarray:
+    """Value of every candidate sentence (see the module docstring).
+
+    Args:
+        chunk_scores: hybrid score of each candidate chunk (higher is better).
+        chunk_of: for each sentence, the index of its chunk in ``chunk_scores``.
+        is_lead: for each sentence, whether it is its chunk's first sentence.
+        cos: cosine of each sentence's embedding with the question's.
+        bm25: BM25 score of each sentence for the question.
+        weights: the value model's parameters.
+
+    Returns:
+        float64 values, one per sentence, in ``[0, 1]``.
+    """
+    chunk_of = np.asarray(chunk_of, dtype=np.int64)
+    if chunk_of.size == 0:
+        return np.zeros(0, dtype=np.float64)
+    scores = np.asarray(chunk_scores, dtype=np.float64)
+    chunk_rel = np.exp((scores - scores.max()) / weights.chunk_temperature)
+    match = weights.match_weight * _minmax(cos) + (1.0 - weights.match_weight) * _minmax(bm25)
+    best = np.full(scores.size, -np.inf)
+    np.maximum.at(best, chunk_of, match)
+    share = np.exp((match - best[chunk_of]) / weights.sentence_temperature)
+    share = np.where(np.asarray(is_lead, dtype=bool), np.maximum(share, weights.lead), share)
+    return chunk_rel[chunk_of] * share
+
+
+def pack(
+    sentence_values: np.ndarray,
+    costs: np.ndarray,
+    chunk_of: np.ndarray,
+    header_costs: np.ndarray,
+    budget: int,
+    *,
+    max_rounds: int = 8,
+) -> np.ndarray:
+    """Sentences with the most total value whose tokens, plus their chunks' headers, fit ``budget``.
+
+    Args:
+        sentence_values: value per sentence (:func:`values`).
+        costs: tokens per sentence (separator included).
+        chunk_of: chunk index of each sentence.
+        header_costs: tokens of each chunk's header, charged once per chunk used.
+        budget: total tokens allowed.
+        max_rounds: most knapsack solves (each with the budget shrunk by the last overrun).
+
+    Returns:
+        Selected sentence indices, ascending (so each chunk's sentences keep document order).
+    """
+    v = np.asarray(sentence_values, dtype=np.float64)
+    w = np.asarray(costs, dtype=np.int64)
+    chunk_of = np.asarray(chunk_of, dtype=np.int64)
+    headers = np.asarray(header_costs, dtype=np.int64)
+    keep = np.flatnonzero(v > 0)
+    if keep.size == 0 or budget <= 0:
+        return np.zeros(0, dtype=np.int64)
+
+    def cost(picked: list[int]) -> int:
+        return int(w[picked].sum() + headers[np.unique(chunk_of[picked])].sum()) if picked else 0
+
+    def repair(picked: list[int]) -> list[int]:
+        """Drop the least valuable sentences until the headers fit too."""
+        picked = list(picked)
+        while picked and cost(picked) > budget:
+            picked.remove(min(picked, key=lambda i: (v[i], -i)))
+        return picked
+
+    best: list[int] = []
+    inner = int(budget)
+    for _ in range(max_rounds):
+        picked = sorted(keep[knapsack.select(v[keep], w[keep], inner, method="exact")].tolist())
+        feasible = repair(picked)
+        if v[feasible].sum() > v[best].sum():
+            best = feasible
+        overrun = cost(picked) - budget
+        if overrun <= 0:
+            break
+        inner -= overrun
+        if inner <= 0:
+            break
+    return np.asarray(sorted(best), dtype=np.int64)

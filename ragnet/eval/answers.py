@@ -1,0 +1,77 @@
+"""Answer metrics: SQuAD-normalised exact match and token F1, and a lenient "gold answer
+contained in the prediction" match for short generated answers.
+
+Normalisation is ``dspy.evaluate.metrics.normalize_text``'s: Unicode NFD, lower case,
+punctuation and English articles dropped, whitespace collapsed. NFD makes a composed accent
+("é", one code point) and a decomposed one ("e" + combining acute) the same text.
+
+Example:
+    >>> exact_match("The Eiffel Tower!", ["eiffel tower"])
+    1.0
+    >>> round(f1("Paris, France", ["Paris"]), 3)
+    0.667
+    >>> exact_match("Jos\\u00e9", ["Jose\\u0301"]), contains_match("It was Alexander Fleming.", ["fleming"])
+    (1.0, 1.0)
+"""
+
+from __future__ import annotations
+
+import re
+import string
+import unicodedata
+from collections import Counter
+from collections.abc import Iterable
+
+__all__ = ["contains_match", "exact_match", "f1", "normalize_answer", "token_f1"]
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCT = set(string.punctuation)
+
+
+def normalize_answer(text: str) -> str:
+    """SQuAD normalisation after Unicode NFD: lower-case, drop punctuation and articles,
+    collapse whitespace (``dspy.evaluate.metrics.normalize_text``).
+
+    Example:
+        >>> normalize_answer("  The  Beatles, a band! ")
+        'beatles band'
+    """
+    text = unicodedata.normalize("NFD", str(text)).lower()
+    text = "".join(ch for ch in text if ch not in _PUNCT)
+    text = _ARTICLES.sub(" ", text)
+    return " ".join(text.split())
+
+
+def exact_match(prediction: str, golds: Iterable[str]) -> float:
+    """1.0 when the normalised prediction equals any normalised gold answer."""
+    pred = normalize_answer(prediction)
+    return float(any(pred == normalize_answer(g) for g in golds))
+
+
+def token_f1(pred_tokens: list[str], gold_tokens: list[str]) -> float:
+    """Token-overlap F1 of two token lists (1.0 when both are empty).
+
+    Example:
+        >>> token_f1(["paris", "france"], ["paris"])
+        0.6666666666666666
+    """
+    common = Counter(pred_tokens) & Counter(gold_tokens)
+    same = sum(common.values())
+    if not pred_tokens or not gold_tokens:
+        return float(pred_tokens == gold_tokens)
+    if same == 0:
+        return 0.0
+    precision, recall = same / len(pred_tokens), same / len(gold_tokens)
+    return 2 * precision * recall / (precision + recall)
+
+
+def f1(prediction: str, golds: Iterable[str]) -> float:
+    """Best token-level F1 of the prediction against any gold answer."""
+    pred = normalize_answer(prediction).split()
+    return max((token_f1(pred, normalize_answer(g).split()) for g in golds), default=0.0)
+
+
+def contains_match(prediction: str, golds: Iterable[str]) -> float:
+    """1.0 when any normalised gold answer appears as a whole-word span of the normalised prediction."""
+    pred = f" {normalize_answer(prediction)} "
+    return float(any(normalize_answer(g) and f" {normalize_answer(g)} " in pred for g in golds))

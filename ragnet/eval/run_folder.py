@@ -1,0 +1,214 @@
+"""An evaluation's output folder: resumable rows, the settings that made them, the report.
+
+Every ``ragnet eval`` command writes the same files (:class:`RunFolder`):
+
+``results.jsonl``
+    one JSON line per finished row (a question under one strategy, one context of the
+    laziness experiment), appended, flushed and fsynced as soon as it exists
+    (:meth:`RunFolder.writer`). A crash loses at most the line being written: a truncated last
+    line is dropped with a warning and cut from the file on the next read, so appending
+    continues cleanly; a corrupt line anywhere else is an :class:`~ragnet.errors.InputError`
+    naming the file and line, never a silently lost row.
+``run.json``
+    the settings of the run. Rows are reused only by a run whose settings match
+    (:meth:`RunFolder.start`); a mismatch is refused with a message naming the differing
+    settings, unless ``fresh`` discards the old rows first.
+``report.md`` and ``summary.json``
+    written atomically (temporary file, then rename) by :meth:`RunFolder.write_outputs`.
+
+Example:
+    >>> import tempfile
+    >>> folder = RunFolder(tempfile.mkdtemp(), key=("id",))
+    >>> folder.start({"lm": "a"})
+    >>> with folder.writer() as write:
+    ...     write({"id": "q1", "em": 1.0})
+    >>> [row["id"] for row in folder.rows()]
+    ['q1']
+    >>> folder.start({"lm": "b"})
+    Traceback (most recent call last):
+    ...
+    ragnet.errors.InputError: argument 'out': ... holds results of a run with other settings (lm: 'a' -> 'b'); use another --out, or --fresh to discard them
+    >>> folder.start({"lm": "b"}, fresh=True); folder.rows()
+    []
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ragnet.errors import InputError
+
+__all__ = ["REPORT", "RESULTS", "RUN_FILE", "SUMMARY", "RowWriter", "RunFolder", "read_rows"]
+
+RESULTS = "results.jsonl"
+RUN_FILE = "run.json"
+REPORT = "report.md"
+SUMMARY = "summary.json"
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def read_rows(path: str | Path, *, key: Sequence[str] = (), log: Callable[[str], None] = _stderr
+              ) -> list[dict[str, Any]]:
+    """Rows of a ``results.jsonl``, in file order; none when the file does not exist.
+
+    A truncated last line (a crash mid-write) is dropped with a warning and cut from the file,
+    so appending continues cleanly. A bad line elsewhere (not JSON, not an object, or missing a
+    ``key`` field) is an :class:`InputError` naming the file and line.
+
+    Args:
+        path: the file.
+        key: fields every row must have (those that identify it).
+        log: receives the warning about a truncated last line.
+    """
+    path = Path(path)
+    if not path.is_file():
+        return []
+    data = path.read_bytes()
+    rows: list[dict[str, Any]] = []
+    offset = 0
+    lines = data.split(b"\n")
+    for number, raw in enumerate(lines, 1):
+        is_last = number == len(lines) or (number == len(lines) - 1 and lines[-1] == b"")
+        if raw.strip():
+            try:
+                row = json.loads(raw.decode("utf-8"))
+                if not isinstance(row, dict) or any(k not in row for k in key):
+                    raise ValueError("not a result row")
+            except (ValueError, UnicodeDecodeError) as exc:
+                if is_last:
+                    log(f"warning: {path}:{number}: ignoring an incomplete last line (an interrupted run); "
+                        "it will be recomputed")
+                    with open(path, "r+b") as fh:
+                        fh.truncate(offset)
+                    break
+                raise InputError(f"corrupt result row ({exc}); remove the line or use --fresh",
+                                 path=path, line=number) from None
+            rows.append(row)
+        offset += len(raw) + 1
+    return rows
+
+
+class RowWriter:
+    """Appends one complete JSON line per row, flushed and fsynced (use from one thread).
+
+    A context manager; :meth:`close` when used without ``with``.
+    """
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_file() and path.stat().st_size and not path.read_bytes().endswith(b"\n"):
+            with open(path, "ab") as fh:  # a complete last line without its newline
+                fh.write(b"\n")
+        self._fh = open(path, "a", encoding="utf-8")  # noqa: SIM115 - held open for the run; see close()
+
+    def write(self, row: dict[str, Any]) -> None:
+        """Append ``row`` as one line and make it durable before returning."""
+        self._fh.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+
+    __call__ = write
+
+    def close(self) -> None:
+        self._fh.close()
+
+    def __enter__(self) -> "RowWriter":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class RunFolder:
+    """The output folder of one evaluation (see the module docstring).
+
+    Args:
+        path: the folder (created on :meth:`start` or the first write).
+        key: fields that identify a row of ``results.jsonl`` (e.g. ``("strategy", "id")``).
+        log: receives warnings (a truncated last line).
+
+    Raises:
+        InputError: ``path`` is a file.
+    """
+
+    def __init__(self, path: str | Path, *, key: Sequence[str] = (), log: Callable[[str], None] = _stderr) -> None:
+        self.path = Path(path)
+        if self.path.exists() and not self.path.is_dir():
+            raise InputError(f"{self.path} is a file; give a directory", argument="out")
+        self.key = tuple(key)
+        self.log = log
+
+    @property
+    def results_path(self) -> Path:
+        return self.path / RESULTS
+
+    @property
+    def run_path(self) -> Path:
+        return self.path / RUN_FILE
+
+    def start(self, settings: dict[str, Any], *, compare: Sequence[str] | None = None, fresh: bool = False) -> None:
+        """Check that rows already here come from a run with these settings, then record them.
+
+        Args:
+            settings: JSON-ready settings of this run, written to ``run.json``.
+            compare: the settings that must match to reuse rows (None: all of them; others,
+                such as the command line, are recorded only).
+            fresh: discard the rows already here instead.
+
+        Raises:
+            InputError: rows from a run with other settings (naming them), rows without a
+                ``run.json``, or an unreadable ``run.json``; each says to use ``--fresh``.
+        """
+        from ragnet._atomic import write_json
+
+        self.path.mkdir(parents=True, exist_ok=True)
+        if fresh and self.results_path.exists():
+            self.results_path.unlink()
+        if self.results_path.is_file() and not fresh:
+            if not self.run_path.is_file():
+                raise InputError(f"{self.path} holds {RESULTS} but no {RUN_FILE} saying which settings made it; "
+                                 "use another --out, or --fresh to discard them", argument="out")
+            try:
+                old = json.loads(self.run_path.read_text(encoding="utf-8"))
+                if not isinstance(old, dict):
+                    raise ValueError("not an object")
+            except (ValueError, UnicodeDecodeError):
+                raise InputError("unreadable run settings; use --fresh to start over", path=self.run_path) from None
+            keys = list(compare) if compare is not None else sorted(set(old) | set(settings))
+            diff = [k for k in keys if old.get(k) != settings.get(k)]
+            if diff:
+                detail = "; ".join(f"{k}: {old.get(k)!r} -> {settings.get(k)!r}" for k in diff)
+                raise InputError(f"{self.path} holds results of a run with other settings ({detail}); "
+                                 "use another --out, or --fresh to discard them", argument="out")
+        write_json(self.run_path, settings)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Every row of ``results.jsonl`` (see :func:`read_rows`)."""
+        return read_rows(self.results_path, key=self.key, log=self.log)
+
+    def writer(self) -> RowWriter:
+        """A :class:`RowWriter` appending to ``results.jsonl``."""
+        return RowWriter(self.results_path)
+
+    def previous_summary(self) -> dict[str, Any] | None:
+        """The ``summary.json`` an earlier run left here, if readable."""
+        try:
+            old = json.loads((self.path / SUMMARY).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return old if isinstance(old, dict) else None
+
+    def write_outputs(self, report: str, summary: dict[str, Any]) -> None:
+        """Write ``report.md`` (as given) and ``summary.json``, each atomically."""
+        from ragnet._atomic import write_json, write_text
+
+        write_text(self.path / REPORT, report)
+        write_json(self.path / SUMMARY, summary)

@@ -1,0 +1,198 @@
+"""Compile a program's prompts, or one step's, on a benchmark's dev questions: ``run_optimize``.
+
+The dev questions (never the acceptance split) are sampled and split, seeded, into a training
+part the optimizer learns from and a validation part it never sees; the program is scored on
+the validation part before and after compiling, in the same run. The compiled program is
+saved as DSPy JSON (never pickle) with a ``metadata.ragnet`` header recording the run:
+optimizer, effort, metric, seed, train/validation ids, scores, LM calls and seconds. Load it
+with ``ragnet ask --program FILE`` or :func:`ragnet.programs.persist.load_program`.
+
+Example:
+    >>> run_optimize(program_spec="basic", data="hotpotqa_dev_distractor", split="acceptance", metric=None,
+    ...              optimizer="bootstrap", effort="light", lm=None, teacher_lm=None, out="basic.json")
+    Traceback (most recent call last):
+    ...
+    ragnet.errors.InputError: argument 'split': the acceptance split is for final measurement only; compile on the dev split
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Optional
+
+from ragnet.errors import InputError
+
+__all__ = ["run_optimize"]
+
+
+def _select_questions(records: list, n: Optional[int], val_fraction: float, seed: int) -> tuple[list, list]:
+    from ragnet.optimize.split import seeded_order, train_val_split
+
+    by_id = {r.id: r for r in records}
+    ids = seeded_order(by_id, seed)
+    if n is not None:
+        if n < 2:
+            raise InputError(f"must be at least 2 (a training and a validation question), got {n}", argument="n")
+        ids = ids[:n]
+    train_ids, val_ids = train_val_split(ids, val_fraction, seed)
+    return [by_id[i] for i in train_ids], [by_id[i] for i in val_ids]
+
+
+def run_optimize(
+    *,
+    program_spec: str,
+    data: str,
+    split: str,
+    metric: Optional[str],
+    optimizer: str,
+    effort: str,
+    lm: Any,
+    teacher_lm: Any,
+    out: Path,
+    step: Optional[str] = None,
+    n: Optional[int] = None,
+    val_fraction: float = 0.3,
+    seed: int = 0,
+    data_dir: Optional[Path] = None,
+    index_dir: Optional[Path] = None,
+    context_budget: Optional[int] = None,
+    paragraphs: int = 4,
+    max_words: Optional[int] = None,
+    threads: int = 1,
+    progress: bool = True,
+    command: Optional[str] = None,
+    lm_options: Optional[dict[str, Any]] = None,
+    log: Optional[Callable[[str], None]] = None,
+) -> Any:
+    """Compile a program (or one of its steps) on a benchmark's dev questions and save it.
+
+    What ``ragnet optimize`` runs. The dev questions are sampled and split with ``seed``; the
+    program is scored on the held-out part before and after compiling, and saved to ``out``
+    (DSPy JSON with a ragnet header recording the run).
+
+    Args:
+        program_spec: strategy spec (``"iterative"``, ``"oneshot:crop"``, ...).
+        data, data_dir, split: the benchmark (``split="acceptance"`` is refused).
+        metric: ``f1`` | ``em`` | ``llm_match`` | ``recall`` (program compiles; default f1);
+            with ``step``, the step's own metric (leave None).
+        optimizer: ``bootstrap`` | ``mipro`` | ``gepa``.
+        effort: ``light`` | ``medium`` | ``heavy`` (how much search the optimizer does).
+        lm, teacher_lm: LM for the program, and the LM that bootstraps/proposes/reflects.
+        out: the ``.json`` file to write.
+        step: compile one step only (``sufficiency``, ``crop``, ...).
+        n, val_fraction, seed: questions used, the held-out share, and the seed.
+        index_dir: pooled index for whole-program compiles (default: the cached one).
+        context_budget: token budget of the answer prompt (oneshot, combined).
+        paragraphs, max_words: shape of sufficiency/crop step cases.
+        threads: parallel program calls.
+        progress: progress bars.
+        command: the command line recorded in the file's header.
+        lm_options: ``api_base``, ``api_key``, ``timeout`` for both LMs.
+        log: receives notices (default: stderr).
+
+    Returns:
+        The :class:`ragnet.optimize.compile.CompileResult` (``record`` holds the header saved).
+    """
+    import ragnet
+    from ragnet._atomic import check_writable_parent
+    from ragnet.eval.datasets import load_questions, resolve_dataset
+    from ragnet.eval.indexes import NoIndex, load_pooled
+    from ragnet.lm.config import make_lm
+    from ragnet.optimize.cases import qa_examples
+    from ragnet.optimize.compile import BUDGETS, OPTIMIZERS, compile as compile_program
+    from ragnet.optimize.metrics import PROGRAM_METRICS, program_metric
+    from ragnet.programs.persist import save_program
+    from ragnet.optimize.steps import STEPS, compile_step
+    from ragnet.programs.registry import build_program, parse_spec
+
+    say = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
+    # -- validate everything cheap before loading data, models or indexes -------------------
+    if split == "acceptance":
+        raise InputError("the acceptance split is for final measurement only; compile on the dev split",
+                         argument="split")
+    if optimizer not in OPTIMIZERS:
+        raise InputError(f"unknown optimizer {optimizer!r}; choose from {', '.join(OPTIMIZERS)}", argument="optimizer")
+    if effort not in BUDGETS:
+        raise InputError(f"unknown effort {effort!r}; choose from {', '.join(BUDGETS)}", argument="effort")
+    out = Path(out)
+    if out.suffix != ".json":
+        raise InputError("compiled programs are saved as JSON; use a path ending in .json", argument="out")
+    check_writable_parent(out, argument="out")
+    name, _ = parse_spec(program_spec)
+    spec = None
+    if step is not None:
+        if step not in STEPS:
+            raise InputError(f"unknown step {step!r}; choose from {', '.join(STEPS)}", argument="step")
+        spec = STEPS[step]
+        if name not in spec.strategies:
+            raise InputError(f"{name} has no {step} step; programs with it: {', '.join(spec.strategies)}",
+                             argument="step")
+        if metric is not None and metric != spec.metric().name:
+            raise InputError(f"with --step {step} the metric is the step's own ({spec.metric().name}); "
+                             f"leave out --metric", argument="metric")
+    elif (metric or "f1") not in PROGRAM_METRICS:
+        raise InputError(f"unknown metric {metric!r}; choose from {', '.join(PROGRAM_METRICS)}", argument="metric")
+
+    # -- data: seeded question split, then examples ------------------------------------------
+    qpath = resolve_dataset(data, data_dir)
+    records = load_questions(qpath, split=split)
+    if not records:
+        raise InputError(f"no {split} questions in {qpath}", argument="split")
+    train_q, val_q = _select_questions(records, n, val_fraction, seed)
+
+    # -- LMs ---------------------------------------------------------------------------------
+    main_lm = ragnet.configure(lm=lm, **(lm_options or {}))
+    teacher = make_lm(teacher_lm, **(lm_options or {})) if teacher_lm is not None else None
+
+    started = time.perf_counter()
+    if spec is not None:
+        options: dict[str, Any] = ({"paragraphs": paragraphs, "seed": seed} if step == "sufficiency"
+                                   else {"seed": seed} if step == "answer" else {})
+        if max_words is not None:
+            options["max_words"] = max_words
+        train, val = spec.cases(train_q, **options), spec.cases(val_q, **options)
+        if not train or not val:
+            raise InputError(f"{len(train)} training and {len(val)} validation {step} cases from {len(train_q)} + "
+                             f"{len(val_q)} questions; use more questions (-n)", argument="n")
+        say(f"{step} cases: {len(train)} training (from {len(train_q)} questions), {len(val)} validation "
+            f"(from {len(val_q)} questions)")
+        program = build_program(program_spec, NoIndex(), budget=context_budget)
+        result = compile_step(program, step, train, valset=val, optimizer=optimizer, budget=effort,
+                              teacher_lm=teacher, seed=seed, threads=threads, progress=progress, log=say)
+        label = spec.label
+    else:
+        index, _ = load_pooled(data, data_dir=data_dir, path=index_dir, log=say)
+        program = build_program(program_spec, index, budget=context_budget)
+        judge = teacher or main_lm
+        metric_obj = program_metric(metric or "f1", index=index, judge_lm=judge)
+        result = compile_program(program, qa_examples(train_q), metric_obj, optimizer=optimizer,
+                                 valset=qa_examples(val_q), budget=effort, teacher_lm=teacher, seed=seed,
+                                 threads=threads, progress=progress, log=say)
+        label = None
+
+    record = {
+        **result.to_dict(),
+        "program_spec": program_spec,
+        "data": qpath.parent.name,
+        "split": split,
+        "val_fraction": val_fraction,
+        "n_questions": len(train_q) + len(val_q),
+        "train_questions": [r.id for r in train_q],
+        "val_questions": [r.id for r in val_q],
+        "lm": getattr(main_lm, "model", str(lm)),
+        "teacher_lm": getattr(teacher, "model", None),
+        "paragraphs": paragraphs if step == "sufficiency" else None,
+        "max_words": max_words,
+        "breakdown": result.breakdown(label) if label else None,
+        "wall_seconds": round(time.perf_counter() - started, 1),
+        "command": command,
+    }
+    save_program(result.program, out, spec=program_spec, optimization=record)
+    result.record = record
+    result.label = label
+    # whether the saved program runs the compiled step (a preset may switch it off)
+    result.step_enabled = step is None or getattr(result.program, step, True) is not False
+    return result

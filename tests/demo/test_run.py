@@ -1,0 +1,102 @@
+"""``ragnet demo`` end to end with a scripted LM: corpus and index built once, every strategy
+answers every level, the table and the JSON records agree, and a second run is served by the
+DSPy cache and the saved index (what the README promises). Real embedder and index; the
+scripted LM only pins control flow, never quality."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import dspy
+import pytest
+
+from ragnet.demo.run import DEFAULT_STRATEGIES, run_demo, top_k_misses
+from ragnet.demo.corpus import choice_correct, demo_questions
+from tests.programs.scripted import ProgramLM
+
+pytestmark = pytest.mark.slow  # embeds the 210-chunk demo corpus once
+
+
+@pytest.fixture
+def isolated_dspy(tmp_path, ragnet_home, dspy_state, monkeypatch):
+    """Own RAGNET_HOME and on-disk DSPy cache (run_demo configures it); DSPy state restored after."""
+    monkeypatch.setenv("RAGNET_CACHE_DIR", str(tmp_path / "dspy_cache"))
+    return tmp_path / "dspy_cache"
+
+
+def _gold_answering_lm() -> ProgramLM:
+    """Answers each demo question with its gold answer, so the accuracy column is exercised."""
+    gold = {q.question: q.answers[0] for q in demo_questions(n_per_level=60)}
+
+    def answer(prompt: str, n: int) -> dict:
+        asked = re.findall(r"\[\[ ## question ## \]\]\s*\n(.*)", prompt)[-1].strip()
+        return {"answer": str(gold[asked]), "evidence_ids": ["c1"]}
+
+    return ProgramLM(answer=answer)
+
+
+def _rows(workdir):
+    return [json.loads(line) for line in (workdir / "results" / "results.jsonl").read_text().splitlines()]
+
+
+def test_demo_shows_evidence_then_answers_and_reruns_from_the_cache(tmp_path, isolated_dspy, capsys):
+    engine = _gold_answering_lm()
+    cached_lm = dspy.LM("scripted/program", engine=engine, cache=True, num_retries=0)  # as configure() makes them
+    workdir = tmp_path / "demo"
+    summary = run_demo(workdir, lm=cached_lm, answer_lm=None)
+
+    # 1. evidence, no LM: the picked questions are those plain top-5 gets wrong
+    from ragnet.demo.run import build_demo_index
+
+    index, _ = build_demo_index(workdir, show_progress=False)
+    picked = [q for q in demo_questions(n_per_level=60) if q.id in set(summary["questions"])]
+    assert len(picked) == 12 and sorted({q.level for q in picked}) == [1, 2, 3, 4]
+    missed = [q for q in picked if top_k_misses(index, q, k=5)]
+    assert {q.level for q in missed} >= {3, 4} and len(missed) >= 6  # L3/L4 picks really confuse top-5
+    evidence = summary["evidence"]
+    assert list(evidence) == ["top-5 (basic)", "oneshot, whole chunks", "oneshot, sentences"]
+    assert evidence["oneshot, sentences"]["facts"] > evidence["top-5 (basic)"]["facts"]
+    assert all(row["tokens"] <= 1000 for name, row in evidence.items() if name.startswith("oneshot"))
+
+    # 2. answers: the default strategies, one question per level
+    records = _rows(workdir)
+    assert len(records) == len(DEFAULT_STRATEGIES) * 4
+    assert {(r["strategy"], r["level"]) for r in records} == {(s, lv) for s in DEFAULT_STRATEGIES for lv in (1, 2, 3, 4)}
+    for label, agg in summary["strategies"].items():
+        assert agg["n"] == 4 and agg["errors"] == 0
+        assert agg["correct"] == 1.0  # the scripted gold answers are scored right by every strategy
+        assert 0 <= agg["gold_facts"] <= 1
+    calls = {s: [r["usage"]["lm_calls"] for r in records if r["strategy"] == s] for s in DEFAULT_STRATEGIES}
+    assert calls["basic"] == calls["oneshot"] == [1, 1, 1, 1]
+    assert all(c > 1 for c in calls["combined"])  # the agent takes several steps
+    assert all(r["context"] for r in records)
+    total = sum(r["usage"]["lm_calls"] for r in records)
+    cached = sum(r["usage"]["cached_calls"] for r in records)
+    first_calls = len(engine.calls)
+    assert first_calls == total - cached  # every other call reached the LM
+    printed = capsys.readouterr().out
+    assert "evidence in the reader's context" in printed and "left out to keep the demo to a few minutes" in printed
+    assert "iterative, reflective" in printed
+
+    (manifest,) = workdir.glob("index-*/manifest.json")
+    built_at = manifest.stat().st_mtime_ns
+    again = run_demo(workdir, lm=cached_lm, answer_lm=None)
+    assert len(engine.calls) == first_calls  # every LM call came from the DSPy cache
+    assert manifest.stat().st_mtime_ns == built_at  # the saved index was loaded, not rebuilt
+    assert {k: v["correct"] for k, v in again["strategies"].items()} == {
+        k: v["correct"] for k, v in summary["strategies"].items()}
+    assert len(_rows(workdir)) == len(records)  # the second run replaced the rows, not appended
+    printed = capsys.readouterr().out
+    assert f"{total} of {total} LM calls were answered from the DSPy cache" in printed
+
+
+def test_demo_rejects_bad_arguments_before_building_anything(tmp_path, isolated_dspy):
+    from ragnet.errors import InputError
+
+    with pytest.raises(InputError) as err:
+        run_demo(tmp_path / "demo", lm=ProgramLM().lm(), per_level=0)
+    assert err.value.argument == "per-level"
+    with pytest.raises(InputError):
+        run_demo(tmp_path / "demo", lm=ProgramLM().lm(), strategies=["basic", "bogus"])
+    assert not (tmp_path / "demo").exists()

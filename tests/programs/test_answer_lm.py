@@ -1,0 +1,74 @@
+"""answer_lm: the answer step runs on its own LM; every other step on the configured one."""
+
+from __future__ import annotations
+
+import dspy
+
+from ragnet.programs import CombinedRAG, IterativeRAG, OneShotRAG
+from ragnet.programs.base import AnswerLM
+from tests.programs.scripted import ProgramLM
+
+Q = "What was the population of Aldermoor in 2021?"
+
+
+def _reader():
+    return ProgramLM(answer=lambda p, n: {"answer": "from the reader", "evidence_ids": ["c1"]})
+
+
+def test_answer_step_uses_the_answer_lm_and_the_agent_steps_do_not(yearbook_index, run_with):
+    reader = _reader()
+    with run_with(ProgramLM()) as steps:
+        pred = IterativeRAG(yearbook_index, max_turns=2, answer_lm=reader.lm())(question=Q)
+    assert pred.answer == "from the reader"
+    assert [s for s, _ in reader.calls] == ["answer"]
+    assert "answer" not in steps.steps() and "rewrite" in steps.steps()
+    (event,) = [e for e in pred.trace if e["step"] == "answer"]
+    assert event["lm"] == "scripted/program"
+
+
+def test_budgets_are_measured_with_the_readers_adapter(yearbook_index, run_with):
+    """A llama.cpp reader gets JSON prompts: the budget must count the prompt it will really read."""
+    from ragnet.corpus.tokens import count_tokens
+
+    reader = _reader()
+    lm = reader.lm()
+    lm.model = "llamacpp/test-reader"  # resolve_adapter gives llama.cpp models the JSONAdapter
+    with run_with(ProgramLM()):
+        pred = OneShotRAG(yearbook_index, budget=900, answer_lm=lm)(question=Q)
+        combined = CombinedRAG(yearbook_index, budget=900, max_turns=1, answer_lm=lm)(question=Q)
+    for p in (pred, combined):
+        (select,) = [e for e in p.trace if e["step"] == "select"]
+        assert select["tokens"] <= 900
+    prompts = [text for step, text in reader.calls if step == "answer"]
+    assert len(prompts) == 2 and all(count_tokens(t) <= 900 for t in prompts)
+    assert all('"answer"' in t for t in prompts)  # JSON adapter field names in the prompt
+
+
+def test_copies_share_one_answer_lm_and_saving_stores_no_lm(yearbook_index, tmp_path):
+    import copy
+    import json
+
+    from ragnet.programs.persist import save_program
+
+    program = OneShotRAG(yearbook_index, answer_lm=_reader().lm())
+    clone = copy.deepcopy(program)
+    assert clone.answer_lm is program.answer_lm and isinstance(program.answer_lm, AnswerLM)
+    path = save_program(program, tmp_path / "p.json")
+    state = json.loads(path.read_text())
+    assert all(v.get("lm") is None for k, v in state.items() if isinstance(v, dict) and "demos" in v)
+
+
+def test_an_answer_lm_spec_is_built_once_on_first_use(monkeypatch):
+    import ragnet.lm.config as config
+
+    built = []
+
+    def fake_make_lm(spec, **options):
+        built.append((spec, options))
+        return dspy.utils.DummyLM([])
+
+    monkeypatch.setattr(config, "make_lm", fake_make_lm)
+    reader = AnswerLM("openai/whatever", timeout=5.0)
+    assert reader.name == "openai/whatever" and built == []  # nothing built until used
+    first, second = reader.lm, reader.lm
+    assert first is second and built == [("openai/whatever", {"timeout": 5.0})]

@@ -1,0 +1,59 @@
+"""OneShotRAG's sentence mode: the reader gets the chosen sentences of many chunks, within budget."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragnet.corpus.sentences import split_sentences
+from ragnet.corpus.tokens import count_tokens
+from ragnet.programs import OneShotRAG
+from ragnet.programs.sentence_packing import GAP, sentence_candidates
+from tests.programs.scripted import ProgramLM
+
+Q = "What was the population of Aldermoor in 2021?"
+
+
+@pytest.mark.parametrize("budget", [600, 900, 1500])
+def test_prompt_holds_only_chosen_sentences_and_respects_the_budget(yearbook_index, run_with, budget):
+    with run_with(ProgramLM()) as lm:
+        pred = OneShotRAG(yearbook_index, budget=budget, sentences=True)(question=Q)
+    (prompt,) = [p for s, p in lm.calls if s == "answer"]
+    assert count_tokens(prompt) <= budget
+    (select,) = [e for e in pred.trace if e["step"] == "select"]
+    assert select["method"] == "sentences" and select["tokens"] <= budget and pred.context == select["kept"]
+    for entry in select["sentences"]:
+        chunk = yearbook_index.chunk(entry["id"])
+        sentences = split_sentences(chunk.text)
+        assert entry["of"] == len(sentences) and entry["kept"] == sorted(entry["kept"])
+        for position in entry["kept"]:  # every chosen sentence reaches the reader verbatim
+            assert sentences[position] in prompt
+
+
+def test_sentence_mode_fits_more_chunks_than_whole_chunks(yearbook_index, run_with):
+    with run_with(ProgramLM()):
+        whole = OneShotRAG(yearbook_index, budget=900).retrieve(Q)
+        cropped = OneShotRAG(yearbook_index, budget=900, sentences=True).retrieve(Q)
+    assert len(cropped) > len(whole)
+    assert any(GAP in c.text or c.text != yearbook_index.chunk(c.id).text for c in cropped)
+    # the fact asked for is in the reader's context
+    assert any("Aldermoor" in c.title and "2021" in c.title and "population" in c.text for c in cropped)
+
+
+def test_cropped_chunks_are_traced_for_stage_retention(yearbook_index, run_with):
+    with run_with(ProgramLM()):
+        pred = OneShotRAG(yearbook_index, budget=700, sentences=True)(question=Q)
+    (crop,) = [e for e in pred.trace if e["step"] == "crop"]
+    assert crop["kind"] == "sentences" and crop["cropped"]
+    assert all(c["tokens_after"] < c["tokens_before"] for c in crop["cropped"])
+
+
+def test_chunks_whose_text_changed_are_split_and_embedded_on_the_fly(yearbook_index):
+    chunks = yearbook_index.search(Q, k=5)
+    stored = sentence_candidates(yearbook_index, chunks, Q)
+    # the last chunk's text differs from the index's (as after an LM crop): not read from the store
+    edited = chunks[:4] + [chunks[4].with_text(chunks[4].text + " Extra.", chunks[4].tokens + 2)]
+    adhoc = sentence_candidates(yearbook_index, edited, Q)
+    n = sum(1 for c in stored.chunk_of if c < 4)
+    assert adhoc.texts[:n] == stored.texts[:n] and (adhoc.cos[:n] == stored.cos[:n]).all()
+    assert adhoc.texts[n:] == stored.texts[n:] + ["Extra."]
+    assert abs(adhoc.cos[n] - stored.cos[n]) < 1e-2  # fresh embedding of the same sentence (float16 store)
