@@ -28,7 +28,7 @@ def ask(
     index_dir: Path = typer.Option(..., "--index", "-i", help="Index directory built by `ragnet index`."),
     strategy: str = typer.Option("oneshot", help="basic | oneshot | iterative | reflective | combined (presets allowed)."),
     lm: Optional[str] = lm_option(),
-    answer_lm: Optional[str] = answer_lm_option(),
+    answer_lm: str = answer_lm_option("auto"),
     api_base: Optional[str] = api_base_option(),
     api_key: Optional[str] = api_key_option(),
     api_key_env: Optional[str] = api_key_env_option(),
@@ -45,6 +45,7 @@ def ask(
     """
     import ragnet
     from ragnet.index import Index
+    from ragnet.lm.config import resolve_answer_lm
     from ragnet.lm.failures import answer_failure
     from ragnet.programs.base import AnswerLM
     from ragnet.programs.persist import load_program
@@ -53,7 +54,8 @@ def ask(
     settings = lm_settings(api_base, api_key, api_key_env, timeout)
     index = Index.load(index_dir)
     ragnet.configure(lm=lm, **settings)
-    extra = {"answer_lm": AnswerLM(answer_lm, **settings)} if answer_lm else {}
+    reader = resolve_answer_lm(answer_lm, lm)
+    extra = {"answer_lm": AnswerLM(reader, **settings)} if reader is not None else {}
     program = build_program(strategy, index, budget=budget, **extra)
     if program_file is not None:
         load_program(program, program_file)

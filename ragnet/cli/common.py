@@ -120,8 +120,10 @@ def lm_option() -> Any:
     return typer.Option(None, help="LM: 'local' (default, llama.cpp), local:NAME, or any litellm model id; env RAGNET_LM.")
 
 
-def answer_lm_option() -> Any:
-    return typer.Option(None, "--answer-lm", help="LM of the answer step only (e.g. local:qwen2.5-coder-1.5b); the other steps use --lm.")
+def answer_lm_option(default: str | None = None) -> Any:
+    if default == "auto":  # ask and demo: ragnet's default reader (see ragnet.lm.config.default_answer_lm)
+        return typer.Option("auto", "--answer-lm", help="LM of the answer step: auto (the 1.5B local reader when fetched and --lm is the default local model, else --lm), none (--lm), or an LM spec.")
+    return typer.Option(default, "--answer-lm", help="LM of the answer step only (e.g. local:qwen2.5-coder-1.5b); the other steps use --lm.")
 
 
 def api_base_option() -> Any:

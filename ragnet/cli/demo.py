@@ -8,6 +8,7 @@ from typing import Optional
 import typer
 
 from ragnet.cli.common import (
+    answer_lm_option,
     api_base_option,
     api_key_env_option,
     api_key_option,
@@ -20,7 +21,7 @@ from ragnet.cli.common import (
 def demo(
     workdir: Path = typer.Option(Path(".ragnet-cache/demo"), help="Where the demo corpus, index and results go."),
     lm: Optional[str] = lm_option(),
-    answer_lm: str = typer.Option("auto", "--answer-lm", help="LM of the answer step: auto (the 1.5B local reader when fetched, else --lm), none (--lm), or an LM spec."),
+    answer_lm: str = answer_lm_option("auto"),
     api_base: Optional[str] = api_base_option(),
     api_key: Optional[str] = api_key_option(),
     api_key_env: Optional[str] = api_key_env_option(),
@@ -35,8 +36,7 @@ def demo(
     """Synthetic yearbooks where top-5 confuses years and cities: evidence per strategy, then answers."""
     from ragnet.demo.run import run_demo
 
-    reader = None if answer_lm.strip().casefold() == "none" else answer_lm
-    run_demo(workdir, lm=lm, answer_lm=reader, lm_options=lm_settings(api_base, api_key, api_key_env, timeout),
+    run_demo(workdir, lm=lm, answer_lm=answer_lm, lm_options=lm_settings(api_base, api_key, api_key_env, timeout),
              per_level=per_level, evidence_per_level=evidence_per_level,
              strategies=[s for s in strategies.split(",") if s] if strategies else None, full=full, budget=budget,
              max_turns=max_turns)

@@ -190,7 +190,7 @@ def run_demo(
     import ragnet
     from ragnet.demo.corpus import choice_correct
     from ragnet.eval.runner import QAEvaluator
-    from ragnet.lm.config import default_answer_lm, get_lm
+    from ragnet.lm.config import get_lm, resolve_answer_lm
     from ragnet.programs.base import AnswerLM
     from ragnet.programs.registry import parse_spec
 
@@ -226,7 +226,7 @@ def run_demo(
 
     # 2. answers
     ragnet.configure(lm=lm, **(lm_options or {}))
-    reader_spec = default_answer_lm(lm) if answer_lm == "auto" else answer_lm
+    reader_spec = resolve_answer_lm(answer_lm, lm)
     reader = None if reader_spec is None else AnswerLM(reader_spec, **(lm_options or {}))
     questions = picked if full else [q for lv in levels for q in [q for q in picked if q.level == lv][:per_level]]
     by_id = {q.id: q for q in questions}

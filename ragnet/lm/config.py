@@ -32,7 +32,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from ragnet.errors import InputError  # noqa: E402
 from ragnet.lm.models import MODELS, default_model_path, ragnet_home  # noqa: E402
 
-__all__ = ["DEFAULT_READER", "cache_dir", "configure", "default_answer_lm", "get_lm", "make_lm", "parse_lm_spec"]
+__all__ = ["DEFAULT_READER", "cache_dir", "configure", "default_answer_lm", "get_lm", "make_lm", "parse_lm_spec",
+           "resolve_answer_lm"]
 
 _cache_state: dict[str, Any] = {"dir": None}
 
@@ -221,6 +222,22 @@ def default_answer_lm(lm: Any = None) -> str | None:
         return None  # the user chose their own local model
     reader = default_model_path(DEFAULT_READER)
     return f"local:{DEFAULT_READER}" if reader.is_file() else None
+
+
+def resolve_answer_lm(answer_lm: Any, lm: Any = None) -> Any:
+    """The answer step's LM for a command-line ``--answer-lm`` value: ``"auto"`` is ragnet's
+    default reader for ``lm`` (:func:`default_answer_lm`), ``"none"`` or None is ``lm`` itself
+    (returned as None), anything else is an LM spec (or LM) used as given.
+
+    Example:
+        >>> resolve_answer_lm("none") is None, resolve_answer_lm("openai/gpt-4o")
+        (True, 'openai/gpt-4o')
+    """
+    if answer_lm is None or (isinstance(answer_lm, str) and answer_lm.strip().casefold() in ("", "none")):
+        return None
+    if isinstance(answer_lm, str) and answer_lm.strip().casefold() == "auto":
+        return default_answer_lm(lm)
+    return answer_lm
 
 
 def resolve_adapter(adapter: Any, lm: Any):

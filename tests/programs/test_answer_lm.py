@@ -72,3 +72,19 @@ def test_an_answer_lm_spec_is_built_once_on_first_use(monkeypatch):
     assert reader.name == "openai/whatever" and built == []  # nothing built until used
     first, second = reader.lm, reader.lm
     assert first is second and built == [("openai/whatever", {"timeout": 5.0})]
+
+
+def test_the_default_reader_is_the_fetched_1_5b_model_for_the_default_local_lm_only(ragnet_home):
+    from ragnet.lm.config import DEFAULT_READER, default_answer_lm, resolve_answer_lm
+    from ragnet.lm.models import default_model_path
+
+    assert resolve_answer_lm("auto", "local") is None  # 1.5B not fetched: the answer step uses --lm
+    reader = default_model_path(DEFAULT_READER)
+    reader.parent.mkdir(parents=True, exist_ok=True)
+    reader.write_bytes(b"GGUF")
+    assert resolve_answer_lm("auto", "local") == f"local:{DEFAULT_READER}"
+    assert resolve_answer_lm("auto", None) == f"local:{DEFAULT_READER}"
+    assert resolve_answer_lm("AUTO", "openai/gpt-4o-mini") is None  # a user's own LM answers itself
+    assert default_answer_lm("local:/elsewhere/own.gguf") is None
+    assert resolve_answer_lm("none", "local") is None and resolve_answer_lm(None, "local") is None
+    assert resolve_answer_lm("openai/gpt-4o", "local") == "openai/gpt-4o"
