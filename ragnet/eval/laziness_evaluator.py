@@ -300,7 +300,7 @@ class LazinessEvaluator(Evaluator):
         config = summary["config"]
         header = ("# Retrieval laziness: follow-up search rate vs context size\n\n"
                   + (f"Command: `{summary['command']}`\n\n" if summary.get("command") else "")
-                  + f"LM: `{summary['lm']['lm']}`; decision step: {program['program']}.assess"
+                  + f"LM: `{summary['lm']['lm']}`; decision step: {program['program']}'s sufficiency step"
                   + (f" from `{program['file']}`" if program["file"] else " (uncompiled)")
                   + f"; {summary['questions']} questions of {config['data']} ({config['split']}); wall time "
                   f"{summary['wall_seconds']:.0f} s; decisions took {summary['decision_seconds']:.0f} s in all"

@@ -1,7 +1,7 @@
 """The agent's search-again decision, taken out of a program for the laziness experiment.
 
 This is the one module of :mod:`ragnet.eval` that reaches into programs: which attribute holds
-the sufficiency step (``program.assess``), its retry count (``program.retries``), and how the
+the sufficiency step (``program.steps()["sufficiency"]``), its retry count (``program.retries``), and how the
 step is run (``ragnet.signatures.sufficiency.run_sufficiency``). Everything else in the
 experiment sees a predictor and plain dicts.
 
@@ -64,7 +64,7 @@ def decision_step(program_file: str | Path | None = None) -> DecisionStep:
 
     if program_file is None:
         program = IterativeRAG(NoIndex())
-        return DecisionStep(program.assess, program.retries, {"program": "IterativeRAG", "file": None, "sha256": None})
+        return DecisionStep(program.steps()["sufficiency"], program.retries, {"program": "IterativeRAG", "file": None, "sha256": None})
     from ragnet.programs.persist import load_program, read_header
 
     header = read_header(program_file)
@@ -73,12 +73,12 @@ def decision_step(program_file: str | Path | None = None) -> DecisionStep:
     if cls is None:
         raise InputError(f"compiled for unknown program {header.get('program')!r}", path=program_file)
     program = cls(NoIndex())
-    if not hasattr(program, "assess"):
-        with_step = ", ".join(n for n, c in classes.items() if hasattr(c(NoIndex()), "assess"))
+    if "sufficiency" not in program.steps():
+        with_step = ", ".join(n for n, c in classes.items() if "sufficiency" in c(NoIndex()).steps())
         raise InputError(f"compiled for {cls.__name__}, which has no sufficiency (search-again) step; "
                          f"use a program compiled for {with_step}", path=program_file)
     load_program(program, program_file)
-    return DecisionStep(program.assess, program.retries,
+    return DecisionStep(program.steps()["sufficiency"], program.retries,
                         {"program": cls.__name__, "file": str(program_file), "sha256": sha256_file(program_file)})
 
 

@@ -1,9 +1,14 @@
 """Dense (sentence-transformers + FAISS) and sparse (bm25s) retrieval over chunks.
 
 Example:
-    >>> from ragnet.index import Index, Embedder
-    >>> index = Index.build(docs, "my_index")          # doctest: +SKIP
-    >>> index.search("who wrote Hamlet?", k=5)          # doctest: +SKIP
+    >>> import tempfile
+    >>> from ragnet.corpus.types import Document
+    >>> from ragnet.index import Index
+    >>> docs = [Document(id="hamlet", title="Hamlet", text="Hamlet is a tragedy written by William Shakespeare."),
+    ...         Document(id="tea", title="Tea", text="Tea is a drink made from leaves.")]
+    >>> index = Index.build(docs, tempfile.mkdtemp() + "/my_index", show_progress=False)
+    >>> [c.id for c in index.search("who wrote Hamlet?", k=1)]
+    ['hamlet#0']
 """
 
 from __future__ import annotations

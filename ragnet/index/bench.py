@@ -5,9 +5,9 @@ counts are pinned (FAISS's OpenMP pool and torch's intra-op pool): on a small sh
 machine, unpinned BLAS/OpenMP threads make timings swing by an order of magnitude.
 
 Example:
-    >>> index = Index.load("my_index")                               # doctest: +SKIP
-    >>> run_search_bench(index, ["who wrote Hamlet?"] * 50)["hybrid"]  # doctest: +SKIP
-    {'median_ms': 6.1, 'p95_ms': 7.9, 'mean_ms': 6.3}
+    >>> timings = run_search_bench(index, ["capital of France?"] * 5)   # index: a ragnet.Index
+    >>> sorted(timings["hybrid"])
+    ['mean_ms', 'median_ms', 'p95_ms']
 """
 
 from __future__ import annotations
@@ -94,8 +94,8 @@ def run_search_bench(
         "embed"}``; each timing is ``{"median_ms", "p95_ms", "mean_ms"}``.
 
     Example:
-        >>> run_search_bench(index, qs, repeats=1)["dense"]["median_ms"]  # doctest: +SKIP
-        4.2
+        >>> run_search_bench(index, ["capital of Italy?"], repeats=1)["dense"]["median_ms"] > 0
+        True
     """
     queries = [q for q in queries if q.strip()]
     if not queries:
@@ -159,8 +159,8 @@ def run_index_bench(
         repeats: build/encode rounds.
 
     Example:
-        >>> run_index_bench(["some text"] * 100)["overhead_pct"]  # doctest: +SKIP
-        4.8
+        >>> "overhead_pct" in run_index_bench(["some text"] * 4, repeats=1)
+        True
     """
     docs = [t if isinstance(t, Document) else Document(id=f"t{i}", title="", text=t) for i, t in enumerate(texts)]
     emb = embedder if isinstance(embedder, Embedder) else Embedder(embedder, batch_size=batch_size)

@@ -20,10 +20,10 @@ Optimizers and budgets (``budget`` scales each one; :data:`SETTINGS` is the exac
 prints it before starting.
 
 Example:
-    >>> # from ragnet.optimize.compile import compile
-    >>> # from ragnet.optimize.metrics import program_metric
-    >>> # result = compile(BasicRAG(index), qa_examples(dev), program_metric("f1"), optimizer="bootstrap")
-    >>> # print(result.table()); result.program.save("basic.json")
+    ``compile(BasicRAG(index), trainset, program_metric("f1"), optimizer="bootstrap")`` compiles a
+    whole program (``tests/optimize/test_compile.py`` runs it with a scripted LM); what it will
+    cost is known before it starts:
+
     >>> expected_lm_calls("bootstrap", "light", n_train=24, n_val=40).total
     104
 """
@@ -193,20 +193,11 @@ def lm_calls_per_example(program: Any) -> float:
         >>> lm_calls_per_example(SufficiencyStep())
         1
     """
-    from ragnet.programs import BasicRAG, CombinedRAG, IterativeRAG, OneShotRAG, ReflectiveRAG
+    from ragnet.programs.base import RAGProgram
 
-    if isinstance(program, CombinedRAG):
-        return program.max_turns * (int(program.rewrite) + int(program.contextualize) + int(program.sufficiency)) + 1
-    if isinstance(program, IterativeRAG):
-        per_turn = int(program.rewrite) + int(program.contextualize) + int(program.delete) + int(program.sufficiency)
-        return program.max_turns * per_turn + 1
-    if isinstance(program, ReflectiveRAG):
-        return (program.max_reflections + 1) + program.max_reflections + 1
-    if isinstance(program, OneShotRAG):
-        return 1 + int(program.llm_filter) + (program.max_crops if program.crop else 0)
-    if isinstance(program, BasicRAG):
-        return 1
-    return max(1, len(program.predictors()))
+    if isinstance(program, RAGProgram):
+        return program.max_lm_calls()
+    return max(1, len(program.predictors()))  # a step module: one call per predictor
 
 
 # ----------------------------------------------------------------------------- splitting

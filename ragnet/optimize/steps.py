@@ -20,9 +20,12 @@ Steps:
   distractors), metric: answer F1. Its demos teach a small reader the short-answer form.
 
 Example:
-    >>> # prog = IterativeRAG(index)
-    >>> # result = compile_step(prog, "sufficiency", cases, optimizer="bootstrap")
-    >>> # save_program(result.program, "iterative.json")   # the file holds the compiled `assess`
+    >>> from ragnet.programs import IterativeRAG
+    >>> prog = IterativeRAG(index)
+    >>> sorted(prog.steps())                       # what --step can name for this program
+    ['answer', 'contextualize', 'delete', 'rewrite', 'sufficiency']
+    >>> type(step_module("sufficiency", prog)).__name__   # compiled alone, then installed with install_step
+    'SufficiencyStep'
 """
 
 from __future__ import annotations
@@ -120,7 +123,8 @@ def answer_metric() -> Metric:
 
 @dataclass(frozen=True)
 class StepSpec:
-    """How one step is compiled: its module, program attribute, metric and case builder."""
+    """How one step is compiled: its module (whose predictor is the attribute ``attr``), the
+    programs that have it (``program.steps()[name]``), its metric and case builder."""
 
     name: str
     attr: str
@@ -147,7 +151,8 @@ def _spec(step: str) -> StepSpec:
 
 
 def _target(program: Any, spec: StepSpec) -> dspy.Predict:
-    predictor = getattr(program, spec.attr, None)
+    steps = program.steps() if callable(getattr(program, "steps", None)) else {}
+    predictor = steps.get(spec.name)
     if not isinstance(predictor, dspy.Predict):
         raise InputError(
             f"{type(program).__name__} has no {spec.name} step; programs with it: {', '.join(spec.strategies)}",
@@ -173,7 +178,7 @@ def install_step(program: Any, step: str, compiled: dspy.Module) -> Any:
     """Put ``compiled``'s predictor (demos, instructions, settings) into ``program``; returns it."""
     spec = _spec(step)
     _target(program, spec)
-    setattr(program, spec.attr, copy.deepcopy(getattr(compiled, spec.attr)))
+    program.set_step(spec.name, copy.deepcopy(getattr(compiled, spec.attr)))
     return program
 
 

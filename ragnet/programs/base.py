@@ -80,7 +80,7 @@ class AnswerLM:
     Example:
         >>> from dspy.utils import DummyLM
         >>> AnswerLM(DummyLM([])).name
-        'DummyLM'
+        'dummy'
     """
 
     def __init__(self, lm: Any, **options: Any) -> None:
@@ -138,6 +138,28 @@ class RAGProgram(dspy.Module):
     def answer_settings(self):
         """The DSPy settings the answer step runs under (and its prompt budget is measured in)."""
         return self.answer_lm.settings() if self.answer_lm is not None else contextlib.nullcontext()
+
+    # -- what other code asks of a program ------------------------------------------------
+    def steps(self) -> dict[str, dspy.Predict]:
+        """The program's LM steps by name (``"answer"``, ``"sufficiency"``, ``"crop"``, ...), each
+        a ``dspy.Predict``: what ``ragnet optimize --step`` compiles and installs."""
+        return {"answer": self.answer}
+
+    def set_step(self, name: str, predictor: dspy.Predict) -> None:
+        """Replace the predictor of step ``name`` (e.g. with a compiled one)."""
+        current = self.steps().get(name)
+        if current is None:
+            raise InputError(f"{type(self).__name__} has no {name} step; its steps: {', '.join(self.steps())}",
+                             argument="step")
+        for attr, value in list(vars(self).items()):
+            if value is current:
+                setattr(self, attr, predictor)
+                return
+
+    def max_lm_calls(self) -> int:
+        """Upper bound of the LM calls one question costs with the current switches (retries
+        not counted): what ``ragnet optimize`` multiplies to print its expected cost."""
+        return 1
 
     # -- the one method subclasses implement ---------------------------------------------
     def _run(self, question: str, trace: Trace) -> RunResult:  # pragma: no cover - abstract

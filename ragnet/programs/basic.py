@@ -17,7 +17,12 @@ class BasicRAG(RAGProgram):
         lam: hybrid BM25 weight (0.4).
 
     Example:
-        >>> # prog = BasicRAG(ragnet.Index.load("idx"), k=5); prog(question="...").answer
+        >>> import dspy
+        >>> from dspy.utils import DummyLM
+        >>> with dspy.context(lm=DummyLM([{"answer": "Rome", "evidence_ids": ["c1"]}])):
+        ...     pred = BasicRAG(index, k=2)(question="What is the capital of Italy?")
+        >>> pred.answer, pred.context, pred.evidence
+        ('Rome', ['rome#0', 'paris#0'], ['rome#0'])
     """
 
     def __init__(self, index: Any, k: int = 5, *, lam: float = 0.4, retries: int = 1, answer_lm: Any = None) -> None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import dspy
 import numpy as np
 
 from ragnet.core.calibrate import relevance
@@ -53,7 +54,15 @@ class CombinedRAG(IterativeRAG):
         transform, temperature, method: relevance calibration and knapsack method.
 
     Example:
-        >>> # pred = CombinedRAG(index, budget=4000)(question="...")
+        >>> import dspy
+        >>> from dspy.utils import DummyLM
+        >>> lm = DummyLM([{"queries": [{"query": "capital of Italy", "probability": 0.9}]},   # rewrite
+        ...               {"new_notes": "- Rome is the capital of Italy."},                    # contextualize
+        ...               {"answer": "Rome", "evidence_ids": ["c1"]}])                          # answer
+        >>> with dspy.context(lm=lm):
+        ...     pred = CombinedRAG(index, budget=1000, max_turns=1, n_queries=1, k=2)(question="What is the capital of Italy?")
+        >>> pred.answer, "rome#0" in pred.context
+        ('Rome', True)
     """
 
     def __init__(
@@ -87,6 +96,14 @@ class CombinedRAG(IterativeRAG):
         self.rules = bool(rules)
         self.sentences = bool(sentences)
         self.transform, self.temperature, self.method = check_selection(transform, temperature, method)
+
+    def steps(self) -> dict[str, dspy.Predict]:
+        steps = super().steps()
+        del steps["delete"]  # CombinedRAG never lets an LM delete
+        return steps
+
+    def max_lm_calls(self) -> int:
+        return self.max_turns * (int(self.rewrite) + int(self.contextualize) + int(self.sufficiency)) + 1
 
     def _run(self, question: str, trace: Trace) -> RunResult:
         pool: dict[str, tuple[Chunk, float]] = {}  # id -> (chunk, best calibrated relevance)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import dspy
 import numpy as np
 
 from ragnet.corpus.types import Chunk
@@ -66,8 +67,16 @@ class IterativeRAG(RAGProgram):
         lam: hybrid BM25 weight.
 
     Example:
-        >>> # pred = IterativeRAG(index, max_turns=3)(question="...")
-        >>> # [e["query"] for e in pred.trace if e["step"] == "search"]
+        >>> import dspy
+        >>> from dspy.utils import DummyLM
+        >>> lm = DummyLM([{"queries": [{"query": "capital of Italy", "probability": 0.9}]},   # rewrite
+        ...               {"new_notes": "- Rome is the capital of Italy."},                    # contextualize
+        ...               {"delete_ids": []},                                                   # delete
+        ...               {"answer": "Rome", "evidence_ids": ["c1"]}])                          # answer
+        >>> with dspy.context(lm=lm):
+        ...     pred = IterativeRAG(index, max_turns=1, n_queries=1, k=2)(question="What is the capital of Italy?")
+        >>> pred.answer, [e["query"] for e in pred.trace if e["step"] == "search"][:1]
+        ('Rome', ['capital of Italy'])
     """
 
     def __init__(
@@ -99,6 +108,14 @@ class IterativeRAG(RAGProgram):
         self.contextualizer = step_predictor(Contextualize, "contextualize")
         self.deleter = step_predictor(SelectDeletions, "delete")
         self.assess = step_predictor(AssessSufficiency, "sufficiency")
+
+    def steps(self) -> dict[str, dspy.Predict]:
+        return {"rewrite": self.rewriter, "contextualize": self.contextualizer, "delete": self.deleter,
+                "sufficiency": self.assess, **super().steps()}
+
+    def max_lm_calls(self) -> int:
+        per_turn = int(self.rewrite) + int(self.contextualize) + int(self.delete) + int(self.sufficiency)
+        return self.max_turns * per_turn + 1
 
     def _run(self, question: str, trace: Trace) -> RunResult:
         context: list[Chunk] = []

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import dspy
 import numpy as np
 
 from ragnet.core import rules
@@ -74,8 +75,9 @@ class OneShotRAG(RAGProgram):
         lam: hybrid BM25 weight.
 
     Example:
-        >>> # prog = OneShotRAG(index, budget=4000)
-        >>> # chunks = prog.retrieve("Who directed Sinister?")   # no LM calls with defaults
+        >>> prog = OneShotRAG(index, budget=1000)
+        >>> [c.id for c in prog.retrieve("What is the capital of Italy?")][:1]   # no LM call with defaults
+        ['rome#0']
     """
 
     def __init__(
@@ -130,6 +132,12 @@ class OneShotRAG(RAGProgram):
         if self.sentences:
             return self._select_sentences(question, candidates, budget, trace)
         return self._select(candidates, budget, trace)
+
+    def steps(self) -> dict[str, dspy.Predict]:
+        return {"filter": self.filter, "crop": self.cropper, **super().steps()}
+
+    def max_lm_calls(self) -> int:
+        return 1 + int(self.llm_filter) + (self.max_crops if self.crop else 0)
 
     def _run(self, question: str, trace: Trace) -> RunResult:
         selected = self.retrieve(question, trace)

@@ -13,7 +13,11 @@ step's ``"inputs -> outputs"``, and a file loads into any ragnet version whose s
 the same fields; a step whose fields changed is named in the error, with "recompile" as the fix.
 
 Example:
-    >>> # save_program(prog, "oneshot.json"); load_program(OneShotRAG(index), "oneshot.json")
+    >>> import tempfile
+    >>> from ragnet.programs import OneShotRAG
+    >>> path = save_program(OneShotRAG(index), tempfile.mkdtemp() + "/oneshot.json")
+    >>> type(load_program(OneShotRAG(index), path)).__name__
+    'OneShotRAG'
 """
 
 from __future__ import annotations

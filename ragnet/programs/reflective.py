@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import dspy
 import numpy as np
 
 from ragnet.core import noise
@@ -43,8 +44,12 @@ class ReflectiveRAG(RAGProgram):
         lam: hybrid BM25 weight (0.4).
 
     Example:
-        >>> # pred = ReflectiveRAG(index)(question="...")
-        >>> # [e for e in pred.trace if e["step"] == "noise"]
+        >>> import dspy
+        >>> from dspy.utils import DummyLM
+        >>> with dspy.context(lm=DummyLM([{"answer": "Rome", "evidence_ids": ["c1"]}])):
+        ...     pred = ReflectiveRAG(index, max_reflections=0)(question="What is the capital of Italy?")
+        >>> pred.answer, pred.usage["lm_calls"]       # no reflection: search, noise removal, answer
+        ('Rome', 1)
     """
 
     def __init__(
@@ -74,6 +79,13 @@ class ReflectiveRAG(RAGProgram):
         self.keep = check_fraction(keep, "keep", 0.01, 1.0)
         self.assess = step_predictor(AssessSufficiency, "sufficiency")
         self.rewriter = step_predictor(RewriteQuery, "rewrite")
+
+    def steps(self) -> dict[str, dspy.Predict]:
+        return {"sufficiency": self.assess, "rewrite": self.rewriter, **super().steps()}
+
+    def max_lm_calls(self) -> int:
+        # a verdict per reflection plus the last, a rewrite per reflection, the answer
+        return (self.max_reflections + 1) + self.max_reflections + 1
 
     def _run(self, question: str, trace: Trace) -> RunResult:
         docs = self._search(question, trace, k=self.k, turn=1)

@@ -16,7 +16,7 @@ Conventional event keys (programs use these so eval can read any program's trace
 
 Example:
     >>> t = Trace()
-    >>> t.add("search", turn=1, query="q", retrieved=["d#0"])
+    >>> _ = t.add("search", turn=1, query="q", retrieved=["d#0"])
     >>> t.queries()
     ['q']
 """
