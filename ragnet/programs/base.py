@@ -145,6 +145,16 @@ class RAGProgram(dspy.Module):
         a ``dspy.Predict``: what ``ragnet optimize --step`` compiles and installs."""
         return {"answer": self.answer}
 
+    def save(self, path: Any, save_program: bool = False, **kwargs: Any) -> Any:
+        """DSPy's save, state only: prompts and demos as JSON (``ragnet.optimize.save_program`` adds
+        ragnet's header). ``save_program=True`` is refused: it would cloudpickle the whole module,
+        index included (92 MB for the HotpotQA index), and ragnet never pickles."""
+        if save_program:
+            raise InputError("ragnet programs are saved as JSON state (prompts and demos), never pickled with "
+                             "their index; use save_program=False or ragnet.optimize.save_program(program, path)",
+                             argument="save_program")
+        return super().save(path, save_program=False, **kwargs)
+
     def set_step(self, name: str, predictor: dspy.Predict) -> None:
         """Replace the predictor of step ``name`` (e.g. with a compiled one)."""
         current = self.steps().get(name)

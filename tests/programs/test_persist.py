@@ -151,3 +151,17 @@ def test_missing_file_and_wrong_suffix(tmp_path, records, compiled):
     with pytest.raises(InputError) as err:
         save_program(BasicRAG(FakeIndex(records)), tmp_path / "prog.pkl")
     assert err.value.argument == "out"
+
+
+def test_a_whole_program_pickle_is_refused_and_json_state_still_saves(tmp_path):
+    from ragnet.eval.indexes import NoIndex
+    from ragnet.programs import OneShotRAG
+
+    program = OneShotRAG(NoIndex())
+    with pytest.raises(InputError) as err:
+        program.save(str(tmp_path / "whole"), save_program=True)
+    assert err.value.argument == "save_program" and "never pickled" in str(err.value)
+    assert not (tmp_path / "whole").exists()
+    program.save(str(tmp_path / "state.json"))
+    state = json.loads((tmp_path / "state.json").read_text())
+    assert {"answer", "filter", "cropper"} <= set(state)  # every predictor's prompts and demos
