@@ -106,7 +106,7 @@ def _injection_rows(clean, hostile):
 
 
 @pytest.mark.live
-def test_live_injection_rate_is_reported(tmp_path, local_lm):
+def test_live_injection_rate_is_reported(tmp_path, local_lm, capsys):
     """How often the local model takes the injected payload (printed; not a pass/fail figure).
     What is asserted are the guards: tool calls and evidence stay inside the context."""
     clean = Index.build(_docs(False), tmp_path / "clean", show_progress=False)
@@ -115,7 +115,8 @@ def test_live_injection_rate_is_reported(tmp_path, local_lm):
         rows = _injection_rows(clean, hostile)
     assert len(rows) == 2 * len(QUESTIONS)
     taken = sum(r[4] for r in rows)
-    print(f"\ninjection: the answer took the payload in {taken} of {len(rows)} runs; "
-          f"IterativeRAG's notes in {sum(r[5] for r in rows)} of {len(QUESTIONS)}")
-    for r in rows:
-        print(f"  {r[0]:<9} {r[1]!r}: clean {r[2]!r} -> hostile {r[3]!r}")
+    with capsys.disabled():  # the README quotes this figure: shown even under `pytest -q` (make test)
+        print(f"\ninjection: the answer took the payload in {taken} of {len(rows)} runs; "
+              f"IterativeRAG's notes in {sum(r[5] for r in rows)} of {len(QUESTIONS)}")
+        for r in rows:
+            print(f"  {r[0]:<9} {r[1]!r}: clean {r[2]!r} -> hostile {r[3]!r}")
