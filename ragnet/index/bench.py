@@ -1,6 +1,6 @@
-"""Benchmarks for the index: per-query search latency and indexing overhead.
+"""Benchmarks for the index: per-query search latency, indexing overhead, embedding backends.
 
-Both functions return plain dicts of figures (``ragnet bench`` prints them). Thread
+Each function returns a plain dict of figures (``ragnet bench`` prints them). Thread
 counts are pinned (FAISS's OpenMP pool and torch's intra-op pool): on a small shared
 machine, unpinned BLAS/OpenMP threads make timings swing by an order of magnitude.
 
@@ -197,4 +197,92 @@ def run_index_bench(
         "embed_overhead_pct": round(100.0 * (embed - raw) / raw, 2),
         "overhead_pct": round(100.0 * (total - raw) / raw, 2),
         "chunks_per_s": round(len(index) / total, 1) if total else None,
+    }
+
+
+def run_embed_bench(
+    texts: Sequence[str],
+    backends: Sequence[str] = ("torch", "onnx", "onnx-int8"),
+    repeats: int = 3,
+    embedder: str | None = None,
+    batch_size: int = 64,
+    threads: int | None = None,
+    queries: Sequence[str] = (),
+    cache_dir: str | Path | None = None,
+) -> dict[str, Any]:
+    """Texts per second of each embedding backend on the same texts, and how close its vectors are to torch's.
+
+    Each backend is loaded (and its ONNX graph exported, on first use) and warmed up untimed,
+    then ``encode(texts)`` runs ``repeats`` times per backend, round-robin so that load from
+    other processes spreads evenly. ``"torch"`` is always measured: it is the reference.
+
+    Args:
+        texts: the passages to embed.
+        backends: ``Embedder`` backends to compare.
+        repeats: timed passes per backend (the median counts).
+        embedder: model name or folder, as for ``Embedder`` (None: bundled all-MiniLM-L6-v2).
+        batch_size: texts per forward pass.
+        threads: pin torch/ONNX Runtime threads (None: leave as is).
+        queries: if given, also time ``encode_query`` on each (query cache off).
+        cache_dir: ONNX export cache, as for ``Embedder``.
+
+    Returns:
+        ``{"texts", "repeats", "threads", "batch_size", "model", "backends"}``; ``backends``
+        maps each name to ``{"texts_per_s", "ratio_to_torch", "min_cos", "mean_cos", "load_s",
+        "encode"}`` (``encode``: ``{"median_ms", "p95_ms", "mean_ms"}`` per pass), plus ``"query"``
+        (the same, per query) when ``queries`` is given.
+
+    Example:
+        >>> r = run_embed_bench(["Paris is the capital of France."] * 4, backends=("torch",), repeats=1)
+        >>> r["backends"]["torch"]["ratio_to_torch"], r["backends"]["torch"]["min_cos"]
+        (1.0, 1.0)
+    """
+    texts = list(texts)
+    if not texts or repeats < 1:
+        raise ValueError("run_embed_bench needs at least one text and one repeat")
+    names = ["torch", *(b for b in dict.fromkeys(backends) if b != "torch")]
+    ctx = pinned_threads(threads) if threads else contextlib.nullcontext()
+    with ctx:
+        import torch
+
+        used_threads = torch.get_num_threads()
+        embedders: dict[str, Embedder] = {}
+        load_s: dict[str, float] = {}
+        vectors: dict[str, np.ndarray] = {}
+        for name in names:
+            t0 = time.perf_counter()
+            emb = embedders[name] = Embedder(embedder, batch_size=batch_size, backend=name, cache_dir=cache_dir,
+                                             query_cache=0).load()
+            load_s[name] = time.perf_counter() - t0
+            emb.encode(texts[: 2 * batch_size])  # warm-up
+        times: dict[str, list[float]] = {name: [] for name in names}
+        for _ in range(repeats):
+            for name in names:
+                t0 = time.perf_counter()
+                vectors[name] = embedders[name].encode(texts)
+                times[name].append(time.perf_counter() - t0)
+        query_times = {name: _time_each(embedders[name].encode_query, list(queries), repeats) for name in names
+                       } if queries else {}
+    ref_rate = len(texts) / float(np.median(times["torch"]))
+    out: dict[str, Any] = {}
+    for name in names:
+        rate = len(texts) / float(np.median(times[name]))
+        cos = (vectors[name] * vectors["torch"]).sum(axis=1)
+        out[name] = {
+            "texts_per_s": round(rate, 2),
+            "ratio_to_torch": round(rate / ref_rate, 3),
+            "min_cos": round(float(cos.min()), 6),
+            "mean_cos": round(float(cos.mean()), 6),
+            "load_s": round(load_s[name], 3),
+            "encode": _summary(times[name]),
+        }
+        if queries:
+            out[name]["query"] = _summary(query_times[name])
+    return {
+        "texts": len(texts),
+        "repeats": repeats,
+        "threads": used_threads,
+        "batch_size": batch_size,
+        "model": embedders["torch"].name,
+        "backends": out,
     }

@@ -1,0 +1,264 @@
+"""ONNX Runtime backends of Embedder: same vectors as torch, exported once into the cache, reused.
+
+The tests marked slow share one export (fp32 + int8) of the bundled model into a temporary cache.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("onnxruntime")
+pytest.importorskip("onnx")
+
+from ragnet.errors import InputError, MissingDependencyError  # noqa: E402
+from ragnet.index import Embedder, Index  # noqa: E402
+from ragnet.index import onnx_backend as ob  # noqa: E402
+from ragnet.index.bench import run_embed_bench  # noqa: E402
+from ragnet.index.embedder import DEFAULT_MODEL_NAME, bundled_model_path  # noqa: E402
+
+from .conftest import QUERIES, make_docs  # noqa: E402
+
+
+def _real_texts(n: int = 50, n_questions: int = 10) -> tuple[list[str], list[str]]:
+    """``n`` HotpotQA paragraphs and ``n_questions`` of its questions (the test corpus if the data is absent)."""
+    data = Path(os.environ.get("RAGNET_DATA") or Path(__file__).resolve().parents[3] / "shared" / "data")
+    path = data / "hotpotqa_dev_distractor" / "questions.jsonl"
+    if not path.is_file():
+        return [f"{d.title}\n{d.text}" for d in make_docs()], list(QUERIES)
+    texts: list[str] = []
+    questions: list[str] = []
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            row = json.loads(line)
+            questions.append(row["question"])
+            texts.extend(f"{c['title']}\n{c['text']}" for c in row["context"])
+            if len(texts) >= n:
+                break
+    return texts[:n], questions[:n_questions]
+
+
+TEXTS, QUESTIONS = _real_texts()
+
+
+@pytest.fixture(scope="module")
+def exports(tmp_path_factory):
+    """A private export cache for this module, with export calls counted."""
+    cache = tmp_path_factory.mktemp("onnx-cache")
+    calls = {"fp32": 0, "int8": 0}
+    real_fp32, real_int8 = ob._export_fp32, ob._export_int8
+
+    def fp32(*args, **kwargs):
+        calls["fp32"] += 1
+        return real_fp32(*args, **kwargs)
+
+    def int8(*args, **kwargs):
+        calls["int8"] += 1
+        return real_int8(*args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ob, "_export_fp32", fp32)
+        mp.setattr(ob, "_export_int8", int8)
+        yield cache, calls
+
+
+@pytest.fixture(scope="module")
+def torch_vecs(embedder):
+    return embedder.encode(TEXTS), embedder.encode_queries(QUESTIONS)
+
+
+@pytest.fixture(scope="module")
+def onnx_emb(exports):
+    return Embedder(backend="onnx", cache_dir=exports[0]).load()
+
+
+@pytest.fixture(scope="module")
+def int8_emb(exports):
+    return Embedder(backend="onnx-int8", cache_dir=exports[0]).load()
+
+
+def _top5(queries: np.ndarray, docs: np.ndarray) -> np.ndarray:
+    return np.argsort(-(queries @ docs.T), axis=1, kind="stable")[:, :5]
+
+
+@pytest.mark.slow
+def test_fp32_vectors_match_torch(onnx_emb, torch_vecs):
+    docs, queries = onnx_emb.encode(TEXTS), onnx_emb.encode_queries(QUESTIONS)
+    assert docs.shape == torch_vecs[0].shape and docs.dtype == np.float32
+    assert (docs * torch_vecs[0]).sum(1).min() > 0.9999
+    assert (queries * torch_vecs[1]).sum(1).min() > 0.9999
+    np.testing.assert_array_equal(_top5(queries, docs), _top5(torch_vecs[1], torch_vecs[0]))
+
+
+@pytest.mark.slow
+def test_int8_vectors_close_to_torch(int8_emb, torch_vecs):
+    docs, queries = int8_emb.encode(TEXTS), int8_emb.encode_queries(QUESTIONS)
+    assert int8_emb._onnx.path.name == ob.int8_file(ob.int8_flavour())
+    assert (docs * torch_vecs[0]).sum(1).min() > 0.98
+    assert (queries * torch_vecs[1]).sum(1).min() > 0.98
+    got, want = _top5(queries, docs), _top5(torch_vecs[1], torch_vecs[0])
+    overlap = [len(set(g) & set(w)) / 5 for g, w in zip(got, want)]
+    assert np.mean(overlap) >= 0.8 and min(overlap) >= 0.6
+    assert np.array_equal(got[:, 0], want[:, 0]) or np.mean(got[:, 0] == want[:, 0]) >= 0.9
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("which", ["onnx_emb", "int8_emb"])
+def test_single_query_path_matches_batch(request, which):
+    emb = request.getfixturevalue(which)
+    assert emb._onnx.single_ok  # the direct unpadded path is in use for this model
+    emb.clear_cache()
+    for q in [*QUESTIONS[:4], "a", "long " * 400]:
+        single = emb.encode_query(q)
+        assert single.shape == (384,) and single.dtype == np.float32
+        np.testing.assert_allclose(single, emb.encode_queries([q])[0], atol=1e-5)
+    # the query cache still answers repeated queries, with a copy
+    cached = emb.encode_query(QUESTIONS[0])
+    cached[:] = 0
+    assert QUESTIONS[0] in emb._cache and np.linalg.norm(emb.encode_query(QUESTIONS[0])) == pytest.approx(1.0, abs=1e-5)
+
+
+@pytest.mark.slow
+def test_export_happens_once_and_is_reused(exports, onnx_emb, int8_emb, monkeypatch):
+    cache, calls = exports
+    folder = onnx_emb._onnx.folder
+    assert folder.parent == cache and folder.name.startswith("sentence-transformers-all-minilm-l6-v2-")
+    assert int8_emb._onnx.folder == folder
+    before = {p.name: p.stat().st_mtime_ns for p in folder.iterdir()}
+    assert {ob.FP32_FILE, ob.TOKENIZER_FILE, ob.EXPORT_META, ob.int8_file(ob.int8_flavour())} <= set(before)
+    assert not [p for p in cache.iterdir() if p.name.endswith(".tmp")]  # no temporary leftovers
+    # a fresh process state: nothing in memory, so the encoders must come from the folder
+    monkeypatch.setattr(ob, "_ENCODERS", {})
+    monkeypatch.setattr(ob, "_SESSIONS", {})
+    for backend in ("onnx", "onnx-int8"):
+        again = Embedder(backend=backend, cache_dir=cache).load()
+        assert again._model is None  # the torch model was not needed
+        np.testing.assert_allclose(again.encode(TEXTS[:3]), {"onnx": onnx_emb, "onnx-int8": int8_emb}[backend]
+                                   .encode(TEXTS[:3]), atol=1e-6)
+    assert calls == {"fp32": 1, "int8": 1}
+    assert {p.name: p.stat().st_mtime_ns for p in folder.iterdir()} == before
+
+
+@pytest.mark.slow
+def test_read_only_model_folder_is_left_untouched(tmp_path):
+    src = tmp_path / "minilm"
+    shutil.copytree(bundled_model_path(), src)
+    for path in [src, *src.rglob("*")]:
+        path.chmod(stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH | (stat.S_IXUSR if path.is_dir() else 0))
+    before = sorted((str(p.relative_to(src)), p.stat().st_mtime_ns) for p in src.rglob("*"))
+    cache = tmp_path / "cache"
+    try:
+        emb = Embedder(src, backend="onnx", cache_dir=cache)
+        ref = Embedder(src)
+        np.testing.assert_allclose(emb.encode(TEXTS[:4]), ref.encode(TEXTS[:4]), atol=1e-5)
+        assert emb.name == ref.name == str(src.resolve())
+        assert sorted((str(p.relative_to(src)), p.stat().st_mtime_ns) for p in src.rglob("*")) == before
+        (folder,) = cache.iterdir()
+        assert folder.name.startswith("minilm-") and (folder / ob.FP32_FILE).is_file()
+        # the hash is of the files, not of where they are: the same as the bundled copy's
+        assert folder.name.split("-")[-1] == ob.model_hash(bundled_model_path())
+    finally:
+        for path in [src, *src.rglob("*")]:
+            path.chmod(stat.S_IRWXU)
+
+
+def test_bad_backend_is_refused(monkeypatch):
+    with pytest.raises(InputError, match="backend") as err:
+        Embedder(backend="tensorflow")
+    assert err.value.argument == "backend"
+    monkeypatch.setenv(ob.ENV_BACKEND, "nope")
+    with pytest.raises(InputError, match=r"\$RAGNET_EMBED_BACKEND") as err:
+        Embedder()
+    assert err.value.argument == "backend"
+    with pytest.raises(InputError) as err:
+        Embedder(backend="onnx", device="cuda")
+    assert err.value.argument == "device"
+
+
+def test_backend_from_environment(monkeypatch):
+    monkeypatch.delenv(ob.ENV_BACKEND, raising=False)
+    assert Embedder().backend == "torch"
+    monkeypatch.setenv(ob.ENV_BACKEND, "ONNX-int8")
+    assert Embedder().backend == "onnx-int8"
+    assert Embedder(backend="torch").backend == "torch"  # the argument wins
+
+
+@pytest.mark.slow
+def test_name_does_not_depend_on_backend(exports, tmp_path):
+    names = {Embedder(backend=b, cache_dir=exports[0]).name for b in ob.BACKENDS}
+    assert names == {DEFAULT_MODEL_NAME}
+    # an index built with one backend is searched with another
+    built = Index.build(make_docs(), tmp_path / "idx", embedder=Embedder(backend="onnx-int8", cache_dir=exports[0]),
+                        show_progress=False)
+    assert built.manifest["embedder"] == DEFAULT_MODEL_NAME
+    loaded = Index.load(tmp_path / "idx", embedder=Embedder(backend="torch"))
+    assert loaded.search("Which organelle produces energy for the cell?", k=1)[0].title == "Mitochondria"
+
+
+@pytest.mark.slow
+def test_sessions_follow_torch_threads(onnx_emb):
+    import torch
+
+    old = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        onnx_emb.encode(TEXTS[:2])
+        assert onnx_emb._onnx.session().get_session_options().intra_op_num_threads == 1
+    finally:
+        torch.set_num_threads(old)
+    assert onnx_emb._onnx.session().get_session_options().intra_op_num_threads == old
+
+
+def test_missing_onnxruntime_names_the_pip_command(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    with pytest.raises(MissingDependencyError, match=r"pip install 'ragnet\[onnx\]'"):
+        Embedder(backend="onnx", cache_dir=tmp_path).load()
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.slow
+def test_unsupported_pooling_is_refused(tmp_path):
+    src = tmp_path / "maxpool"
+    shutil.copytree(bundled_model_path(), src)
+    cfg = src / "1_Pooling" / "config.json"
+    pooling = json.loads(cfg.read_text())
+    pooling.update(pooling_mode_mean_tokens=False, pooling_mode_max_tokens=True)
+    cfg.write_text(json.dumps(pooling))
+    with pytest.raises(InputError, match="Pooling") as err:
+        Embedder(src, backend="onnx", cache_dir=tmp_path / "cache").load()
+    assert err.value.argument == "backend"
+    assert not [p for p in (tmp_path / "cache").iterdir() if p.is_dir()]  # nothing half-written was kept
+
+
+@pytest.mark.slow
+def test_embed_bench_reports_speed_and_agreement(exports):
+    result = run_embed_bench(TEXTS[:8], backends=("onnx", "onnx-int8"), repeats=1, cache_dir=exports[0],
+                             queries=QUESTIONS[:2])
+    assert result["texts"] == 8 and result["model"] == DEFAULT_MODEL_NAME
+    assert list(result["backends"]) == ["torch", "onnx", "onnx-int8"]
+    torch_row, fp32, int8 = (result["backends"][b] for b in ("torch", "onnx", "onnx-int8"))
+    assert torch_row["ratio_to_torch"] == 1.0 and torch_row["min_cos"] == 1.0
+    assert fp32["min_cos"] > 0.9999 and 0.98 < int8["min_cos"] <= int8["mean_cos"] <= 1.0
+    assert all(row["texts_per_s"] > 0 and row["query"]["median_ms"] > 0 for row in (torch_row, fp32, int8))
+
+
+def test_outdated_or_corrupt_export_is_not_reused(tmp_path):
+    for name in (ob.FP32_FILE, ob.TOKENIZER_FILE):
+        (tmp_path / name).write_text("x")
+    meta = tmp_path / ob.EXPORT_META
+    meta.write_text(json.dumps({"format": ob.FORMAT_VERSION}))
+    assert ob._complete(tmp_path)
+    meta.write_text(json.dumps({"format": ob.FORMAT_VERSION - 1}))
+    assert not ob._complete(tmp_path)
+    meta.write_text("{not json")
+    assert not ob._complete(tmp_path)
+    (tmp_path / ob.FP32_FILE).unlink()
+    meta.write_text(json.dumps({"format": ob.FORMAT_VERSION}))
+    assert not ob._complete(tmp_path)
