@@ -14,7 +14,7 @@ from pathlib import Path
 import dspy
 import pytest
 
-from tests.required import skip_or_fail
+from tests.required import SHARED_DATA, skip_or_fail
 
 
 def _live_skip_reason(path) -> str | None:
@@ -71,3 +71,12 @@ def dspy_state(tmp_path):
         dspy.configure(lm=saved_lm, adapter=saved_adapter)
         dspy.cache = saved_cache
         config._cache_state["dir"] = saved_dir
+
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    """The benchmark data folder (``$RAGNET_DATA`` or ``../shared/data`` beside the clone)."""
+    if not (SHARED_DATA / "hotpotqa_dev_distractor" / "questions.jsonl").is_file():
+        skip_or_fail(f"benchmark data is missing at {SHARED_DATA} (set RAGNET_DATA)")
+    return SHARED_DATA

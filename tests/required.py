@@ -10,7 +10,11 @@ import os
 
 import pytest
 
+from pathlib import Path
+
 REQUIRED = os.environ.get("RAGNET_REQUIRE_LIVE") == "1"
+# The benchmark data: $RAGNET_DATA, or ../shared/data beside the clone (as CI lays it out).
+SHARED_DATA = Path(os.environ.get("RAGNET_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 
 
 def skip_or_fail(reason: str) -> None:

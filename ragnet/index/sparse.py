@@ -6,9 +6,16 @@ go through an equivalent but leaner tokenizer (no progress bars, no vocab buildi
 a query costs a few microseconds before scoring.
 
 Persistence is bm25s's native ``save`` (NumPy ``.npy`` arrays written with
-``allow_pickle=False`` plus JSON vocab/params; no corpus copy) and a small
+``allow_pickle=False`` plus JSON vocab/params; no corpus copy), a small
 ``tokenizer.json`` recording the tokenisation, so a loaded index tokenises queries the
-same way it tokenised documents.
+same way it tokenised documents, and ``vocab.sorted.index.npy``: the vocabulary as a
+sorted ``(term bytes, id)`` table. ``load(folder, mmap=True)`` memory-maps the score
+arrays and that table, so neither the CSC matrix nor a ``term -> id`` dict is read into
+RAM (a folder without the table derives it from ``vocab.index.json``).
+
+Large corpora can be indexed shard by shard (``ragnet.index.sparse_shards.build_sharded``, or
+``ragnet.index.sparse_shards`` to tokenise shards elsewhere) with the same scores as
+``build`` on the concatenation.
 
 Example:
     >>> bm25 = SparseIndex.build(["Paris is in France.", "Berlin is in Germany."], show_progress=False)
@@ -22,6 +29,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -31,6 +39,8 @@ from ragnet.errors import IndexFormatError, MissingDependencyError, require
 
 TOKEN_PATTERN = r"(?u)\b\w\w+\b"
 TOKENIZER_FILE = "tokenizer.json"
+VOCAB_FILE = "vocab.index.json"  # bm25s's own name
+SORTED_VOCAB_FILE = "vocab.sorted.index.npy"
 
 
 def _bm25s():
@@ -60,11 +70,113 @@ def default_stemmer_name() -> str | None:
     return "english"
 
 
+class SortedVocab(Mapping):
+    """Read-only ``term -> id`` mapping over a table of terms sorted by their UTF-8 bytes.
+
+    The table is a 1-D structured array with fields ``term`` (``S<n>``, sorted) and ``id``
+    (``int32``); lookups are ``np.searchsorted``, so a memory-mapped table costs almost no
+    RAM however large the vocabulary. It stands in for bm25s's ``vocab_dict``.
+
+    Args:
+        table: the structured array (a ``np.memmap`` or in memory).
+        source: the file it came from, named in errors.
+
+    Example:
+        >>> vocab = SortedVocab.from_dict({"tower": 0, "eiffel": 1})
+        >>> vocab["tower"], "paris" in vocab, vocab.lookup(["eiffel", "paris", "tower"])
+        (0, False, [1, 0])
+    """
+
+    def __init__(self, table: np.ndarray, source: str | os.PathLike | None = None) -> None:
+        if table.ndim != 1 or table.dtype.names != ("term", "id") or table.dtype["term"].kind != "S" \
+                or table.dtype["id"].kind not in "iu":
+            raise IndexFormatError(f"{source or 'vocabulary table'} is not a sorted vocabulary table "
+                                   f"(dtype {table.dtype}, shape {table.shape}); rebuild with `ragnet index`")
+        self._terms = table["term"]
+        self._ids = table["id"]
+        self._width = table.dtype["term"].itemsize
+        self.table = table
+        self.source = source
+
+    @classmethod
+    def from_dict(cls, vocab: Mapping[str, int]) -> "SortedVocab":
+        """The table for a ``term -> id`` mapping (kept in memory)."""
+        terms = [t.encode("utf-8") for t in vocab]
+        width = max(1, max(map(len, terms), default=1))
+        table = np.empty(len(terms), dtype=[("term", f"S{width}"), ("id", "<i4")])
+        table["term"] = terms
+        table["id"] = np.fromiter(vocab.values(), dtype=np.int64, count=len(terms))
+        return cls(table[np.argsort(table["term"], kind="stable")])
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, mmap: bool = True) -> "SortedVocab":
+        """Read a table written by ``save`` (memory-mapped unless ``mmap=False``).
+
+        Raises:
+            IndexFormatError: the file is missing, truncated or not such a table.
+        """
+        try:
+            table = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+        except (OSError, ValueError, EOFError) as exc:
+            raise IndexFormatError(f"BM25 vocabulary table {path} is missing or unreadable "
+                                   f"({type(exc).__name__}: {exc}); rebuild with `ragnet index`") from exc
+        return cls(table, path)
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the table as one ``.npy`` file (no pickle)."""
+        np.save(path, np.asarray(self.table), allow_pickle=False)
+
+    def lookup(self, terms: Sequence[str]) -> list[int]:
+        """Ids of ``terms`` in order, unknown terms dropped (one vectorised search)."""
+        if not terms or not len(self._terms):
+            return []
+        keys = [t.encode("utf-8") for t in terms]
+        fits = [len(k) <= self._width for k in keys]  # longer keys would be truncated into false hits
+        if not all(fits):
+            keys = [k for k, ok in zip(keys, fits) if ok]
+            if not keys:
+                return []
+        query = np.array(keys, dtype=self._terms.dtype)
+        pos = np.minimum(np.searchsorted(self._terms, query), len(self._terms) - 1)
+        found = self._terms[pos] == query
+        return [int(i) for i in self._ids[pos[found]]]
+
+    def __getitem__(self, term: str) -> int:
+        ids = self.lookup([term]) if isinstance(term, str) else []
+        if not ids:
+            raise KeyError(term)
+        return ids[0]
+
+    def __contains__(self, term: object) -> bool:
+        return isinstance(term, str) and bool(self.lookup([term]))
+
+    def __len__(self) -> int:
+        return len(self._terms)
+
+    def __iter__(self) -> Iterator[str]:
+        return (bytes(t).decode("utf-8") for t in self._terms)
+
+    def to_dict(self) -> dict[str, int]:
+        """A plain ``term -> id`` dict (what bm25s writes to ``vocab.index.json``)."""
+        return {bytes(t).decode("utf-8"): int(i) for t, i in zip(self._terms, self._ids)}
+
+
+def _empty_scores(num_docs: int) -> dict[str, Any]:
+    """bm25s ``scores`` of an index with no terms (every text was stopwords/punctuation)."""
+    return {
+        "data": np.zeros(0, dtype=np.float32),
+        "indices": np.zeros(0, dtype=np.int32),
+        "indptr": np.zeros(1, dtype=np.int32),
+        "num_docs": num_docs,
+    }
+
+
 class SparseIndex:
     """A bm25s index plus the query tokenizer that matches its vocabulary.
 
     Args:
-        retriever: a fitted ``bm25s.BM25``.
+        retriever: a fitted ``bm25s.BM25``; its ``vocab_dict`` is a dict or, for an index
+            loaded with ``mmap=True``, a ``SortedVocab``, and its score arrays may be memory-mapped.
         stemmer: PyStemmer language name used at build time, or None.
     """
 
@@ -74,9 +186,11 @@ class SparseIndex:
         self._stemmer = _stemmer(stemmer)
         self._split = re.compile(TOKEN_PATTERN).findall
         self._stopwords = frozenset(_bm25s().stopwords.STOPWORDS_EN)
-        self._vocab: dict[str, int] = dict(retriever.vocab_dict or {})
+        vocab = retriever.vocab_dict
+        # shared with the retriever, not copied: at a million passages it is hundreds of MB
+        self._vocab: Mapping[str, int] = vocab if vocab is not None else {}
         s = retriever.scores
-        self._data = np.asarray(s["data"])
+        self._data = np.asarray(s["data"])  # views of memory maps stay memory-mapped
         self._indices = np.asarray(s["indices"])
         self._indptr = np.asarray(s["indptr"])
         self._num_docs = int(s["num_docs"])
@@ -108,13 +222,9 @@ class SparseIndex:
         if tokenized.vocab:
             retriever.index(tokenized, show_progress=show_progress)
         else:  # every text is stopwords/punctuation: an index that scores everything 0
-            retriever.scores = {
-                "data": np.zeros(0, dtype=np.float32),
-                "indices": np.zeros(0, dtype=np.int32),
-                "indptr": np.zeros(1, dtype=np.int32),
-                "num_docs": len(tokenized.ids),
-            }
+            retriever.scores = _empty_scores(len(tokenized.ids))
             retriever.vocab_dict = {}
+            retriever.nonoccurrence_array = None  # what index() sets for Lucene; save() reads it
         return cls(retriever, name)
 
     # -- querying ----------------------------------------------------------------------
@@ -133,6 +243,12 @@ class SparseIndex:
     def token_ids(self, query: str) -> list[int]:
         """Vocabulary ids of the query's terms (unknown terms dropped; repeats kept, as in bm25s)."""
         vocab = self._vocab
+        if isinstance(vocab, SortedVocab):
+            ids = vocab.lookup(self.tokenize(query))
+            if ids and max(ids) >= len(self._indptr) - 1:
+                raise IndexFormatError(f"BM25 vocabulary table {vocab.source} maps a term to id {max(ids)}, "
+                                       f"outside the score matrix; rebuild with `ragnet index`")
+            return ids
         return [vocab[w] for w in self.tokenize(query) if w in vocab]
 
     def scores(self, query: str) -> np.ndarray:
@@ -170,30 +286,58 @@ class SparseIndex:
 
     # -- persistence -------------------------------------------------------------------
     def save(self, folder: str | os.PathLike) -> None:
-        """Write bm25s's native files plus ``tokenizer.json`` into ``folder`` (no pickle).
+        """Write bm25s's native files, ``vocab.sorted.index.npy`` and ``tokenizer.json`` (no pickle).
 
-        Call it inside a temporary directory that is renamed into place afterwards
-        (``ragnet._atomic.atomic_dir``): bm25s writes file by file.
+        ``bm25s.BM25.load`` reads the folder too. Call it inside a temporary directory that is
+        renamed into place afterwards (``ragnet._atomic.atomic_dir``): bm25s writes file by file.
         """
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
-        self.retriever.save(str(folder), corpus=None, allow_pickle=False, show_progress=False)
+        vocab = self.retriever.vocab_dict
+        if isinstance(vocab, SortedVocab):  # bm25s writes vocab.index.json from a real dict
+            table = vocab
+            self.retriever.vocab_dict = vocab.to_dict()
+        else:
+            table = SortedVocab.from_dict(vocab or {})
+        try:
+            self.retriever.save(str(folder), corpus=None, allow_pickle=False, show_progress=False)
+        finally:
+            self.retriever.vocab_dict = vocab
+        table.save(folder / SORTED_VOCAB_FILE)
         spec = {"lower": True, "token_pattern": TOKEN_PATTERN, "stopwords": "en", "stemmer": self.stemmer_name}
         (folder / TOKENIZER_FILE).write_text(json.dumps(spec, indent=2) + "\n", encoding="utf-8")
 
     @classmethod
-    def load(cls, folder: str | os.PathLike) -> "SparseIndex":
+    def load(cls, folder: str | os.PathLike, mmap: bool = False) -> "SparseIndex":
         """Read what ``save`` wrote.
 
+        Args:
+            folder: the folder ``save`` wrote.
+            mmap: memory-map the score arrays and the sorted vocabulary table instead of
+                reading them (and ``vocab.index.json``) into RAM; scores are identical. A
+                folder without the table (older ragnet) derives it from ``vocab.index.json``.
+
         Raises:
-            IndexFormatError: files missing or unreadable.
+            IndexFormatError: files missing or unreadable (the message names the file).
+
+        Example:
+            >>> import tempfile
+            >>> folder = tempfile.mkdtemp()
+            >>> SparseIndex.build(["Paris is in France."], show_progress=False).save(folder)
+            >>> SparseIndex.load(folder, mmap=True).token_ids("France") == SparseIndex.load(folder).token_ids("France")
+            True
         """
         folder = Path(folder)
         try:
             spec = json.loads((folder / TOKENIZER_FILE).read_text(encoding="utf-8"))
             retriever = _bm25s().BM25.load(
-                str(folder), load_corpus=False, mmap=False, allow_pickle=False, show_progress=False
+                str(folder), load_corpus=False, load_vocab=not mmap, mmap=mmap, allow_pickle=False,
+                show_progress=False,
             )
+            if mmap:
+                retriever.vocab_dict = _load_sorted_vocab(folder, len(retriever.scores["indptr"]) - 1)
+                # bm25s only tests ids for membership; they are 0..n-1, and a range costs nothing
+                retriever.unique_token_ids_set = range(len(retriever.vocab_dict))
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             # TypeError/AttributeError: files that parse but are not bm25s's (e.g. params replaced by {})
             raise IndexFormatError(f"BM25 files in {folder} are missing or unreadable ({type(exc).__name__}: {exc}); "
@@ -205,6 +349,25 @@ class SparseIndex:
         except (KeyError, TypeError, ValueError) as exc:  # arrays or params that are not bm25s's
             raise IndexFormatError(f"BM25 files in {folder} are missing or unreadable ({type(exc).__name__}: {exc}); "
                                    "rebuild with `ragnet index`") from exc
+
+
+def _load_sorted_vocab(folder: Path, columns: int) -> SortedVocab:
+    """The memory-mapped vocabulary table of ``folder``, or one derived from ``vocab.index.json``."""
+    path = folder / SORTED_VOCAB_FILE
+    if path.exists():
+        vocab = SortedVocab.load(path, mmap=True)
+    else:  # written before the table existed
+        try:
+            vocab = SortedVocab.from_dict(json.loads((folder / VOCAB_FILE).read_text(encoding="utf-8")))
+        except (OSError, ValueError, AttributeError, TypeError) as exc:
+            raise IndexFormatError(f"BM25 vocabulary {folder / VOCAB_FILE} is missing or unreadable "
+                                   f"({type(exc).__name__}: {exc}); rebuild with `ragnet index`") from exc
+        vocab.source = folder / VOCAB_FILE
+    # bm25s adds the empty token "" after the last column, so n or n + 1 entries
+    if len(vocab) not in (columns, columns + 1):
+        raise IndexFormatError(f"BM25 vocabulary table {vocab.source} has {len(vocab)} terms but the score "
+                               f"matrix has {columns} columns; rebuild with `ragnet index`")
+    return vocab
 
 
 def top_positive(scores: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
