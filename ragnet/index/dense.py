@@ -4,7 +4,10 @@ Kinds:
     ``flat``: exact search (``IndexFlatIP``); the default below ``threshold`` vectors.
     ``hnsw``: graph search (``IndexHNSWFlat``, M=32, efSearch=128, inner product).
     ``ivf``: inverted lists (``IndexIVFFlat``, nlist ~ 4*sqrt(n), nprobe 16).
-    ``auto``: ``flat`` below ``threshold`` vectors (default 50_000), else ``hnsw``.
+    ``ivfpq``: compressed, on disk (``ragnet.index.ivfpq``: IVF-PQ with memory-mapped
+        inverted lists); written by ``ragnet.index.writer``, loaded here.
+    ``auto``: ``flat`` below ``threshold`` vectors (default 50_000), else ``hnsw`` (the
+        index writer also switches to ``ivfpq`` for very large corpora).
 
 Files are FAISS's native format, written atomically (temp file, then rename).
 
@@ -28,7 +31,7 @@ import numpy as np
 from ragnet._atomic import atomic_path
 from ragnet.errors import IndexFormatError, InputError, require
 
-KINDS = ("auto", "flat", "hnsw", "ivf")
+KINDS = ("auto", "flat", "hnsw", "ivf", "ivfpq")
 HNSW_M = 32
 HNSW_EF_SEARCH = 128
 HNSW_EF_CONSTRUCTION = 200
@@ -83,6 +86,9 @@ class DenseIndex:
         """
         if kind not in KINDS:
             raise InputError(f"unknown FAISS index kind {kind!r}; choose one of {', '.join(KINDS)}", argument="faiss_index")
+        if kind == "ivfpq":
+            raise InputError("the on-disk ivfpq kind is built by Index.build / ragnet.index.writer, not in RAM",
+                             argument="faiss_index")
         faiss = _faiss()
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         if vectors.ndim != 2:
@@ -126,12 +132,21 @@ class DenseIndex:
             faiss.write_index(self.index, str(tmp))
 
     @classmethod
-    def load(cls, path: str | os.PathLike, kind: str) -> "DenseIndex":
-        """Read an index written by ``save``.
+    def load(cls, path: str | os.PathLike, kind: str, nprobe: int | None = None) -> "DenseIndex":
+        """Read an index written by ``save`` (or, for ``ivfpq``, by the index writer).
+
+        Args:
+            path: the FAISS file.
+            kind: the kind recorded in the manifest.
+            nprobe: lists scanned per query for ``ivfpq`` (its recorded default when None).
 
         Raises:
             IndexFormatError: the file is missing or not a readable FAISS index.
         """
+        if kind == "ivfpq":
+            from ragnet.index import ivfpq
+
+            return cls(ivfpq.load(path, nprobe or ivfpq.NPROBE), kind)
         faiss = _faiss()
         path = Path(path)
         if not path.is_file():

@@ -14,15 +14,19 @@ Example:
     >>> Index.load(index.path).search("capital of Italy", k=1)[0].doc_id
     'rome'
 
-On-disk layout (``format_version`` 1; nothing is pickled)::
+On-disk layout (``format_version`` 2; format 1 folders still load; nothing is pickled)::
 
-    manifest.json     format_version, ragnet_version, embedder, dimension, normalize,
-                      chunk_count, chunk_tokens, overlap, tokenizer, faiss_index, created,
-                      files {relative name: sha256}
-    chunks.jsonl      one Chunk.to_dict() per line (scores left out)
-    embeddings.npy    float32 (chunk_count, dimension), L2-normalised rows
-    dense.faiss       FAISS native index over the same vectors
-    bm25/             bm25s native save (.npy + JSON) and tokenizer.json
+    manifest.json       format_version, ragnet_version, embedder, dimension, normalize,
+                        chunk_count, chunk_tokens, overlap, tokenizer, faiss_index, ivfpq,
+                        vectors {file, dtype}, created, files {relative name: sha256}
+    chunks.jsonl        one Chunk.to_dict() per line (scores left out), read on demand
+    chunks.*.npy        byte offsets and sorted ids (``ragnet.index.chunk_store``)
+    embeddings.npy      float32 (chunk_count, dimension), L2-normalised rows; or, for the
+    vectors.f16.npy     on-disk ``ivfpq`` kind, float16 rows memory-mapped for re-scoring
+    dense.faiss         FAISS native index (+ dense.ivfdata: IVF-PQ inverted lists on disk)
+    bm25/               bm25s native save (.npy + JSON) and tokenizer.json
+    catalog/            the rule filter's metadata catalog (``ragnet.index.catalog_store``)
+    sentences/          optional sentence data (``ragnet.index.sentences``)
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -42,6 +46,8 @@ from ragnet._atomic import DirSwap, atomic_dir, check_writable_parent, dir_lock
 from ragnet._hashing import sha256_file
 from ragnet.corpus.types import Chunk, Document
 from ragnet.errors import IndexFormatError, InputError
+from ragnet.index.chunk_store import ChunkStore
+from ragnet.index.passages import PASSAGE_FORMAT, passage_text
 from ragnet.index.dense import KINDS, DenseIndex
 from ragnet.index.embedder import Embedder
 from ragnet.index.sentences import FOLDER as SENTENCES_DIR
@@ -50,39 +56,24 @@ from ragnet.index.sentences import SPLITTER as SENTENCES_SPLITTER
 from ragnet.index.sentences import SentenceStore, idf_of
 from ragnet.index.sparse import SparseIndex, top_positive
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+READABLE_VERSIONS = (1, 2)
+# From this many chunks "auto" builds the compressed on-disk IVF-PQ index instead of HNSW.
+DISK_THRESHOLD = 200_000
 TOKENIZER = "tiktoken:cl100k_base"
-PASSAGE_FORMAT = "title\\ntext"  # what is embedded and BM25-indexed per chunk (see passage_text)
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = "ragnet-index"  # what marks a folder as ragnet's to replace
 CHUNKS = "chunks.jsonl"
 EMBEDDINGS = "embeddings.npy"
 DENSE = "dense.faiss"
+DENSE_IVFDATA = "dense.ivfdata"
 BM25_DIR = "bm25"
+CATALOG_DIR = "catalog"
+MMAP_BM25_FROM = 200_000  # chunks from which the BM25 matrix is memory-mapped instead of read
 _REQUIRED_KEYS = ("format_version", "embedder", "dimension", "chunk_count", "faiss_index", "files")
-_SCORE_FIELDS = ("score", "dense_score", "bm25_score")
 _REBUILD = "rebuild with `ragnet index`"
 
 EmbedderLike = Embedder | str | os.PathLike | None
-
-
-def passage_text(chunk: Chunk) -> str:
-    """The text that is embedded and BM25-indexed for ``chunk``: title line + chunk text.
-
-    Titles often carry the entity a passage is about ("He was born in ..."), so both
-    retrievers see them. The title is not repeated when the text already starts with it.
-
-    Example:
-        >>> passage_text(Chunk(id="a#0", doc_id="a", title="Paris", text="It is big.", tokens=3))
-        'Paris\\nIt is big.'
-    """
-    title = chunk.title.strip()
-    if not title:
-        return chunk.text
-    head, key = chunk.text.lstrip("# \t\n").casefold(), title.casefold()
-    if head.startswith(key) and (len(head) == len(key) or not head[len(key)].isalnum()):
-        return chunk.text  # the text already opens with its title (e.g. a Markdown heading)
-    return f"{title}\n{chunk.text}"
 
 
 def _as_embedder(embedder: EmbedderLike) -> Embedder:
@@ -121,7 +112,7 @@ class Index:
         self,
         path: Path,
         manifest: dict[str, Any],
-        chunks: list[Chunk],
+        chunks: ChunkStore,
         embeddings: np.ndarray,
         dense: DenseIndex,
         sparse: SparseIndex,
@@ -132,8 +123,7 @@ class Index:
         self.path = Path(path)
         self.manifest = manifest
         self._chunks = chunks
-        self._rows = {c.id: i for i, c in enumerate(chunks)}
-        self._emb = embeddings
+        self._emb = embeddings  # float32 in RAM, or a float16 memmap for the on-disk kind
         self._emb_torch: Any = None  # zero-copy torch view, made on first flat search
         self._dense = dense
         self._sparse = sparse
@@ -159,6 +149,9 @@ class Index:
         gazetteer: Any = None,
         faiss_threshold: int = 50_000,
         sentences: bool = True,
+        *,
+        ivfpq: Any = None,
+        disk_threshold: int = DISK_THRESHOLD,
     ) -> "Index":
         """Chunk ``docs``, embed and index the chunks, and save everything to ``path``.
 
@@ -174,8 +167,9 @@ class Index:
             overlap: tokens shared by consecutive chunks of a document.
             embedder: an ``Embedder``, a sentence-transformers name/folder, or None for the
                 bundled all-MiniLM-L6-v2.
-            faiss_index: ``"auto"`` (flat below ``faiss_threshold`` chunks, else HNSW),
-                ``"flat"``, ``"hnsw"`` or ``"ivf"``.
+            faiss_index: ``"auto"`` (exact flat below ``faiss_threshold`` chunks, HNSW below
+                ``disk_threshold``, else the compressed on-disk IVF-PQ), ``"flat"``,
+                ``"hnsw"``, ``"ivf"`` or ``"ivfpq"``.
             show_progress: progress bars for chunking, embedding and BM25.
             gazetteer: optional ``ragnet.corpus.metadata.Gazetteer`` for place metadata.
             faiss_threshold: chunk count from which ``"auto"`` switches to HNSW.
@@ -183,6 +177,9 @@ class Index:
                 for sentence-level context selection; about as much embedding work again as
                 the chunks. Without it, sentence selection embeds candidate sentences per
                 question (or add them later with :meth:`add_sentences`).
+            ivfpq: ``ragnet.index.ivfpq.IVFPQParams`` (``nlist``, ``m``, ``nprobe``, ``opq``)
+                for the ``ivfpq`` kind; None derives them from the corpus size.
+            disk_threshold: chunk count from which ``"auto"`` builds ``ivfpq``.
 
         Raises:
             InputError: no documents, bad arguments, or ``path`` is a non-index folder.
@@ -207,15 +204,14 @@ class Index:
         with dir_lock(path):
             check_output_folder(path)  # re-checked under the lock: another process may have written it
             return cls._build_locked(docs, path, chunk_tokens, overlap, emb, faiss_index, show_progress,
-                                     gazetteer, faiss_threshold, sentences)
+                                     gazetteer, faiss_threshold, sentences, ivfpq, disk_threshold)
 
     @classmethod
     def _build_locked(cls, docs: list[Document], path: Path, chunk_tokens: int, overlap: int, emb: Embedder,
                       faiss_index: str, show_progress: bool, gazetteer: Any, faiss_threshold: int,
-                      sentences: bool) -> "Index":
+                      sentences: bool, ivfpq_params: Any, disk_threshold: int) -> "Index":
         from tqdm.auto import tqdm
 
-        from ragnet import __version__
         from ragnet.corpus.chunking import chunk_documents
 
         stats: dict[str, float] = {}
@@ -233,7 +229,7 @@ class Index:
 
         # 2. embed unique passages only (model load timed apart: it is cached per process)
         t0 = time.perf_counter()
-        emb.model  # noqa: B018
+        emb.load()
         stats["model_load_s"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         passages = [passage_text(c) for c in chunks]
@@ -244,74 +240,152 @@ class Index:
         embeddings = vectors if len(unique) == len(passages) else np.ascontiguousarray(vectors[inverse])
         stats["embed_s"] = time.perf_counter() - t0
 
-        # 3. dense
-        t0 = time.perf_counter()
-        dense = DenseIndex.build(embeddings, kind=faiss_index, threshold=faiss_threshold)
-        stats["faiss_s"] = time.perf_counter() - t0
-
-        # 4. sparse
-        t0 = time.perf_counter()
-        sparse = SparseIndex.build(passages, show_progress=False)  # bm25s's own bars would interleave with ours
-        stats["bm25_s"] = time.perf_counter() - t0
-
-        # 4b. sentences (boundaries, tokens, BM25 terms, vectors) for sentence-level selection
-        store = None
-        if sentences:
+        # 3. sentences (boundaries, tokens, BM25 terms, vectors) for sentence-level selection; built
+        # once the writer has the corpus BM25, whose vocabulary the sentence terms index into
+        def sentences_from(sparse: SparseIndex) -> SentenceStore:
             t0 = time.perf_counter()
             store = SentenceStore.build(chunks, emb, sparse, show_progress=show_progress)
             stats["sentences_s"] = time.perf_counter() - t0
+            return store
 
-        # 5. metadata catalog (for the rule filter's "add" step)
-        t0 = time.perf_counter()
-        catalog = _build_catalog(chunks)
-        stats["catalog_s"] = time.perf_counter() - t0
+        settings = {"chunk_tokens": chunk_tokens, "overlap": overlap, "doc_count": len(docs),
+                    "gazetteer": sorted(gazetteer.names) if gazetteer is not None else None}
+        return cls._write(path, [(chunks, embeddings, passages)], len(chunks), emb, faiss_index, faiss_threshold,
+                          ivfpq_params, settings, sentences_from=sentences_from if sentences else None,
+                          stats=stats, t_all=t_all, disk_threshold=disk_threshold)
 
-        # 6. persist atomically
-        t0 = time.perf_counter()
-        manifest = {
-            "format": MANIFEST_FORMAT,
-            "format_version": FORMAT_VERSION,
-            "ragnet_version": __version__,
-            "embedder": emb.name,
-            "dimension": int(embeddings.shape[1]),
-            "normalize": True,
-            "chunk_count": len(chunks),
-            "doc_count": len(docs),
-            "chunk_tokens": chunk_tokens,
-            "overlap": overlap,
-            "tokenizer": TOKENIZER,
-            "passage_format": PASSAGE_FORMAT,
-            "faiss_index": dense.kind,
-            # Place names used for chunk metadata; questions must be read with the same list.
-            "gazetteer": sorted(gazetteer.names) if gazetteer is not None else None,
-            "bm25": {"method": "lucene", "stopwords": "en", "stemmer": sparse.stemmer_name},
-            "sentences": store.info if store is not None else None,
-            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-            "files": {},
-        }
+    @classmethod
+    def build_from_shards(
+        cls,
+        shards: Iterable[tuple[Sequence[Chunk], np.ndarray]],
+        path: str | os.PathLike,
+        count: int,
+        embedder: EmbedderLike = None,
+        faiss_index: str = "auto",
+        *,
+        ivfpq: Any = None,
+        faiss_threshold: int = 50_000,
+        disk_threshold: int = DISK_THRESHOLD,
+        chunk_tokens: int | None = None,
+        overlap: int | None = None,
+        show_progress: bool = True,
+    ) -> "Index":
+        """Write an index from chunks that are already embedded, one shard at a time.
+
+        For corpora too large to hold at once, for vectors computed elsewhere (a Ray job, an
+        embedding service) and for the scale benchmark. Only one shard is in memory at a
+        time; BM25 statistics are global across shards. No sentence data is written (add it
+        with :meth:`add_sentences`).
+
+        Args:
+            shards: ``(chunks, vectors)`` pairs in row order; vectors L2-normalised, made by
+                ``embedder``'s model (its name is recorded and checked at query time).
+            path: the index folder (same rules as :meth:`build`).
+            count: the total number of chunks in all shards.
+            embedder: the query embedder (or its name); it is not loaded here.
+            faiss_index: as for :meth:`build`, plus ``"ivfpq"``; ``"auto"`` picks flat,
+                HNSW or (from ``disk_threshold`` chunks) on-disk IVF-PQ.
+            ivfpq: ``ragnet.index.ivfpq.IVFPQParams`` for the on-disk kind.
+            chunk_tokens, overlap: recorded in the manifest when known.
+
+        Example:
+            >>> from ragnet.index.embedder import Embedder
+            >>> chunk = Chunk(id="d#0", doc_id="d", title="T", text="Some text.", tokens=3)
+            >>> vec = Embedder().encode([passage_text(chunk)])
+            >>> idx = Index.build_from_shards([([chunk], vec)], tempfile.mkdtemp() + "/i", count=1,
+            ...                               show_progress=False)
+            >>> idx.search("text", k=1)[0].id
+            'd#0'
+        """
+        if faiss_index not in KINDS:
+            raise InputError(
+                f"unknown FAISS index kind {faiss_index!r}; choose one of {', '.join(KINDS)}", argument="faiss_index"
+            )
+        path = Path(path)
+        check_output_folder(path)
+        emb = _as_embedder(embedder)
+        settings = {"chunk_tokens": chunk_tokens, "overlap": overlap, "doc_count": None, "gazetteer": None}
+        with dir_lock(path):
+            check_output_folder(path)
+            shards = ((chunks, vectors, None) for chunks, vectors in shards)
+            return cls._write(path, shards, count, emb, faiss_index, faiss_threshold, ivfpq, settings,
+                              disk_threshold=disk_threshold, show_progress=show_progress)
+
+    @classmethod
+    def _write(cls, path: Path, shards: Iterable[tuple[Sequence[Chunk], np.ndarray, Sequence[str] | None]],
+               count: int, emb: Embedder, faiss_index: str, faiss_threshold: int, ivfpq_params: Any,
+               settings: dict[str, Any], *,
+               sentences_from: Callable[[SparseIndex], SentenceStore] | None = None,
+               stats: dict[str, float] | None = None, t_all: float | None = None,
+               disk_threshold: int = DISK_THRESHOLD, show_progress: bool = False) -> "Index":
+        """Stream ``shards`` through an :class:`~ragnet.index.writer.IndexWriter` into a
+        temporary folder, write the manifest, and swap the folder into place."""
+        from tqdm.auto import tqdm
+
+        from ragnet import __version__
+        from ragnet.index.writer import IndexWriter, resolve_kind
+
+        stats = stats if stats is not None else {}
+        t_all = t_all if t_all is not None else time.perf_counter()
+        kind = resolve_kind(faiss_index, count, faiss_threshold, disk_threshold)
         swap = DirSwap()
+        t0 = time.perf_counter()
         with atomic_dir(path, owned=index_files, swap=swap) as tmp:
-            with open(tmp / CHUNKS, "w", encoding="utf-8") as fh:
-                for c in chunks:
-                    record = c.to_dict()
-                    for key in _SCORE_FIELDS:
-                        record.pop(key, None)
-                    fh.write(json.dumps(record, ensure_ascii=False) + "\n")
-            np.save(tmp / EMBEDDINGS, embeddings, allow_pickle=False)
-            dense.save(tmp / DENSE)
-            sparse.save(tmp / BM25_DIR)
-            if store is not None:
-                store.save(tmp / SENTENCES_DIR)
+            writer: IndexWriter | None = None
+            with tqdm(total=count, desc="Writing", unit="chunk", disable=not show_progress, mininterval=0.5) as bar:
+                for chunks, vectors, passages in shards:
+                    if writer is None:
+                        writer = IndexWriter(tmp, count, np.shape(vectors)[1], kind, ivfpq_params)
+                    writer.add(chunks, vectors, passages)
+                    bar.update(len(chunks))
+            if writer is None:
+                raise InputError("no shards to index", argument="shards")
+            stats["write_s"] = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            dense, sparse, fields = writer.finish()
+            stats.update(writer.stats)
+            stats["finish_s"] = time.perf_counter() - t0
+            sentence_store = sentences_from(sparse) if sentences_from is not None else None
+            if sentence_store is not None:
+                sentence_store.save(tmp / SENTENCES_DIR)
+            manifest = {
+                "format": MANIFEST_FORMAT,
+                "format_version": FORMAT_VERSION,
+                "ragnet_version": __version__,
+                "embedder": emb.name,
+                "embedder_backend": getattr(emb, "backend", "torch"),
+                "dimension": writer.dimension,
+                "normalize": True,
+                "chunk_count": count,
+                "doc_count": settings["doc_count"] if settings["doc_count"] is not None else fields["doc_count"],
+                "chunk_tokens": settings["chunk_tokens"],
+                "overlap": settings["overlap"],
+                "tokenizer": TOKENIZER,
+                "passage_format": PASSAGE_FORMAT,
+                "faiss_index": fields["faiss_index"],
+                "ivfpq": fields["ivfpq"],
+                "vectors": fields["vectors"],
+                # Place names used for chunk metadata; questions must be read with the same list.
+                "gazetteer": settings["gazetteer"],
+                "bm25": {"method": "lucene", "stopwords": "en", "stemmer": sparse.stemmer_name},
+                "sentences": sentence_store.info if sentence_store is not None else None,
+                "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+                "files": {},
+            }
+            del dense, sparse  # the index reopens everything from the folder once it is in place
+            t1 = time.perf_counter()
             manifest["files"] = {
                 f.relative_to(tmp).as_posix(): sha256_file(f) for f in sorted(tmp.rglob("*")) if f.is_file()
             }
+            stats["checksum_s"] = time.perf_counter() - t1
             (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
             _usual_permissions(tmp)
         stats["save_s"] = time.perf_counter() - t0
+        index = cls.load(path, embedder=emb, verify=False)
         stats["total_s"] = time.perf_counter() - t_all
-        index = cls(path, manifest, chunks, embeddings, dense, sparse, emb, catalog=catalog, build_stats=stats)
+        index.build_stats = stats
         index.kept_files = swap.kept
-        index._sentences = store
+        index._sentences = sentence_store
         return index
 
     # -- loading -----------------------------------------------------------------------
@@ -345,9 +419,11 @@ class Index:
                     f"use {name!r} to query it, or rebuild the index with the new embedder"
                 )
         files = manifest["files"]
-        for required in (CHUNKS, EMBEDDINGS, DENSE):
-            if required not in files:
-                raise IndexFormatError(f"index at {path} is corrupt: manifest lists no {required}; {_REBUILD}")
+        vec_file, vec_dtype = _vector_file(manifest)
+        required = [CHUNKS, vec_file, DENSE] + ([DENSE_IVFDATA] if manifest["faiss_index"] == "ivfpq" else [])
+        for name in required:
+            if name not in files:
+                raise IndexFormatError(f"index at {path} is corrupt: manifest lists no {name}; {_REBUILD}")
         for rel, digest in files.items():
             f = path / rel
             if not f.is_file():
@@ -356,27 +432,25 @@ class Index:
                 raise IndexFormatError(f"index at {path} is corrupt: {rel} checksum mismatch; {_REBUILD}")
 
         count, dim = int(manifest["chunk_count"]), int(manifest["dimension"])
-        chunks = _read_chunks(path / CHUNKS)
-        if len(chunks) != count:
-            raise IndexFormatError(
-                f"index at {path} is corrupt: {CHUNKS} has {len(chunks)} chunks, manifest says {count}; {_REBUILD}"
-            )
+        chunks = ChunkStore.open(path, count=count)
         try:
-            embeddings = np.load(path / EMBEDDINGS, allow_pickle=False)
+            # The float16 re-scoring vectors of the on-disk kind stay on disk (memory-mapped).
+            embeddings = np.load(path / vec_file, allow_pickle=False, mmap_mode="r" if vec_dtype == "float16" else None)
         except (OSError, ValueError) as exc:
-            raise IndexFormatError(f"index at {path} is corrupt: {EMBEDDINGS} unreadable ({exc}); {_REBUILD}") from exc
-        if embeddings.shape != (count, dim) or embeddings.dtype != np.float32:
+            raise IndexFormatError(f"index at {path} is corrupt: {vec_file} unreadable ({exc}); {_REBUILD}") from exc
+        if embeddings.shape != (count, dim) or embeddings.dtype != np.dtype(vec_dtype):
             raise IndexFormatError(
-                f"index at {path} is corrupt: {EMBEDDINGS} has shape {embeddings.shape} {embeddings.dtype}, "
-                f"expected ({count}, {dim}) float32; {_REBUILD}"
+                f"index at {path} is corrupt: {vec_file} has shape {embeddings.shape} {embeddings.dtype}, "
+                f"expected ({count}, {dim}) {vec_dtype}; {_REBUILD}"
             )
-        dense = DenseIndex.load(path / DENSE, manifest["faiss_index"])
+        nprobe = (manifest.get("ivfpq") or {}).get("nprobe")
+        dense = DenseIndex.load(path / DENSE, manifest["faiss_index"], nprobe=nprobe)
         if dense.ntotal != count or dense.dimension != dim:
             raise IndexFormatError(
                 f"index at {path} is corrupt: {DENSE} holds {dense.ntotal} vectors of dimension {dense.dimension}, "
                 f"expected {count} of {dim}; {_REBUILD}"
             )
-        sparse = SparseIndex.load(path / BM25_DIR)
+        sparse = SparseIndex.load(path / BM25_DIR, mmap=count >= MMAP_BM25_FROM)
         if len(sparse) != count:
             raise IndexFormatError(
                 f"index at {path} is corrupt: BM25 index covers {len(sparse)} chunks, expected {count}; {_REBUILD}"
@@ -394,7 +468,7 @@ class Index:
         return f"Index({str(self.path)!r}, chunks={len(self)}, embedder={self.manifest['embedder']!r})"
 
     def __contains__(self, chunk_id: object) -> bool:
-        return chunk_id in self._rows
+        return chunk_id in self._chunks
 
     @property
     def sparse(self) -> SparseIndex:
@@ -402,8 +476,9 @@ class Index:
         return self._sparse
 
     @property
-    def chunks(self) -> list[Chunk]:
-        """All chunks, in index order (row ``i`` of ``vectors``). Shared, not copied: do not modify."""
+    def chunks(self) -> ChunkStore:
+        """All chunks, in index order (row ``i`` of ``vectors``): a read-only sequence that
+        reads each chunk from disk when asked (``len``, ``[i]``, slices, iteration)."""
         return self._chunks
 
     @property
@@ -418,7 +493,7 @@ class Index:
             name = self.manifest["embedder"]
             try:
                 emb = Embedder(name)
-                emb.model  # noqa: B018 - load now, so a bad name is reported as the index's problem
+                emb.load()  # now, so a bad name is reported as the index's problem
             except InputError as exc:
                 raise IndexFormatError(
                     f"index at {self.path} was built with embedder {name!r} (manifest.json), which cannot be "
@@ -527,9 +602,18 @@ class Index:
 
     @property
     def catalog(self) -> Any:
-        """``ragnet.core.rules.MetadataCatalog`` over all chunks (built on first use after load)."""
+        """The rule filter's metadata catalog over all chunks: memory-mapped from ``catalog/``
+        (``ragnet.index.catalog_store.CatalogStore``), or for a format-1 index a
+        ``ragnet.core.rules.MetadataCatalog`` built on first use."""
         if self._catalog is None:
-            self._catalog = _build_catalog(self._chunks)
+            if f"{CATALOG_DIR}/" in "".join(self.manifest["files"]):
+                from ragnet.index.catalog_store import CatalogStore
+
+                store = self._chunks
+                self._catalog = CatalogStore.open(self.path / CATALOG_DIR, len(store), store.id_at, store.row,
+                                                  lambda row: store[row].metadata)
+            else:
+                self._catalog = _build_catalog(self._chunks)
         return self._catalog
 
     def chunk(self, chunk_id: str) -> Chunk:
@@ -542,11 +626,11 @@ class Index:
             >>> index.chunk("paris#0").title
             'Paris'
         """
-        row = self._rows.get(chunk_id)
+        row = self._chunks.row(chunk_id)
         if row is None:
             raise KeyError(
                 f"no chunk with id {chunk_id!r} in index at {self.path} "
-                f"({len(self)} chunks; ids look like {self._chunks[0].id!r})"
+                f"({len(self)} chunks; ids look like {self._chunks.id_at(0)!r})"
             )
         return self._chunks[row]
 
@@ -556,11 +640,13 @@ class Index:
 
     def rows(self, ids: Iterable[str]) -> np.ndarray:
         """Row numbers (into ``chunks`` / ``vectors``) of ``ids`` (``KeyError`` for an unknown id)."""
-        return np.fromiter((self._rows[i] if i in self._rows else self._missing(i) for i in ids), dtype=np.int64)
-
-    def _missing(self, chunk_id: str) -> int:
-        self.chunk(chunk_id)  # raises the descriptive KeyError
-        return -1  # pragma: no cover
+        ids = list(ids)
+        try:
+            return self._chunks.rows(ids)
+        except KeyError:
+            for i in ids:
+                self.chunk(i)  # raises the descriptive KeyError
+            raise
 
     def vectors(self, ids: Iterable[str]) -> np.ndarray:
         """Stored (L2-normalised) embeddings of ``ids`` as a float32 ``(n, d)`` array.
@@ -693,20 +779,21 @@ class Index:
         ids, _ = self._dense_top(qvec[None, :], k)
         rows = ids[0][ids[0] >= 0]
         cos = self._cosines(rows, qvec)
-        return [self._chunks[r].with_scores(score=float(c), dense_score=float(c)) for r, c in zip(rows, cos)]
+        return [c.with_scores(score=float(s), dense_score=float(s)) for c, s in zip(self._chunks.take(rows), cos)]
 
     def bm25_search(self, query: str, k: int = 5) -> list[Chunk]:
         """BM25-only retrieval (chunks with a positive score); ``score`` = ``bm25_score``."""
         _check_search_args(k, 0.0, 1)
         _check_query(query)
         rows, scores = top_positive(self._sparse.scores(query), k)
-        return [self._chunks[r].with_scores(score=float(s), bm25_score=float(s)) for r, s in zip(rows, scores)]
+        return [c.with_scores(score=float(s), bm25_score=float(s)) for c, s in zip(self._chunks.take(rows), scores)]
 
     # -- internals ---------------------------------------------------------------------
     def _excluded_rows(self, exclude: Iterable[str]) -> np.ndarray:
         if isinstance(exclude, str):
             exclude = (exclude,)
-        rows = {self._rows[i] for i in exclude if i in self._rows}
+        store = self._chunks
+        rows = {r for r in (store.row(i) for i in exclude) if r is not None}
         return np.fromiter(sorted(rows), dtype=np.int64, count=len(rows))
 
     def _pool_size(self, k: int, pool: int, excluded: np.ndarray) -> int:
@@ -745,7 +832,7 @@ class Index:
 
     def _cosines(self, rows: np.ndarray, qvec: np.ndarray) -> np.ndarray:
         """Cosines of a few rows without BLAS (see ``_dense_top`` on thread pools)."""
-        return np.einsum("ij,j->i", self._emb[rows], qvec)
+        return np.einsum("ij,j->i", np.asarray(self._emb[rows], dtype=np.float32), qvec)
 
     def _rank(
         self,
@@ -773,10 +860,8 @@ class Index:
         score = lam * _normalise_scores(raw_bm25) + (1.0 - lam) * _normalise_scores(cos)
         order = np.lexsort((cands, -score))[:want]
         return [
-            self._chunks[cands[j]].with_scores(
-                score=float(score[j]), dense_score=float(cos[j]), bm25_score=float(raw_bm25[j])
-            )
-            for j in order
+            chunk.with_scores(score=float(score[j]), dense_score=float(cos[j]), bm25_score=float(raw_bm25[j]))
+            for chunk, j in zip(self._chunks.take(cands[order]), order)
         ]
 
 
@@ -908,10 +993,10 @@ def _read_manifest(path: Path) -> dict[str, Any]:
     if not isinstance(manifest, dict):
         raise IndexFormatError(f"index at {path} is corrupt: {MANIFEST} is not a JSON object; {_REBUILD}")
     version = manifest.get("format_version")
-    if version != FORMAT_VERSION:
+    if version not in READABLE_VERSIONS:
         raise IndexFormatError(
-            f"index at {path} has format_version {version!r}, but this ragnet reads format {FORMAT_VERSION}; "
-            f"{_REBUILD}"
+            f"index at {path} has format_version {version!r}, but this ragnet reads formats "
+            f"{', '.join(map(str, READABLE_VERSIONS))}; {_REBUILD}"
         )
     missing = [key for key in _REQUIRED_KEYS if key not in manifest]
     if missing:
@@ -921,14 +1006,10 @@ def _read_manifest(path: Path) -> dict[str, Any]:
     return manifest
 
 
-def _read_chunks(file: Path) -> list[Chunk]:
-    chunks: list[Chunk] = []
-    with open(file, encoding="utf-8") as fh:
-        for line_no, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                chunks.append(Chunk.from_dict(json.loads(line)))
-            except (json.JSONDecodeError, TypeError) as exc:
-                raise IndexFormatError(f"index is corrupt: {file}:{line_no} is not a chunk record ({exc}); {_REBUILD}") from exc
-    return chunks
+def _vector_file(manifest: dict[str, Any]) -> tuple[str, str]:
+    """The stored vectors' file and dtype (format 1: always float32 ``embeddings.npy``)."""
+    info = manifest.get("vectors") or {"file": EMBEDDINGS, "dtype": "float32"}
+    if not isinstance(info, dict) or info.get("file") not in (EMBEDDINGS, "vectors.f16.npy") \
+            or info.get("dtype") not in ("float32", "float16"):
+        raise IndexFormatError(f"index manifest has an unknown 'vectors' entry {info!r}; {_REBUILD}")
+    return info["file"], info["dtype"]

@@ -24,7 +24,7 @@ def _results(index, **kw):
 def test_round_trip_gives_identical_results(built):
     loaded = Index.load(built.path)
     assert len(loaded) == len(built)
-    assert loaded.chunks == built.chunks
+    assert list(loaded.chunks) == list(built.chunks)
     np.testing.assert_array_equal(loaded.vectors([c.id for c in built.chunks]), built.vectors([c.id for c in built.chunks]))
     for kw in ({"k": 5}, {"k": 3, "lam": 0.0}, {"k": 3, "lam": 1.0}, {"k": 4, "exclude": ["doc04#0"]}):
         assert _results(loaded, **kw) == _results(built, **kw)
@@ -33,7 +33,8 @@ def test_round_trip_gives_identical_results(built):
 def test_manifest_contents(built):
     m = json.loads((built.path / "manifest.json").read_text())
     assert m == built.manifest
-    assert m["format_version"] == 1
+    assert m["format_version"] == 2
+    assert m["vectors"] == {"file": "embeddings.npy", "dtype": "float32"} and m["ivfpq"] is None
     assert m["embedder"] == "sentence-transformers/all-MiniLM-L6-v2"
     assert m["dimension"] == 384 and m["normalize"] is True
     assert m["chunk_count"] == len(built) and m["chunk_tokens"] == 64 and m["overlap"] == 8
@@ -42,7 +43,8 @@ def test_manifest_contents(built):
     assert m["ragnet_version"] and m["created"]
     on_disk = {p.relative_to(built.path).as_posix() for p in built.path.rglob("*") if p.is_file()} - {"manifest.json"}
     assert set(m["files"]) == on_disk
-    assert {"chunks.jsonl", "embeddings.npy", "dense.faiss"} <= on_disk
+    assert {"chunks.jsonl", "chunks.offsets.npy", "chunks.ids.npy", "chunks.id_rows.npy", "embeddings.npy",
+            "dense.faiss", "catalog/info.npy"} <= on_disk
     assert any(name.startswith("bm25/") for name in on_disk)
     for name, digest in m["files"].items():
         assert hashlib.sha256((built.path / name).read_bytes()).hexdigest() == digest
@@ -84,7 +86,7 @@ def test_truncated_chunks_file_is_reported(index_copy):
     f.write_text("".join(lines[:-3]), encoding="utf-8")
     with pytest.raises(IndexFormatError, match=r"chunks\.jsonl checksum mismatch"):
         Index.load(index_copy)
-    with pytest.raises(IndexFormatError, match=r"chunks\.jsonl has 27 chunks, manifest says 30"):
+    with pytest.raises(IndexFormatError, match=r"chunks\.jsonl ends at byte \d+, but it has \d+ bytes"):
         Index.load(index_copy, verify=False)
 
 
@@ -120,7 +122,7 @@ def test_unknown_format_version(index_copy):
     m = json.loads((index_copy / "manifest.json").read_text())
     m["format_version"] = 99
     (index_copy / "manifest.json").write_text(json.dumps(m))
-    with pytest.raises(IndexFormatError, match="format_version 99.*reads format 1"):
+    with pytest.raises(IndexFormatError, match="format_version 99.*reads formats 1, 2"):
         Index.load(index_copy)
 
 

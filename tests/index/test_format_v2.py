@@ -1,0 +1,155 @@
+"""Index format 2: format-1 folders still load, shards write the same index as one build,
+and the compressed on-disk IVF-PQ kind searches, re-scores and refuses damage."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from ragnet.corpus.types import Document
+from ragnet.errors import IndexFormatError, InputError
+from ragnet.index import Index
+from ragnet.index.index import passage_text
+from ragnet.index.ivfpq import IVFPQParams
+
+DATA = "hotpotqa_dev_distractor/questions.jsonl"
+
+
+def _downgrade_to_v1(folder):
+    """Make ``folder`` look exactly like a format-1 index: no sidecars, no catalog, no vocab table."""
+    m = json.loads((folder / "manifest.json").read_text())
+    for name in list(m["files"]):
+        if name.startswith(("chunks.", "catalog/")) and name != "chunks.jsonl" or name.endswith("vocab.sorted.index.npy"):
+            (folder / name).unlink()
+            del m["files"][name]
+    shutil.rmtree(folder / "catalog", ignore_errors=True)
+    m["format_version"] = 1
+    for key in ("vectors", "ivfpq", "embedder_backend"):
+        m.pop(key, None)
+    (folder / "manifest.json").write_text(json.dumps(m))
+
+
+def _search_ids(index, queries, **kw):
+    return [[(c.id, round(c.score, 5)) for c in index.search(q, **kw)] for q in queries]
+
+
+QUERIES = ["capital of France", "largest desert", "programming language memory safety", "instrument with strings"]
+
+
+def test_format_1_folder_loads_and_answers_the_same(built, tmp_path):
+    v1 = tmp_path / "v1"
+    shutil.copytree(built.path, v1)
+    _downgrade_to_v1(v1)
+    old = Index.load(v1)
+    assert old.manifest["format_version"] == 1 and old.chunks.legacy
+    assert _search_ids(old, QUERIES, k=5) == _search_ids(built, QUERIES, k=5)
+    assert [c.id for c in old.chunks] == [c.id for c in built.chunks]
+    # the rule filter's catalog is rebuilt in RAM for format 1 and gives the same matches
+    q = {"entities": ["paris"], "places": ["france"]}
+    assert old.catalog.matches(q) == built.catalog.matches(q)
+    assert type(old.catalog).__name__ == "MetadataCatalog" and type(built.catalog).__name__ == "CatalogStore"
+
+
+def test_shards_write_the_same_index_as_one_build(built, tmp_path):
+    chunks = list(built.chunks)
+    vectors = built.vectors([c.id for c in chunks])
+    shards = [(chunks[i:i + 7], vectors[i:i + 7]) for i in range(0, len(chunks), 7)]
+    sharded = Index.build_from_shards(shards, tmp_path / "sharded", count=len(chunks), show_progress=False)
+    assert len(sharded) == len(built)
+    assert _search_ids(sharded, QUERIES, k=5, lam=0.4) == _search_ids(built, QUERIES, k=5, lam=0.4)
+    assert [c.id for c in sharded.bm25_search("capital", k=8)] == [c.id for c in built.bm25_search("capital", k=8)]
+
+
+def test_a_shard_that_does_not_fit_is_refused_and_nothing_is_written(built, tmp_path):
+    chunks = list(built.chunks)
+    vectors = built.vectors([c.id for c in chunks])
+    with pytest.raises(InputError, match="vectors of shape"):
+        Index.build_from_shards([(chunks[:5], vectors[:4])], tmp_path / "bad", count=5, show_progress=False)
+    with pytest.raises(InputError, match="announced"):
+        Index.build_from_shards([(chunks[:5], vectors[:5])], tmp_path / "bad", count=6, show_progress=False)
+    assert not (tmp_path / "bad").exists() or not any((tmp_path / "bad").iterdir())
+
+
+@pytest.fixture(scope="module")
+def hotpot_docs(data_dir):
+    docs, seen = [], set()
+    with open(data_dir / DATA, encoding="utf-8") as fh:
+        for line in fh:
+            for para in json.loads(line)["context"]:
+                title = para["title"]
+                if title not in seen:
+                    seen.add(title)
+                    docs.append(Document(id=title, title=title, text="".join(para["sentences"])))
+            if len(docs) >= 700:
+                break
+    return docs
+
+
+@pytest.fixture(scope="module")
+def flat_and_ivfpq(hotpot_docs, tmp_path_factory):
+    root = tmp_path_factory.mktemp("ivfpq")
+    flat = Index.build(hotpot_docs, root / "flat", faiss_index="flat", sentences=False, show_progress=False)
+    chunks = list(flat.chunks)
+    vectors = flat.vectors([c.id for c in chunks])
+    params = IVFPQParams(nlist=8, m=48, nprobe=4)
+    pq = Index.build_from_shards([(chunks[:300], vectors[:300]), (chunks[300:], vectors[300:])], root / "pq",
+                                 count=len(chunks), faiss_index="ivfpq", ivfpq=params, show_progress=False)
+    return flat, pq
+
+
+@pytest.mark.slow
+def test_ivfpq_is_compressed_on_disk_and_rescored_exactly(flat_and_ivfpq):
+    flat, pq = flat_and_ivfpq
+    m = pq.manifest
+    assert m["faiss_index"] == "ivfpq" and m["vectors"] == {"file": "vectors.f16.npy", "dtype": "float16"}
+    assert m["ivfpq"]["nlist"] == 8 and m["ivfpq"]["m"] == 48 and m["ivfpq"]["nprobe"] == 4
+    assert isinstance(pq._emb, np.memmap) and pq._emb.dtype == np.float16
+    codes = (pq.path / "dense.ivfdata").stat().st_size
+    assert codes < 0.25 * len(pq) * 384 * 4  # the dense index is under a quarter of the float32 vectors
+    assert not (pq.path / "embeddings.npy").exists() and not (pq.path / ".ivfpq-shards").exists()
+    questions = [d.title for d in flat.chunks[:40:2]]
+    agree = 0
+    for q in questions:
+        a, b = flat.search(q, k=5), pq.search(q, k=5)
+        agree += len({c.id for c in a} & {c.id for c in b})
+        # the candidates' cosines are re-scored from the float16 vectors, not from PQ codes
+        for c in b:
+            exact = float(flat.vectors([c.id])[0] @ flat.embed_query(q))
+            assert c.dense_score == pytest.approx(exact, abs=2e-3)
+    assert agree / (5 * len(questions)) >= 0.9
+    reloaded = Index.load(pq.path)
+    assert _search_ids(reloaded, questions[:5], k=5) == _search_ids(pq, questions[:5], k=5)
+
+
+@pytest.mark.slow
+def test_ivfpq_damage_is_refused(flat_and_ivfpq, tmp_path):
+    _, pq = flat_and_ivfpq
+    copy = tmp_path / "copy"
+    shutil.copytree(pq.path, copy)
+    data = copy / "dense.ivfdata"
+    raw = bytearray(data.read_bytes())
+    raw[100] ^= 0xFF
+    data.write_bytes(bytes(raw))
+    with pytest.raises(IndexFormatError, match=r"dense\.ivfdata checksum mismatch"):
+        Index.load(copy)
+    data.unlink()
+    with pytest.raises(IndexFormatError, match=r"dense\.ivfdata is missing"):
+        Index.load(copy)
+
+
+def test_ivfpq_settings_are_checked():
+    with pytest.raises(InputError, match="must divide the dimension"):
+        IVFPQParams(m=50).resolve(10_000, 384)
+    with pytest.raises(InputError, match="nprobe"):
+        IVFPQParams(nprobe=0).resolve(10_000, 384)
+    assert IVFPQParams().resolve(12_800, 384).nlist == 200  # 2*sqrt(n) -> 256, capped at n / 64
+    with pytest.raises(InputError, match="faiss_index"):
+        Index.build([Document(id="a", title="a", text="x")], "/tmp/never", faiss_index="pq")
+
+
+def test_passage_text_is_what_shards_index(built):
+    chunk = built.chunks[0]
+    assert passage_text(chunk).endswith(chunk.text)
