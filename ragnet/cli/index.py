@@ -18,7 +18,11 @@ def index(
     chunk_tokens: int = typer.Option(256, help="Chunk size in LM tokens (cl100k)."),
     overlap: int = typer.Option(32, help="Overlap between consecutive chunks, in tokens."),
     embedder: Optional[str] = typer.Option(None, help="sentence-transformers model name or path (default: bundled all-MiniLM-L6-v2)."),
-    faiss_index: str = typer.Option("auto", help="auto | flat | hnsw | ivf"),
+    faiss_index: str = typer.Option("auto", help="auto | flat | hnsw | ivf | ivfpq (compressed, on disk; auto picks it from 200k chunks)."),
+    nprobe: int = typer.Option(32, help="ivfpq: inverted lists scanned per query."),
+    embed_backend: Optional[str] = typer.Option(None, help="torch | onnx | onnx-int8 (default: $RAGNET_EMBED_BACKEND, else torch)."),
+    ray: Optional[str] = typer.Option(None, "--ray", help="Build on a Ray cluster: 'local' starts one on this machine, 'auto' or ray://HOST:10001 joins one (needs ragnet[scale]; no sentence data)."),
+    workers: Optional[int] = typer.Option(None, help="With --ray: embedding workers (default: the cluster's CPUs)."),
     gazetteer: Optional[Path] = typer.Option(None, help="File of place names, one per line, for chunk metadata."),
     sentences: bool = typer.Option(True, "--sentences/--no-sentences", help="Also embed every sentence, for sentence-level context selection (about doubles the embedding time)."),
     max_file_mb: float = typer.Option(20.0, "--max-file-mb", help="Refuse files larger than this (MB); chunking takes about a second per MB of unbroken text."),
@@ -29,11 +33,20 @@ def index(
     from ragnet.index import Index
     from ragnet.index.index import check_output_folder
 
+    from ragnet.index.embedder import Embedder
+    from ragnet.index.ivfpq import IVFPQParams
+
     check_output_folder(out)  # before reading or embedding anything
+    emb = Embedder(embedder, backend=embed_backend)
+    if nprobe < 1:
+        raise InputError("must be at least 1", argument="nprobe")
+    params = IVFPQParams(nprobe=nprobe)
     docs = load_documents(paths, max_file_mb=max_file_mb)
     gaz = Gazetteer.from_file(gazetteer) if gazetteer else None
-    idx = Index.build(docs, out, chunk_tokens=chunk_tokens, overlap=overlap, embedder=embedder,
-                      faiss_index=faiss_index, gazetteer=gaz, show_progress=True, sentences=sentences)
+    idx = Index.build(docs, out, chunk_tokens=chunk_tokens, overlap=overlap, embedder=emb,
+                      faiss_index=faiss_index, gazetteer=gaz, show_progress=True,
+                      sentences=sentences and ray is None, ivfpq=params,
+                      engine="ray" if ray else "local", ray_address=ray, workers=workers)
     typer.echo(f"indexed {len(docs)} documents as {len(idx)} chunks -> {out}")
     if idx.kept_files:
         say(f"kept {len(idx.kept_files)} file(s) in {out} that are not part of the index: " + ", ".join(idx.kept_files))

@@ -152,6 +152,9 @@ class Index:
         *,
         ivfpq: Any = None,
         disk_threshold: int = DISK_THRESHOLD,
+        engine: str = "local",
+        ray_address: str | None = None,
+        workers: int | None = None,
     ) -> "Index":
         """Chunk ``docs``, embed and index the chunks, and save everything to ``path``.
 
@@ -180,6 +183,14 @@ class Index:
             ivfpq: ``ragnet.index.ivfpq.IVFPQParams`` (``nlist``, ``m``, ``nprobe``, ``opq``)
                 for the ``ivfpq`` kind; None derives them from the corpus size.
             disk_threshold: chunk count from which ``"auto"`` builds ``ivfpq``.
+            engine: ``"local"`` (this process) or ``"ray"``: chunk, embed and tokenise on a
+                Ray cluster with Ray Data (``ragnet.index.ray_build``; needs ``ragnet[scale]``).
+                The result equals a local build with ``sentences=False`` (same chunk ids and
+                BM25 scores, vectors up to float rounding); Ray builds write no sentence data
+                (add it with :meth:`add_sentences`).
+            ray_address: the cluster (``"auto"``, ``"ray://head:10001"``); None or ``"local"``
+                starts a local one.
+            workers: embedding actors (one model each); default: the cluster's CPUs.
 
         Raises:
             InputError: no documents, bad arguments, or ``path`` is a non-index folder.
@@ -200,9 +211,14 @@ class Index:
             raise InputError("no documents to index", argument="docs")
         _check_unique_ids(docs)
         emb = _as_embedder(embedder)
+        if engine not in ("local", "ray"):
+            raise InputError(f"unknown engine {engine!r}; use 'local' or 'ray'", argument="engine")
         # One writer per folder from here to the swap; a second build is refused at once.
         with dir_lock(path):
             check_output_folder(path)  # re-checked under the lock: another process may have written it
+            if engine == "ray":
+                return cls._build_ray(docs, path, chunk_tokens, overlap, emb, faiss_index, show_progress, gazetteer,
+                                      faiss_threshold, ivfpq, disk_threshold, ray_address, workers)
             return cls._build_locked(docs, path, chunk_tokens, overlap, emb, faiss_index, show_progress,
                                      gazetteer, faiss_threshold, sentences, ivfpq, disk_threshold)
 
@@ -253,6 +269,26 @@ class Index:
         return cls._write(path, [(chunks, embeddings, passages)], len(chunks), emb, faiss_index, faiss_threshold,
                           ivfpq_params, settings, sentences_from=sentences_from if sentences else None,
                           stats=stats, t_all=t_all, disk_threshold=disk_threshold)
+
+    @classmethod
+    def _build_ray(cls, docs: list[Document], path: Path, chunk_tokens: int, overlap: int, emb: Embedder,
+                   faiss_index: str, show_progress: bool, gazetteer: Any, faiss_threshold: int, ivfpq_params: Any,
+                   disk_threshold: int, ray_address: str | None, workers: int | None) -> "Index":
+        from ragnet.index import ray_build
+
+        t_all = time.perf_counter()
+        ray = ray_build.connect(ray_address, workers)
+        workers = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+        names = sorted(gazetteer.names) if gazetteer is not None else None
+        t0 = time.perf_counter()
+        count, parts = ray_build.shards(docs, embedder=emb.name, backend=getattr(emb, "backend", None),
+                                        chunk_tokens=chunk_tokens, overlap=overlap, gazetteer_names=names,
+                                        workers=workers)
+        stats = {"chunk_s": time.perf_counter() - t0, "workers": float(workers)}
+        settings = {"chunk_tokens": chunk_tokens, "overlap": overlap, "doc_count": len(docs), "gazetteer": names}
+        index = cls._write(path, parts, count, emb, faiss_index, faiss_threshold, ivfpq_params, settings,
+                           stats=stats, t_all=t_all, disk_threshold=disk_threshold, show_progress=show_progress)
+        return index
 
     @classmethod
     def build_from_shards(

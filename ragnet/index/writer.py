@@ -33,7 +33,7 @@ from ragnet.index.dense import DenseIndex
 from ragnet.index.passages import passage_text
 from ragnet.index.sparse import SparseIndex
 from ragnet.index.sparse_shards import merge as merge_bm25
-from ragnet.index.sparse_shards import tokenize_shard
+from ragnet.index.sparse_shards import ShardCounts, tokenize_shard
 
 EMBEDDINGS = "embeddings.npy"  # float32, the in-RAM kinds
 VECTORS_F16 = "vectors.f16.npy"  # float16, re-scoring vectors of the on-disk kind
@@ -94,9 +94,10 @@ class IndexWriter:
         self.rows = 0
         self.stats: dict[str, float] = {"tokenize_s": 0.0}  # seconds per phase
 
-    def add(self, chunks: Sequence[Chunk], vectors: np.ndarray, passages: Sequence[str] | None = None) -> None:
+    def add(self, chunks: Sequence[Chunk], vectors: np.ndarray, passages: Sequence[str] | Any = None) -> None:
         """Append a shard: ``chunks`` in row order, their L2-normalised vectors, and the texts
-        BM25 indexes (``passage_text`` of each chunk when None)."""
+        BM25 indexes (``passage_text`` of each chunk when None), or their BM25 term counts
+        already made elsewhere (a ``ragnet.index.sparse_shards.ShardCounts``)."""
         vectors = np.asarray(vectors)
         if vectors.shape != (len(chunks), self.dimension):
             raise InputError(f"a shard of {len(chunks)} chunks came with vectors of shape {vectors.shape}, "
@@ -110,8 +111,14 @@ class IndexWriter:
             self._catalog.add(self.rows + i, chunk.id, chunk.metadata, chunk.title)
             self._docs.add(chunk.doc_id)
         t0 = time.perf_counter()
-        texts = list(passages) if passages is not None else [passage_text(c) for c in chunks]
-        self._bm25_shards.append(tokenize_shard(texts, self.stemmer))
+        if isinstance(passages, ShardCounts):
+            if len(passages) != len(chunks):
+                raise InputError(f"a shard of {len(chunks)} chunks came with BM25 counts of {len(passages)}",
+                                 argument="passages")
+            self._bm25_shards.append(passages)
+        else:
+            texts = list(passages) if passages is not None else [passage_text(c) for c in chunks]
+            self._bm25_shards.append(tokenize_shard(texts, self.stemmer))
         self.stats["tokenize_s"] += time.perf_counter() - t0
         self.rows = end
 

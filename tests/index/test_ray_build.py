@@ -1,0 +1,52 @@
+"""The Ray Data build on a local 2-CPU cluster equals the one-process build."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ragnet.errors import InputError
+from ragnet.index import Index
+from tests.required import skip_or_fail
+
+QUERIES = ["capital of France", "largest desert", "programming language memory safety", "bowed string instrument"]
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    try:
+        import ray
+    except ImportError:
+        skip_or_fail("ray is not installed (pip install -e '.[scale]')")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
+    yield ray
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def both(ray_cluster, docs, embedder, tmp_path_factory):
+    root = tmp_path_factory.mktemp("ray")
+    local = Index.build(docs, root / "local", chunk_tokens=64, overlap=8, embedder=embedder, sentences=False,
+                        show_progress=False)
+    on_ray = Index.build(docs, root / "ray", chunk_tokens=64, overlap=8, embedder=embedder, show_progress=False,
+                         engine="ray", workers=2)
+    return local, on_ray
+
+
+@pytest.mark.slow
+def test_ray_build_equals_the_local_build(both):
+    local, on_ray = both
+    ids = [c.id for c in local.chunks]
+    assert [c.id for c in on_ray.chunks] == ids
+    assert list(on_ray.chunks) == list(local.chunks)  # text, tokens, positions and metadata too
+    np.testing.assert_allclose(on_ray.vectors(ids), local.vectors(ids), atol=1e-5)
+    for q in QUERIES:
+        np.testing.assert_array_equal(on_ray.sparse.scores(q), local.sparse.scores(q))
+        assert [c.id for c in on_ray.search(q, k=5)] == [c.id for c in local.search(q, k=5)]
+    assert on_ray.manifest["sentences"] is None and on_ray.manifest["chunk_count"] == len(local)
+    assert on_ray.build_stats["workers"] == 2
+
+
+def test_unknown_engine_is_refused(docs, tmp_path):
+    with pytest.raises(InputError, match="engine"):
+        Index.build(docs, tmp_path / "x", engine="spark")
