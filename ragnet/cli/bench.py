@@ -54,6 +54,41 @@ def index(
     typer.echo(json.dumps({**run_index_bench(docs), "threads": threads, "documents": len(docs)}, indent=2))
 
 
+def embed(
+    n: int = typer.Option(1000, help="Pooled HotpotQA paragraphs to embed per pass."),
+    backends: str = typer.Option("torch,onnx,onnx-int8", help="Comma-separated Embedder backends."),
+    repeats: int = typer.Option(3, help="Timed passes per backend (medians reported)."),
+    queries: int = typer.Option(100, help="Dev questions timed one by one (encode_query)."),
+    threads: int = typer.Option(2, help="Threads for torch / ONNX Runtime (pinned)."),
+    recall: Optional[str] = typer.Option(None, help="Also embed the pooled index with this backend and "
+                                         "compare OneShotRAG's all-gold recall at 4k with torch's."),
+    workdir: Path = typer.Option(Path("scale-bench"), help="Where --recall writes its index."),
+    data_dir: Optional[Path] = data_dir_option(),
+) -> None:
+    """Embedding throughput of each backend on the same texts (ratio to torch, cosine to torch's
+    vectors), query latency, and optionally recall with a backend-embedded index, as JSON."""
+    from ragnet._threads import pin_threads
+    from ragnet.eval.datasets import load_questions, pooled_documents, read_split, resolve_dataset
+    from ragnet.index.bench import run_embed_bench
+    from ragnet.index.passages import passage_text
+    from ragnet.corpus.types import Chunk
+
+    pin_threads(threads)
+    path = resolve_dataset("hotpotqa_dev_distractor", data_dir)
+    records = load_questions(path)
+    docs = pooled_documents(records)[:n]
+    texts = [passage_text(Chunk(id=d.id, doc_id=d.id, title=d.title, text=d.text, tokens=0)) for d in docs]
+    dev = read_split(path, "dev")
+    qs = [r.question for r in records if r.id in dev][:queries]
+    names = [b.strip() for b in backends.split(",") if b.strip()]
+    result = run_embed_bench(texts, backends=names, repeats=repeats, threads=threads, queries=qs)
+    if recall:
+        from ragnet.index.scale import run_backend_recall
+
+        result["recall"] = run_backend_recall(recall, workdir, data_dir=data_dir, threads=threads, log=say)
+    typer.echo(json.dumps(result, indent=2))
+
+
 def scale(
     passages: int = typer.Option(1_000_000, help="Corpus size: the real HotpotQA paragraphs plus distractors."),
     workdir: Path = typer.Option(Path("scale-bench"), help="Where the indexes are written (a few GB at 1M)."),
@@ -66,6 +101,7 @@ def scale(
     validate: bool = typer.Option(False, help="Also compare an all-real corpus with a mixed one of equal size."),
     exact: bool = typer.Option(True, help="Also measure recall with exact dense search on the same corpus."),
     threads: int = typer.Option(2, help="Threads for the search processes (pinned)."),
+    query_backends: str = typer.Option("torch", help="Comma-separated query embedder backends to measure search with."),
     data_dir: Optional[Path] = data_dir_option(),
 ) -> None:
     """Build an index of N passages (real + distractors; see ragnet.index.scale) and print build
@@ -75,7 +111,8 @@ def scale(
 
     params = IVFPQParams(nlist=nlist, m=m, nprobe=nprobe, opq=opq)
     result = run_scale_bench(passages, workdir, data_dir=data_dir, questions=questions, faiss_index=faiss_index,
-                             ivfpq=params, validate=validate, exact=exact, threads=threads, log=say)
+                             ivfpq=params, validate=validate, exact=exact, threads=threads, log=say,
+                             query_backends=[b.strip() for b in query_backends.split(",") if b.strip()])
     typer.echo(json.dumps(result, indent=2))
 
 
@@ -84,5 +121,6 @@ def register(app: typer.Typer) -> None:
     group = new_app("Benchmarks that print median timings as JSON.")
     group.command("core")(core)
     group.command("index")(index)
+    group.command("embed")(embed)
     group.command("scale")(scale)
     app.add_typer(group, name="bench")

@@ -296,9 +296,13 @@ def _proc_status_mb(field: str) -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
-def measure_in_subprocess(index_path: Path, questions_file: Path, exact: bool = False, threads: int = 2) -> dict:
-    """:func:`measure` in a fresh Python process (its own peak RSS); returns its JSON."""
+def measure_in_subprocess(index_path: Path, questions_file: Path, exact: bool = False, threads: int = 2,
+                          embed_backend: str | None = None) -> dict:
+    """:func:`measure` in a fresh Python process (its own peak RSS); returns its JSON.
+    ``embed_backend`` sets the query embedder's backend there (``RAGNET_EMBED_BACKEND``)."""
     env = dict(os.environ)
+    if embed_backend is not None:
+        env["RAGNET_EMBED_BACKEND"] = embed_backend
     cmd = [sys.executable, "-m", "ragnet.index.scale", str(index_path), str(questions_file), str(threads)]
     if exact:
         cmd.append("--exact")
@@ -321,9 +325,40 @@ def question_file(folder: Path, real_index: Any, data_dir: str | Path | None, li
     return file
 
 
+def run_backend_recall(backend: str, workdir: str | Path, *, data_dir: str | Path | None = None,
+                       questions: int = 10_000, threads: int = 2,
+                       log: Callable[[str], None] = print) -> dict[str, Any]:
+    """OneShotRAG's all-gold recall at 4k tokens on HotpotQA dev, the pooled index embedded
+    (documents and queries) with ``backend`` against the torch-embedded pooled index."""
+    from ragnet.eval.datasets import load_eval_set
+    from ragnet.eval.indexes import load_pooled
+    from ragnet.index import Index
+    from ragnet.index.embedder import Embedder
+
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    torch_index, _ = load_pooled(REAL_SET, data_dir=data_dir, log=log)
+    qfile = question_file(workdir, torch_index, data_dir, questions)
+    path = workdir / f"pooled-{backend}"
+    if (path / "manifest.json").is_file():
+        build_s = None
+    else:
+        docs = load_eval_set(REAL_SET, data_dir=data_dir, split=None, mode="pooled").documents
+        log(f"embedding the {len(docs)} pooled HotpotQA paragraphs with the {backend} backend")
+        t0 = time.perf_counter()
+        Index.build(docs, path, embedder=Embedder(backend=backend), faiss_index="flat", sentences=False)
+        build_s = round(time.perf_counter() - t0, 1)
+    ref = measure_in_subprocess(torch_index.path, qfile, threads=threads, embed_backend="torch")
+    got = measure_in_subprocess(path, qfile, threads=threads, embed_backend=backend)
+    key = "oneshot_all_gold_at_4000"
+    return {"backend": backend, "build_s": build_s, "torch": ref, backend: got,
+            "difference_points": round(got[key] - ref[key], 1)}
+
+
 def run_scale_bench(passages: int, workdir: str | Path, *, data_dir: str | Path | None = None,
                     questions: int = 200, faiss_index: str = "ivfpq", ivfpq: Any = None, validate: bool = False,
                     exact: bool = True, threads: int = 2, seed: int = 0,
+                    query_backends: Sequence[str] = ("torch",),
                     log: Callable[[str], None] = print) -> dict[str, Any]:
     """Build an index of ``passages`` passages under ``workdir`` and measure it (see the module
     docstring). Returns the figures as a JSON-ready dict.
@@ -338,6 +373,8 @@ def run_scale_bench(passages: int, workdir: str | Path, *, data_dir: str | Path 
         validate: also compare an all-real corpus with a mixed one of the same size.
         exact: also measure recall with exact dense search on the same corpus.
         threads: threads for the search processes.
+        query_backends: ``Embedder`` backends the search processes embed queries with (the
+            first also measures exact-search recall).
     """
     from ragnet.eval.indexes import load_pooled
     from ragnet.index import Index
@@ -361,16 +398,21 @@ def run_scale_bench(passages: int, workdir: str | Path, *, data_dir: str | Path 
         "passages": passages, "real_passages": n_real, "distractor_passages": passages - n_real,
         "distractor_sentences": len(pool.sentences), "questions": questions, "threads": threads,
     }
-    log(f"baseline: the {n_real}-chunk real index alone")
-    result["baseline"] = measure_in_subprocess(real_index.path, qfile, threads=threads)
+    for backend in query_backends:
+        log(f"baseline: the {n_real}-chunk real index alone, {backend} query embedder")
+        result[f"baseline_{backend}"] = measure_in_subprocess(real_index.path, qfile, threads=threads,
+                                                              embed_backend=backend)
     big = workdir / f"scale-{passages}-{faiss_index}"
     log(f"building {passages} passages into {big} ({faiss_index})")
     result["build"] = build_corpus(big, real, passages, pool, model, faiss_index, embedder, ivfpq)
-    log("measuring search (fresh process)")
-    result["search"] = measure_in_subprocess(big, qfile, threads=threads)
+    for backend in query_backends:
+        log(f"measuring search (fresh process), {backend} query embedder")
+        result[f"search_{backend}"] = measure_in_subprocess(big, qfile, threads=threads, embed_backend=backend)
+    result["search"] = result[f"search_{query_backends[0]}"]
     if exact:
         log("measuring recall with exact dense search on the same corpus")
-        result["search_exact"] = measure_in_subprocess(big, qfile, exact=True, threads=threads)
+        result["search_exact"] = measure_in_subprocess(big, qfile, exact=True, threads=threads,
+                                                       embed_backend=query_backends[0])
         key = "oneshot_all_gold_at_4000"
         result["recall_gap_points"] = round(result["search"][key] - result["search_exact"][key], 1)
     if validate:
