@@ -89,6 +89,25 @@ def embed(
     typer.echo(json.dumps(result, indent=2))
 
 
+def ray(
+    n: int = typer.Option(2000, help="Pooled HotpotQA paragraphs to index."),
+    workers: str = typer.Option("1,2", help="Comma-separated worker counts (a local cluster each)."),
+    queries: int = typer.Option(50, help="Dev questions whose top-5 must equal the one-process build's."),
+    data_dir: Optional[Path] = data_dir_option(),
+) -> None:
+    """One-process build against Ray Data builds on a local cluster: seconds, chunks/s, speed-up
+    and equality (ids, vectors, top-5), as JSON. Needs ragnet[scale]."""
+    from ragnet.eval.datasets import load_questions, pooled_documents, read_split, resolve_dataset
+    from ragnet.index.bench import run_ray_bench
+
+    path = resolve_dataset("hotpotqa_dev_distractor", data_dir)
+    records = load_questions(path)
+    dev = read_split(path, "dev")
+    qs = [r.question for r in records if r.id in dev][:queries]
+    counts = [int(w) for w in workers.split(",") if w.strip()]
+    typer.echo(json.dumps(run_ray_bench(pooled_documents(records)[:n], workers=counts, queries=qs), indent=2))
+
+
 def scale(
     passages: int = typer.Option(1_000_000, help="Corpus size: the real HotpotQA paragraphs plus distractors."),
     workdir: Path = typer.Option(Path("scale-bench"), help="Where the indexes are written (a few GB at 1M)."),
@@ -122,5 +141,6 @@ def register(app: typer.Typer) -> None:
     group.command("core")(core)
     group.command("index")(index)
     group.command("embed")(embed)
+    group.command("ray")(ray)
     group.command("scale")(scale)
     app.add_typer(group, name="bench")

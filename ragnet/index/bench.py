@@ -286,3 +286,46 @@ def run_embed_bench(
         "model": embedders["torch"].name,
         "backends": out,
     }
+
+
+def run_ray_bench(docs: Sequence[Document], workers: Sequence[int] = (1, 2), queries: Sequence[str] = (),
+                  embedder: str | None = None) -> dict[str, Any]:
+    """One-process build against Ray builds with 1, 2, ... workers on a local cluster: seconds,
+    chunks/s, the ratio to one worker, and whether the result equals the one-process build
+    (chunk ids, largest vector difference, top-5 ids of ``queries``).
+
+    Every build writes no sentence data (Ray builds do not), into a temporary folder; each
+    worker count gets a fresh local cluster with that many CPUs.
+    """
+    from ragnet.index import ray_build
+
+    ray = ray_build.ray_module()
+    out: dict[str, Any] = {"docs": len(docs), "builds": {}}
+    with tempfile.TemporaryDirectory(prefix="ragnet-ray-bench-") as tmp:
+        t0 = time.perf_counter()
+        local = Index.build(docs, Path(tmp) / "local", embedder=embedder, sentences=False, show_progress=False)
+        local_s = time.perf_counter() - t0
+        ids = [c.id for c in local.chunks]
+        out["chunks"] = len(ids)
+        out["builds"]["local"] = {"seconds": round(local_s, 1), "chunks_per_s": round(len(ids) / local_s, 1)}
+        top = [[c.id for c in local.search(q, k=5)] for q in queries]
+        for n in workers:
+            ray.shutdown()
+            ray.init(num_cpus=n, include_dashboard=False, log_to_driver=False)
+            t0 = time.perf_counter()
+            built = Index.build(docs, Path(tmp) / f"ray{n}", embedder=embedder, show_progress=False,
+                                engine="ray", workers=n)
+            seconds = time.perf_counter() - t0
+            out["builds"][f"ray_{n}"] = {
+                "seconds": round(seconds, 1),
+                "chunks_per_s": round(len(built) / seconds, 1),
+                "same_ids": [c.id for c in built.chunks] == ids,
+                "max_vector_diff": float(np.abs(built.vectors(ids) - local.vectors(ids)).max()),
+                "same_top5": [[c.id for c in built.search(q, k=5)] for q in queries] == top,
+            }
+        ray.shutdown()
+    base = out["builds"].get(f"ray_{workers[0]}", {}).get("seconds")
+    for n in workers:
+        entry = out["builds"][f"ray_{n}"]
+        entry["speedup_vs_first"] = round(base / entry["seconds"], 2) if base else None
+    return out

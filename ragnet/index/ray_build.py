@@ -36,7 +36,10 @@ def ray_module() -> Any:
 def connect(address: str | None, workers: int | None) -> Any:
     """Join the cluster at ``address`` (``"auto"``, ``"ray://host:10001"``) or, for None or
     ``"local"``, start a local one with ``workers`` CPUs (all cores when None)."""
+    import logging
+
     ray = ray_module()
+    logging.getLogger("ray.data").setLevel(logging.WARNING)  # its per-dataset INFO lines would bury our progress
     if not ray.is_initialized():
         if address in (None, "local"):
             ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)

@@ -282,6 +282,9 @@ def measure(index_path: str, questions: Sequence[dict[str, Any]], exact: bool = 
         f"oneshot_all_gold_at_{budget}": round(100 * float(np.mean(hits)), 1),
         "rss_mb_after_load": rss_loaded,
         "peak_rss_mb": peak_rss_mb(),
+        # at the end: private memory, and the memory-mapped index pages the kernel may drop
+        "rss_anon_mb_end": _proc_status_mb("RssAnon"),
+        "rss_file_mb_end": _proc_status_mb("RssFile"),
     }
 
 

@@ -153,3 +153,37 @@ def test_ivfpq_settings_are_checked():
 def test_passage_text_is_what_shards_index(built):
     chunk = built.chunks[0]
     assert passage_text(chunk).endswith(chunk.text)
+
+
+def test_a_build_killed_mid_shard_leaves_the_previous_index(built, tmp_path):
+    import subprocess
+    import sys
+
+    target = tmp_path / "idx"
+    shutil.copytree(built.path, target)
+    before = Index.load(target).search("capital of France", k=3)
+    script = f"""
+import time
+from ragnet.index import Index
+idx = Index.load({str(built.path)!r})
+chunks = list(idx.chunks)
+vecs = idx.vectors([c.id for c in chunks])
+def shards():
+    yield chunks[:10], vecs[:10]
+    print("first shard written", flush=True)
+    time.sleep(120)
+    yield chunks[10:], vecs[10:]
+Index.build_from_shards(shards(), {str(target)!r}, count=len(chunks), show_progress=False)
+"""
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "first shard written"
+    finally:
+        proc.kill()
+        proc.wait()
+    assert [p.name for p in tmp_path.iterdir() if p.name != "idx"]  # the killed build's half-written folder
+    assert Index.load(target).search("capital of France", k=3) == before  # the previous index is intact
+    chunks = list(built.chunks)
+    Index.build_from_shards([(chunks, built.vectors([c.id for c in chunks]))], target, count=len(chunks),
+                            show_progress=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["idx"]  # the next build cleaned up after it
