@@ -52,7 +52,7 @@ from typing import Any
 
 from ragnet.errors import InputError
 
-__all__ = ["DROP_FIELDS", "MetadataCatalog", "RuleDecision", "RuleResult", "apply"]
+__all__ = ["DROP_FIELDS", "MetadataCatalog", "RuleDecision", "RuleResult", "apply", "question_terms"]
 
 #: Metadata fields a contradiction can be detected on.
 DROP_FIELDS = ("years", "places")
@@ -193,11 +193,7 @@ class MetadataCatalog:
             >>> cat.matches({"entities": ["ed wood"]})
             [('d#0', 1, "title 'Ed Wood' matches question entity 'ed wood'")]
         """
-        terms: dict[str, str] = {}  # term -> "entity" | "place"
-        for ent in _terms(question_meta.get("entities")):
-            terms.setdefault(ent, "entity")
-        for place in _terms(question_meta.get("places")):
-            terms.setdefault(place, "place")
+        terms = question_terms(question_meta)
         title_hits: dict[str, list[str]] = {}
         other_hits: dict[str, list[str]] = {}
         for term in terms:
@@ -228,6 +224,22 @@ class MetadataCatalog:
                 parts.append("title mentions question " + ", ".join(f"{terms[t]} {t!r}" for t in others))
             out.append((cid, len(title_hits.get(cid, ())) + len(others), "; ".join(parts)))
         return out
+
+
+def question_terms(question_meta: Mapping[str, Any]) -> dict[str, str]:
+    """The question's normalised entities and places a catalog is searched with: ``term ->
+    "entity" | "place"`` (an entity wins when a term is both).
+
+    Example:
+        >>> question_terms({"entities": ["Ed Wood"], "places": ["Texas", "ed wood"]})
+        {'ed wood': 'entity', 'texas': 'place'}
+    """
+    terms: dict[str, str] = {}
+    for ent in _terms(question_meta.get("entities")):
+        terms.setdefault(ent, "entity")
+    for place in _terms(question_meta.get("places")):
+        terms.setdefault(place, "place")
+    return terms
 
 
 def apply(

@@ -53,7 +53,15 @@ from typing import Any
 
 import numpy as np
 
-from ragnet.core.rules import _declared_places, _declared_years, _norm, _terms, _title_keys, _unpack_item
+from ragnet.core.rules import (
+    _declared_places,
+    _declared_years,
+    _norm,
+    _terms,
+    _title_keys,
+    _unpack_item,
+    question_terms,
+)
 from ragnet.errors import IndexFormatError
 
 __all__ = ["FILES", "FORMAT", "MAPS", "CatalogStore", "CatalogWriter"]
@@ -461,11 +469,7 @@ class CatalogStore:
         Returns:
             ``(chunk_id, score, reason)`` per matching chunk.
         """
-        terms: dict[str, str] = {}  # term -> "entity" | "place"
-        for ent in _terms(question_meta.get("entities")):
-            terms.setdefault(ent, "entity")
-        for place in _terms(question_meta.get("places")):
-            terms.setdefault(place, "place")
+        terms = question_terms(question_meta)
         title_hits: dict[int, list[str]] = {}
         other_hits: dict[int, list[str]] = {}
         for term in terms:

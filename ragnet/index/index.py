@@ -200,10 +200,7 @@ class Index:
             >>> len(Index.build(docs, tempfile.mkdtemp() + "/i", show_progress=False))
             1
         """
-        if faiss_index not in KINDS:
-            raise InputError(
-                f"unknown FAISS index kind {faiss_index!r}; choose one of {', '.join(KINDS)}", argument="faiss_index"
-            )
+        _check_kind(faiss_index)
         path = Path(path)
         check_output_folder(path)
         docs = list(docs)
@@ -333,10 +330,7 @@ class Index:
             >>> idx.search("text", k=1)[0].id
             'd#0'
         """
-        if faiss_index not in KINDS:
-            raise InputError(
-                f"unknown FAISS index kind {faiss_index!r}; choose one of {', '.join(KINDS)}", argument="faiss_index"
-            )
+        _check_kind(faiss_index)
         path = Path(path)
         check_output_folder(path)
         emb = _as_embedder(embedder)
@@ -902,6 +896,12 @@ class Index:
 
 
 # -- helpers ---------------------------------------------------------------------------
+def _check_kind(faiss_index: Any) -> None:
+    if faiss_index not in KINDS:
+        raise InputError(f"unknown FAISS index kind {faiss_index!r}; choose one of {', '.join(KINDS)}",
+                         argument="faiss_index")
+
+
 def _check_query(query: Any) -> None:
     if not isinstance(query, str):
         raise InputError(f"query must be a string, got {type(query).__name__}", argument="query")
