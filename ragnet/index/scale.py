@@ -380,7 +380,6 @@ def run_scale_bench(passages: int, workdir: str | Path, *, data_dir: str | Path 
             first also measures exact-search recall).
     """
     from ragnet.eval.indexes import load_pooled
-    from ragnet.index import Index
 
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
