@@ -57,13 +57,11 @@ class AnswerJudge:
     """
 
     def __init__(self, lm: Any = None, retries: int = 1) -> None:
-        import dspy
-
-        from ragnet.signatures.judge import JudgeAnswer
+        from ragnet.signatures.judge import JudgeStep
 
         self.lm = lm
         self.retries = retries
-        self.predictor = dspy.Predict(JudgeAnswer, max_tokens=160)
+        self.step = JudgeStep(retries=retries)
 
     def judge(self, question: str, answers: Sequence[str], prediction: str) -> JudgeResult:
         """Decide one answer; see the class docstring."""
@@ -76,12 +74,12 @@ class AnswerJudge:
         import dspy
 
         from ragnet.lm.usage import track_usage
-        from ragnet.signatures.judge import run_judge
+        from ragnet.signatures.step import recording
 
         started = time.perf_counter()
         ctx = dspy.context(lm=self.lm) if self.lm is not None else contextlib.nullcontext()
-        with ctx, track_usage() as meter:
-            out = run_judge(self.predictor, question, list(answers), str(prediction), trace=None, retries=self.retries)
+        with ctx, recording(None), track_usage() as meter:  # the judge's failures are its result, not a trace's
+            out = self.step(question=question, gold_answers=list(answers), prediction=str(prediction))
         usage = meter.to_dict()
         return JudgeResult(
             match=float(bool(out.match)), called=True, seconds=round(time.perf_counter() - started, 4),

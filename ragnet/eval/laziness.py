@@ -470,7 +470,7 @@ def run_laziness(
     """Assess every case (skipping keys already in ``done``); returns results in case order.
 
     Args:
-        predictor: the AssessSufficiency predictor (e.g. ``IterativeRAG(...).assess``).
+        predictor: the AssessSufficiency predictor (e.g. ``IterativeRAG(...).sufficiency.predict``).
         cases: from :func:`build_cases`.
         retries: LM retries before the step falls back (as in the programs).
         done: results of an earlier, interrupted run, by case key; they are reused.

@@ -1,8 +1,8 @@
 """The agent's search-again decision, taken out of a program for the laziness experiment.
 
 This is the one module of :mod:`ragnet.eval` that reaches into programs: which attribute holds
-the sufficiency step (``program.steps()["sufficiency"]``), its retry count (``program.retries``), and how the
-step is run (``ragnet.signatures.sufficiency.run_sufficiency``). Everything else in the
+the sufficiency step (``program.steps()["sufficiency"]``: its predictor and retry count), and how the
+step is run (``ragnet.signatures.SufficiencyStep``). Everything else in the
 experiment sees a predictor and plain dicts.
 
 Example:
@@ -64,7 +64,8 @@ def decision_step(program_file: str | Path | None = None) -> DecisionStep:
 
     if program_file is None:
         program = IterativeRAG(NoIndex())
-        return DecisionStep(program.steps()["sufficiency"], program.retries, {"program": "IterativeRAG", "file": None, "sha256": None})
+        step = program.steps()["sufficiency"]
+        return DecisionStep(step.predict, step.retries, {"program": "IterativeRAG", "file": None, "sha256": None})
     from ragnet.programs.persist import load_program, read_header
 
     header = read_header(program_file)
@@ -78,7 +79,8 @@ def decision_step(program_file: str | Path | None = None) -> DecisionStep:
         raise InputError(f"compiled for {cls.__name__}, which has no sufficiency (search-again) step; "
                          f"use a program compiled for {with_step}", path=program_file)
     load_program(program, program_file)
-    return DecisionStep(program.steps()["sufficiency"], program.retries,
+    step = program.steps()["sufficiency"]
+    return DecisionStep(step.predict, step.retries,
                         {"program": cls.__name__, "file": str(program_file), "sha256": sha256_file(program_file)})
 
 
@@ -92,12 +94,14 @@ def decide(predictor: Any, question: str, context: str, *, retries: int = 1) -> 
     """
     from ragnet.lm.usage import track_usage
     from ragnet.programs.trace import Trace
-    from ragnet.signatures.sufficiency import run_sufficiency
+    from ragnet.signatures.step import recording
+    from ragnet.signatures.sufficiency import SufficiencyStep
 
-    trace = Trace()
+    step = SufficiencyStep(retries=retries)
+    step.predict = predictor
     started = time.perf_counter()
-    with track_usage() as meter:
-        pred = run_sufficiency(predictor, question, context, trace=trace, retries=retries)
+    with recording(Trace()) as trace, track_usage() as meter:
+        pred = step(question=question, context=context)
     seconds = time.perf_counter() - started
     usage = meter.to_dict()
     fallback = bool(getattr(pred, "fallback", False))

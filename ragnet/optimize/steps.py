@@ -1,21 +1,20 @@
 """Step-level compilation: compile one LM step of a program on its own cases and metric.
 
 Compiling a whole pipeline runs every step of every program call for every candidate prompt,
-which is expensive on a small local model. A step can be compiled alone instead: the step's
-predictor is wrapped in a one-predictor ``dspy.Module`` (run exactly as programs run it,
-through the ``run_*`` helper with its retries, repairs and fallback), compiled against the
-step's metric on cases built from benchmark questions, and the compiled predictor (demos and
-instructions) is then installed into the program under the attribute the program uses. Saving
-the program saves the compiled step.
+which is expensive on a small local model. A step can be compiled alone instead: each LM step
+is already a one-predictor ``dspy.Module`` (``ragnet.signatures.Step``: run exactly as programs
+run it, with its retries, repairs and fallback), so a copy of the program's step is compiled
+against the step's metric on cases built from benchmark questions, and the compiled predictor
+(demos and instructions) is then installed into the program's step. Saving the program saves
+the compiled step.
 
 Steps:
 
-* ``sufficiency``: AssessSufficiency (``IterativeRAG``, ``ReflectiveRAG``, ``CombinedRAG``,
-  attribute ``assess``), cases from :func:`ragnet.optimize.cases.sufficiency_cases`, metric:
-  verdict accuracy;
-* ``crop``: CropChunk (``OneShotRAG``, attribute ``cropper``), cases from
-  :func:`ragnet.optimize.cases.crop_cases`, metric: gold-sentence F2;
-* ``answer``: GenerateAnswer (every program, attribute ``answer``), cases from
+* ``sufficiency``: AssessSufficiency (``IterativeRAG``, ``ReflectiveRAG``, ``CombinedRAG``),
+  cases from :func:`ragnet.optimize.cases.sufficiency_cases`, metric: verdict accuracy;
+* ``crop``: CropChunk (``OneShotRAG``), cases from :func:`ragnet.optimize.cases.crop_cases`,
+  metric: gold-sentence F2;
+* ``answer``: GenerateAnswer (every program), cases from
   :func:`ragnet.optimize.cases.answer_cases` (short contexts of gold sentences and
   distractors), metric: answer F1. Its demos teach a small reader the short-answer form.
 
@@ -31,10 +30,8 @@ Example:
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from types import SimpleNamespace
 from typing import Any
 
 import dspy
@@ -42,75 +39,10 @@ import dspy
 from ragnet.errors import InputError
 from ragnet.optimize.cases import answer_cases, crop_cases, sufficiency_cases
 from ragnet.optimize.metrics import Metric, crop_metric, verdict_metric
-from ragnet.programs.base import step_predictor
-from ragnet.signatures import (
-    AssessSufficiency,
-    CropChunk,
-    GenerateAnswer,
-    answer_default,
-    answer_validator,
-    run_crop,
-    run_step,
-    run_sufficiency,
-)
+from ragnet.signatures import AnswerStep, CropStep, Step, SufficiencyStep
 
 __all__ = ["STEPS", "AnswerStep", "CropStep", "StepSpec", "SufficiencyStep", "answer_metric", "compile_step",
            "install_step", "step_module"]
-
-
-class SufficiencyStep(dspy.Module):
-    """AssessSufficiency alone, run as the programs run it (``run_sufficiency``).
-
-    Example:
-        >>> [name for name, _ in SufficiencyStep().named_predictors()]
-        ['assess']
-    """
-
-    def __init__(self, retries: int = 1) -> None:
-        super().__init__()
-        self.retries = retries
-        self.assess = step_predictor(AssessSufficiency, "sufficiency")
-
-    def forward(self, question: str, context: str) -> dspy.Prediction:
-        return run_sufficiency(self.assess, question, context, trace=None, retries=self.retries)
-
-
-class CropStep(dspy.Module):
-    """CropChunk alone, run as OneShotRAG runs it (``run_crop``, verbatim-checked).
-
-    Example:
-        >>> [name for name, _ in CropStep().named_predictors()]
-        ['cropper']
-    """
-
-    def __init__(self, retries: int = 1) -> None:
-        super().__init__()
-        self.retries = retries
-        self.cropper = step_predictor(CropChunk, "crop")
-
-    def forward(self, question: str, title: str, chunk: str) -> dspy.Prediction:
-        return run_crop(self.cropper, question, SimpleNamespace(title=title, text=chunk), trace=None,
-                        retries=self.retries)
-
-
-class AnswerStep(dspy.Module):
-    """GenerateAnswer alone, on a ready context, run through ``run_step`` as programs run it
-    (retry, lenient parse, a non-empty answer required).
-
-    Example:
-        >>> [name for name, _ in AnswerStep().named_predictors()]
-        ['answer']
-    """
-
-    def __init__(self, retries: int = 1) -> None:
-        super().__init__()
-        self.retries = retries
-        self.answer = step_predictor(GenerateAnswer, "answer")
-
-    def forward(self, question: str, context: str) -> dspy.Prediction:
-        id_map = {m: m for m in re.findall(r"^\[(c\d+)\]", context, re.M)}
-        return run_step(self.answer, step="answer", trace=None, default=answer_default(),
-                        validate=answer_validator(id_map), retries=self.retries, question=question, context=context)
 
 
 def answer_metric() -> Metric:
@@ -123,11 +55,10 @@ def answer_metric() -> Metric:
 
 @dataclass(frozen=True)
 class StepSpec:
-    """How one step is compiled: its module (whose predictor is the attribute ``attr``), the
-    programs that have it (``program.steps()[name]``), its metric and case builder."""
+    """How one step is compiled: its module, the programs that have it (``program.steps()[name]``),
+    its metric and case builder."""
 
     name: str
-    attr: str
     strategies: tuple[str, ...]
     module: Callable[[], dspy.Module]
     metric: Callable[[], Metric]
@@ -136,10 +67,10 @@ class StepSpec:
 
 
 STEPS: dict[str, StepSpec] = {
-    "sufficiency": StepSpec("sufficiency", "assess", ("iterative", "reflective", "combined"), SufficiencyStep,
+    "sufficiency": StepSpec("sufficiency", ("iterative", "reflective", "combined"), SufficiencyStep,
                             verdict_metric, sufficiency_cases, label="verdict"),
-    "crop": StepSpec("crop", "cropper", ("oneshot",), CropStep, crop_metric, crop_cases),
-    "answer": StepSpec("answer", "answer", ("basic", "oneshot", "iterative", "reflective", "combined"), AnswerStep,
+    "crop": StepSpec("crop", ("oneshot",), CropStep, crop_metric, crop_cases),
+    "answer": StepSpec("answer", ("basic", "oneshot", "iterative", "reflective", "combined"), AnswerStep,
                        answer_metric, answer_cases),
 }
 
@@ -150,35 +81,34 @@ def _spec(step: str) -> StepSpec:
     return STEPS[step]
 
 
-def _target(program: Any, spec: StepSpec) -> dspy.Predict:
+def _target(program: Any, spec: StepSpec) -> Step:
     steps = program.steps() if callable(getattr(program, "steps", None)) else {}
-    predictor = steps.get(spec.name)
-    if not isinstance(predictor, dspy.Predict):
+    step = steps.get(spec.name)
+    if not isinstance(step, Step):
         raise InputError(
             f"{type(program).__name__} has no {spec.name} step; programs with it: {', '.join(spec.strategies)}",
             argument="step",
         )
-    return predictor
+    return step
 
 
-def step_module(step: str, program: Any = None) -> dspy.Module:
-    """The one-predictor module for ``step``; with ``program``, it starts from the program's
-    current instructions for that step (demos are rebuilt by the optimizer)."""
+def step_module(step: str, program: Any = None) -> Step:
+    """The step module for ``step``, on; with ``program``, a copy of the program's step (its
+    current instructions and retries; demos are rebuilt by the optimizer)."""
     spec = _spec(step)
-    module = spec.module()
-    if program is not None:
-        source = _target(program, spec)
-        setattr(module, spec.attr, copy.deepcopy(source))
-        getattr(module, spec.attr).demos = []
-        module.retries = getattr(program, "retries", module.retries)
+    if program is None:
+        return spec.module()
+    module = copy.deepcopy(_target(program, spec))
+    module.enabled = True
+    module.predict.demos = []
     return module
 
 
-def install_step(program: Any, step: str, compiled: dspy.Module) -> Any:
-    """Put ``compiled``'s predictor (demos, instructions, settings) into ``program``; returns it."""
+def install_step(program: Any, step: str, compiled: Step) -> Any:
+    """Put ``compiled``'s predictor (demos, instructions, settings) into ``program``'s step; returns it."""
     spec = _spec(step)
     _target(program, spec)
-    program.set_step(spec.name, copy.deepcopy(getattr(compiled, spec.attr)))
+    program.set_step(spec.name, compiled)
     return program
 
 

@@ -1,11 +1,14 @@
 """DSPy programs: BasicRAG (baseline), OneShotRAG, IterativeRAG, ReflectiveRAG, CombinedRAG.
 
-Each is a ``dspy.Module`` whose LM steps are ``dspy.Predict`` over ragnet's signatures, so
-``dspy`` optimizers can compile them, and ``save``/``load`` store prompts and demos as JSON.
+Each is a ``dspy.Module`` whose LM steps are step modules (``ragnet.signatures.Step``: one
+``dspy.Predict`` over a ragnet signature, its validator, default and retries), held under the
+step's name (``program.answer``, ``program.sufficiency``, ...; ``program.steps()`` lists them),
+so ``dspy`` optimizers can compile them, and ``save``/``load`` store prompts and demos as JSON.
 Calling a program returns a ``dspy.Prediction`` with ``answer``, ``evidence``, ``context``,
 ``notes``, ``trace`` and ``usage``.
 """
 
+from ragnet.programs.agent import AgentRAG
 from ragnet.programs.base import RAGProgram
 from ragnet.programs.basic import BasicRAG
 from ragnet.programs.combined import CombinedRAG
@@ -22,4 +25,4 @@ STRATEGIES = {
     "combined": CombinedRAG,
 }
 
-__all__ = ["RAGProgram", "BasicRAG", "OneShotRAG", "IterativeRAG", "ReflectiveRAG", "CombinedRAG", "Trace", "STRATEGIES"]
+__all__ = ["AgentRAG", "RAGProgram", "BasicRAG", "OneShotRAG", "IterativeRAG", "ReflectiveRAG", "CombinedRAG", "Trace", "STRATEGIES"]

@@ -10,6 +10,7 @@ the Prediction, so each program holds only its own control flow.
 from __future__ import annotations
 
 import contextlib
+import copy
 import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable
@@ -20,7 +21,7 @@ from ragnet.corpus.types import Chunk
 from ragnet.errors import InputError
 from ragnet.lm.usage import track_usage
 from ragnet.programs.trace import Trace
-from ragnet.signatures import GenerateAnswer, run_answer
+from ragnet.signatures import AnswerStep, Step, recording
 
 
 @dataclass
@@ -50,24 +51,6 @@ def check_fraction(value: Any, name: str, low: float = 0.0, high: float = 1.0) -
     if not low <= v <= high:
         raise InputError(f"must be between {low} and {high}, got {v}", argument=name)
     return v
-
-
-# Output-token caps per step: generous for a well-behaved model, but they stop a small local
-# model that rambles (an unbounded answer costs minutes on CPU and then fails to parse anyway).
-MAX_TOKENS = {
-    "answer": 256,
-    "sufficiency": 160,
-    "rewrite": 320,
-    "contextualize": 384,
-    "delete": 128,
-    "filter": 768,
-    "crop": 384,
-}
-
-
-def step_predictor(signature: type, step: str) -> dspy.Predict:
-    """A ``dspy.Predict`` for one ragnet step, with that step's output-token cap."""
-    return dspy.Predict(signature, max_tokens=MAX_TOKENS[step])
 
 
 class AnswerLM:
@@ -131,19 +114,31 @@ class RAGProgram(dspy.Module):
             raise InputError("expected a ragnet.Index (from Index.build or Index.load)", argument="index")
         self.index = index
         self.lam = check_fraction(lam, "lam")
-        self.retries = check_positive_int(retries, "retries", minimum=0)
-        self.answer = step_predictor(GenerateAnswer, "answer")
+        self.retries = retries
+        self.answer = AnswerStep(retries=self.retries)
         self.answer_lm = answer_lm if answer_lm is None or isinstance(answer_lm, AnswerLM) else AnswerLM(answer_lm)
+
+    @property
+    def retries(self) -> int:
+        """LM retries of every step before it falls back; setting it sets every step's."""
+        return self._retries
+
+    @retries.setter
+    def retries(self, value: int) -> None:
+        self._retries = check_positive_int(value, "retries", minimum=0)
+        for step in self.steps().values():
+            step.retries = self._retries
 
     def answer_settings(self):
         """The DSPy settings the answer step runs under (and its prompt budget is measured in)."""
         return self.answer_lm.settings() if self.answer_lm is not None else contextlib.nullcontext()
 
     # -- what other code asks of a program ------------------------------------------------
-    def steps(self) -> dict[str, dspy.Predict]:
-        """The program's LM steps by name (``"answer"``, ``"sufficiency"``, ``"crop"``, ...), each
-        a ``dspy.Predict``: what ``ragnet optimize --step`` compiles and installs."""
-        return {"answer": self.answer}
+    def steps(self) -> dict[str, Step]:
+        """The program's LM steps by name (``"answer"``, ``"sufficiency"``, ``"crop"``, ...): each
+        a :class:`ragnet.signatures.Step` held under its own name, on or off. What ``ragnet
+        optimize --step`` compiles and installs."""
+        return {attr: value for attr, value in vars(self).items() if isinstance(value, Step)}
 
     def save(self, path: Any, save_program: bool = False, **kwargs: Any) -> Any:
         """DSPy's save, state only: prompts and demos as JSON (``ragnet.optimize.save_program`` adds
@@ -155,16 +150,22 @@ class RAGProgram(dspy.Module):
                              argument="save_program")
         return super().save(path, save_program=False, **kwargs)
 
-    def set_step(self, name: str, predictor: dspy.Predict) -> None:
-        """Replace the predictor of step ``name`` (e.g. with a compiled one)."""
+    def load_state(self, state: dict[str, Any], **kwargs: Any) -> "RAGProgram":
+        """DSPy's load_state, reading state saved before steps were modules too (see
+        :func:`ragnet.programs.persist.migrate_state`)."""
+        from ragnet.programs.persist import migrate_state
+
+        return super().load_state(migrate_state(state), **kwargs)
+
+    def set_step(self, name: str, step: Step | dspy.Predict) -> None:
+        """Install a compiled copy of step ``name``'s predictor (demos, instructions, settings)
+        from ``step`` (a compiled :class:`Step`, or its ``dspy.Predict``); the step keeps its
+        switch and retries."""
         current = self.steps().get(name)
         if current is None:
             raise InputError(f"{type(self).__name__} has no {name} step; its steps: {', '.join(self.steps())}",
                              argument="step")
-        for attr, value in list(vars(self).items()):
-            if value is current:
-                setattr(self, attr, predictor)
-                return
+        current.predict = copy.deepcopy(step.predict if isinstance(step, Step) else step)
 
     def max_lm_calls(self) -> int:
         """Upper bound of the LM calls one question costs with the current switches (retries
@@ -183,7 +184,7 @@ class RAGProgram(dspy.Module):
         question = question.strip()
         trace = Trace()
         started = time.perf_counter()
-        with track_usage() as meter:
+        with recording(trace), track_usage() as meter:  # every step records into this call's trace
             result = self._run(question, trace)
         usage = meter.to_dict()
         usage["seconds"] = round(time.perf_counter() - started, 4)
@@ -222,7 +223,7 @@ class RAGProgram(dspy.Module):
     def _answer(self, question: str, chunks: list[Chunk], trace: Trace, *, notes: str = "") -> tuple[str, list[str]]:
         """Run GenerateAnswer; evidence = cited ids, or the whole context when nothing valid was cited."""
         with self.answer_settings():
-            pred = run_answer(self.answer, question, chunks, notes=notes, trace=trace, retries=self.retries)
+            pred = self.answer(question=question, context=chunks, notes=notes)
         cited = [cid for cid in (pred.evidence_ids or []) if cid in {c.id for c in chunks}]
         evidence = cited or [c.id for c in chunks]
         trace.add(

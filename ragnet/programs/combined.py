@@ -26,21 +26,19 @@ from __future__ import annotations
 
 from typing import Any
 
-import dspy
 import numpy as np
 
 from ragnet.core.calibrate import relevance
 from ragnet.corpus.types import Chunk
+from ragnet.programs.agent import AgentRAG, Turns
 from ragnet.programs.base import RunResult, check_positive_int
-from ragnet.programs.iterative import IterativeRAG
 from ragnet.programs.oneshot import DEFAULT_METHOD, DEFAULT_TEMPERATURE, DEFAULT_TRANSFORM, apply_metadata_rules, check_selection
 from ragnet.programs.packing import PromptBudget, pack
 from ragnet.programs.sentence_packing import pack_sentences
 from ragnet.programs.trace import Trace
-from ragnet.signatures import format_context
 
 
-class CombinedRAG(IterativeRAG):
+class CombinedRAG(AgentRAG):
     """Iterative small casts feeding one budgeted Top-Kmax pack (see module docstring).
 
     Args:
@@ -88,7 +86,7 @@ class CombinedRAG(IterativeRAG):
         answer_lm: Any = None,
     ) -> None:
         super().__init__(
-            index, max_turns=max_turns, k=k, fallback=fallback, delete=False, dedup=dedup,
+            index, max_turns=max_turns, k=k, fallback=fallback, dedup=dedup,
             contextualize=contextualize, sufficiency=sufficiency, rewrite=rewrite, n_queries=n_queries,
             lam=lam, retries=retries, answer_lm=answer_lm,
         )
@@ -97,41 +95,15 @@ class CombinedRAG(IterativeRAG):
         self.sentences = bool(sentences)
         self.transform, self.temperature, self.method = check_selection(transform, temperature, method)
 
-    def steps(self) -> dict[str, dspy.Predict]:
-        steps = super().steps()
-        del steps["delete"]  # CombinedRAG never lets an LM delete
-        return steps
-
-    def max_lm_calls(self) -> int:
-        return self.max_turns * (int(self.rewrite) + int(self.contextualize) + int(self.sufficiency)) + 1
-
     def _run(self, question: str, trace: Trace) -> RunResult:
-        pool: dict[str, tuple[Chunk, float]] = {}  # id -> (chunk, best calibrated relevance)
-        seen: set[str] = set()
-        notes, missing = "", ""
-        queries: list[str] = []
-        for turn in range(1, self.max_turns + 1):
-            query = self._next_query(question, [], notes, missing, queries, turn, trace)
-            if query is None:
-                trace.add("stop", turn=turn, reason="no new query")
-                break
-            n_before = len(trace.of("search"))
-            new = self._cast(question, query, turn, seen, [c for c, _ in pool.values()], queries, trace)
-            self._pool_cast(pool, trace.of("search")[n_before:], new)
-            notes = self._update_notes(question, notes, new, turn, trace)
-            if self.sufficiency and turn < self.max_turns:  # the last turn's verdict could change nothing
-                # The short working view: notes + the newest cast only (never the whole pool).
-                sufficient, missing = self._assess(question, format_context(new, notes)[0], turn, trace)
-                if sufficient:
-                    break
-        else:
-            trace.add("stop", turn=self.max_turns, reason="max_turns")
-
-        candidates = [c.with_scores(score=rel) for c, rel in sorted(pool.values(), key=lambda cr: -cr[1])]
+        state = self._turns(question, trace)
+        notes = state.notes
+        candidates = [c.with_scores(score=state.relevance[c.id])
+                      for c in sorted(state.context, key=lambda c: -state.relevance[c.id])]
         if self.rules:
             candidates = apply_metadata_rules(self.index, question, candidates, trace, add=False, lam=self.lam)
         with self.answer_settings():
-            budget = PromptBudget(self.answer, question, self.budget, notes=notes if self.contextualize else "")
+            budget = PromptBudget(self.answer.predict, question, self.budget, notes=notes if self.contextualize.enabled else "")
         if self.sentences:
             result = pack_sentences(candidates, question, budget, self.index)
             trace.add("crop", kind="sentences",
@@ -147,15 +119,22 @@ class CombinedRAG(IterativeRAG):
         answer, evidence = self._answer(question, result.chunks, trace, notes=budget.notes)
         return RunResult(answer=answer, evidence=evidence, context=result.chunks, notes=notes)
 
-    def _pool_cast(self, pool: dict[str, tuple[Chunk, float]], searches: list[dict], new: list[Chunk]) -> None:
+    # -- AgentRAG's hooks: a short working view, a pool instead of LM deletion -------------------
+    def _shown(self, state: Turns) -> list[Chunk]:
+        return []  # the rewrite sees the notes only, never the growing pool
+
+    def _view(self, state: Turns, new: list[Chunk]) -> list[Chunk]:
+        return new  # the sufficiency step sees the notes plus the newest cast
+
+    def _gather(self, state: Turns, new: list[Chunk], searches: list[dict]) -> None:
         """Add this turn's hits to the pool with per-cast calibrated relevance (max over casts)."""
-        by_id = {c.id: c for c in new}
+        state.context.extend(new)
+        by_id = {c.id: c for c in state.context}
         for event in searches:
-            hits = [by_id.get(cid) or (pool[cid][0] if cid in pool else None) for cid in event["retrieved"]]
-            hits = [h for h in hits if h is not None]
+            hits = [by_id[cid] for cid in event["retrieved"] if cid in by_id]
             if not hits:
                 continue
             rel = relevance(np.array([h.score for h in hits]), self.transform, self.temperature)
             for hit, r in zip(hits, rel.tolist()):
-                if hit.id not in pool or r > pool[hit.id][1]:
-                    pool[hit.id] = (hit, r)
+                if r > state.relevance.get(hit.id, -np.inf):
+                    state.relevance[hit.id] = r

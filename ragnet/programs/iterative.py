@@ -27,26 +27,16 @@ from __future__ import annotations
 
 from typing import Any
 
-import dspy
 import numpy as np
 
 from ragnet.corpus.types import Chunk
-from ragnet.programs.base import RAGProgram, RunResult, step_predictor, check_positive_int
+from ragnet.programs.agent import AgentRAG, Turns
+from ragnet.programs.base import RunResult, check_positive_int
 from ragnet.programs.trace import Trace
-from ragnet.signatures import (
-    AssessSufficiency,
-    Contextualize,
-    RewriteQuery,
-    SelectDeletions,
-    format_context,
-    run_contextualize,
-    run_delete,
-    run_rewrite,
-    run_sufficiency,
-)
+from ragnet.signatures import DeleteStep
 
 
-class IterativeRAG(RAGProgram):
+class IterativeRAG(AgentRAG):
     """Agentic multi-turn retrieval with fallback search, dedup, notes, deletion and a sufficiency stop.
 
     Args:
@@ -97,107 +87,24 @@ class IterativeRAG(RAGProgram):
         retries: int = 1,
         answer_lm: Any = None,
     ) -> None:
-        super().__init__(index, lam=lam, retries=retries, answer_lm=answer_lm)
+        super().__init__(
+            index, max_turns=max_turns, k=k, fallback=fallback, dedup=dedup, contextualize=contextualize,
+            sufficiency=sufficiency, rewrite=rewrite, n_queries=n_queries, lam=lam, retries=retries,
+            answer_lm=answer_lm,
+        )
         self.protect = check_positive_int(protect, "protect", minimum=0)
-        self.max_turns = check_positive_int(max_turns, "max_turns")
-        self.k = check_positive_int(k, "k")
-        self.n_queries = check_positive_int(n_queries, "n_queries")
-        self.fallback, self.delete, self.dedup = bool(fallback), bool(delete), bool(dedup)
-        self.contextualize, self.sufficiency, self.rewrite = bool(contextualize), bool(sufficiency), bool(rewrite)
-        self.rewriter = step_predictor(RewriteQuery, "rewrite")
-        self.contextualizer = step_predictor(Contextualize, "contextualize")
-        self.deleter = step_predictor(SelectDeletions, "delete")
-        self.assess = step_predictor(AssessSufficiency, "sufficiency")
-
-    def steps(self) -> dict[str, dspy.Predict]:
-        return {"rewrite": self.rewriter, "contextualize": self.contextualizer, "delete": self.deleter,
-                "sufficiency": self.assess, **super().steps()}
-
-    def max_lm_calls(self) -> int:
-        per_turn = int(self.rewrite) + int(self.contextualize) + int(self.delete) + int(self.sufficiency)
-        return self.max_turns * per_turn + 1
+        self.delete = DeleteStep(retries=self.retries, enabled=delete)
 
     def _run(self, question: str, trace: Trace) -> RunResult:
-        context: list[Chunk] = []
-        seen: set[str] = set()
-        notes, missing = "", ""
-        queries: list[str] = []
-        for turn in range(1, self.max_turns + 1):
-            query = self._next_query(question, context, notes, missing, queries, turn, trace)
-            if query is None:
-                trace.add("stop", turn=turn, reason="no new query")
-                break
-            new = self._cast(question, query, turn, seen, context, queries, trace)
-            context.extend(new)
-            notes = self._update_notes(question, notes, new, turn, trace)
-            if self.delete and len(context) > 1:
-                context = self._chunk_delete(question, context, turn, trace)
-            if self.sufficiency and turn < self.max_turns:
-                sufficient, missing = self._assess(question, format_context(context, notes)[0], turn, trace)
-                if sufficient:
-                    break
-        else:
-            trace.add("stop", turn=self.max_turns, reason="max_turns")
-        answer, evidence = self._answer(question, context, trace, notes=notes if self.contextualize else "")
-        return RunResult(answer=answer, evidence=evidence, context=context, notes=notes)
+        state = self._turns(question, trace)
+        notes = state.notes if self.contextualize.enabled else ""
+        answer, evidence = self._answer(question, state.context, trace, notes=notes)
+        return RunResult(answer=answer, evidence=evidence, context=state.context, notes=state.notes)
 
-    def _update_notes(self, question: str, notes: str, new: list[Chunk], turn: int, trace: Trace) -> str:
-        """Contextualize: fold the newly retrieved chunks into the notes (unchanged when off or nothing new)."""
-        if not (self.contextualize and new):
-            return notes
-        out = run_contextualize(self.contextualizer, question, notes, new, trace=trace, retries=self.retries)
-        trace.add("notes", turn=turn, added=len(out.added), repeated=len(out.repeated), chars=len(out.notes))
-        return out.notes
-
-    def _assess(self, question: str, view: str, turn: int, trace: Trace) -> tuple[bool, str]:
-        """AssessSufficiency on ``view``; returns (stop, what is missing), both traced."""
-        verdict = run_sufficiency(self.assess, question, view, trace=trace, retries=self.retries)
-        trace.add("sufficiency", turn=turn, verdict=verdict.verdict,
-                  confidence=verdict.confidence, missing=verdict.missing)
-        if verdict.verdict == "Sufficient":
-            trace.add("stop", turn=turn, reason="sufficient")
-            return True, verdict.missing
-        return False, verdict.missing
-
-    def _next_query(
-        self, question: str, context: list[Chunk], notes: str, missing: str,
-        queries: list[str], turn: int, trace: Trace,
-    ) -> str | None:
-        """The next chunk_search query: rewritten when enabled, else the question (first turn only
-        when dedup is off, since repeating it would return the same chunks)."""
-        if not self.rewrite:
-            return question if (turn == 1 or self.dedup) else None
-        shown = format_context(context, notes)[0]
-        if missing:
-            shown = f"{shown}\n\nStill missing: {missing}" if shown else f"Still missing: {missing}"
-        pred = run_rewrite(self.rewriter, question, shown, queries, n=self.n_queries, trace=trace, retries=self.retries)
-        trace.add("rewrite", turn=turn, candidates=[{"query": q.query, "probability": q.probability} for q in pred.queries],
-                  chosen=pred.best)
-        if pred.best:
-            return pred.best
-        # The rewriter failed or only repeated itself: the question itself is the safe query
-        # on turn 1; later turns stop rather than loop on the same search.
-        return question if turn == 1 else None
-
-    def _cast(
-        self, question: str, query: str, turn: int, seen: set[str],
-        context: list[Chunk], queries: list[str], trace: Trace,
-    ) -> list[Chunk]:
-        """chunk_search (plus the turn-1 fallback search); returns chunks new to the context."""
-        in_context = {c.id for c in context}
-        searches = [(query, False)]
-        if turn == 1 and self.fallback and query.strip().casefold() != question.casefold():
-            searches.append((question, True))
-        new: list[Chunk] = []
-        for q, is_fallback in searches:
-            hits = self._search(q, trace, k=self.k, turn=turn, exclude=seen if self.dedup else (), fallback=is_fallback)
-            queries.append(q)
-            for hit in hits:
-                if hit.id not in in_context:
-                    new.append(hit)
-                    in_context.add(hit.id)
-                seen.add(hit.id)
-        return new
+    def _prune(self, question: str, state: Turns, turn: int, trace: Trace) -> None:
+        """chunk_delete, checked: protected chunks stay and the context is never emptied."""
+        if self.delete.enabled and len(state.context) > 1:
+            state.context = self._chunk_delete(question, state.context, turn, trace)
 
     def _protected(self, question: str, context: list[Chunk], trace: Trace) -> set[str]:
         """Chunks the evidence signals rank highest, which ``chunk_delete`` may not remove: the
@@ -214,8 +121,7 @@ class IterativeRAG(RAGProgram):
 
     def _chunk_delete(self, question: str, context: list[Chunk], turn: int, trace: Trace) -> list[Chunk]:
         protected = self._protected(question, context, trace)
-        pred = run_delete(self.deleter, question, context, trace=trace, protected=protected, keep_at_least=1,
-                          retries=self.retries)
+        pred = self.delete(question=question, chunks=context, protected=protected, keep_at_least=1)
         doomed = set(pred.delete_ids) & {c.id for c in context}
         trace.add("delete", turn=turn, deleted=[c.id for c in context if c.id in doomed],
                   protected=sorted(protected))

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import dspy
+import warnings
+
 import numpy as np
 
 from ragnet.core import rules
@@ -27,11 +28,11 @@ from ragnet.corpus.metadata import extract_query_metadata
 from ragnet.corpus.tokens import count_tokens
 from ragnet.corpus.types import Chunk
 from ragnet.errors import InputError
-from ragnet.programs.base import RAGProgram, RunResult, step_predictor, check_positive_int
+from ragnet.programs.base import RAGProgram, RunResult, check_positive_int
 from ragnet.programs.packing import PromptBudget, pack
 from ragnet.programs.sentence_packing import pack_sentences
 from ragnet.programs.trace import Trace
-from ragnet.signatures import CropChunk, FilterChunks, run_crop, run_filter
+from ragnet.signatures import CropStep, FilterStep
 
 # Selection and relevance calibration chosen on HotpotQA dev (531 questions) with
 # `ragnet eval retrieval`: "protected" + exp(T=0.1) was the only knapsack variant at or above
@@ -62,7 +63,8 @@ class OneShotRAG(RAGProgram):
         pool: candidates retrieved by hybrid search before filtering.
         rules: apply the metadata rule filter (drop contradicting years/places, add matches).
         max_add: most chunks the rules may add from the index.
-        llm_filter: run the LLM FilterChunks step on the survivors.
+        filter: run the LLM FilterChunks step on the survivors (``llm_filter``, its former name,
+            still works and warns).
         crop: run CropChunk on candidates (in relevance order, until the budget could be filled).
         max_crops: most chunks cropped per question.
         sentences: fill the budget with the candidates' best sentences instead of whole chunks
@@ -88,7 +90,7 @@ class OneShotRAG(RAGProgram):
         pool: int = 100,
         rules: bool = True,
         max_add: int = 10,
-        llm_filter: bool = False,
+        filter: bool = False,
         crop: bool = False,
         max_crops: int = 20,
         sentences: bool = False,
@@ -98,46 +100,46 @@ class OneShotRAG(RAGProgram):
         lam: float = 0.4,
         retries: int = 1,
         answer_lm: Any = None,
+        llm_filter: bool | None = None,
     ) -> None:
         super().__init__(index, lam=lam, retries=retries, answer_lm=answer_lm)
+        if llm_filter is not None:
+            warnings.warn("OneShotRAG(llm_filter=...) is now OneShotRAG(filter=...), named like its step",
+                          DeprecationWarning, stacklevel=2)
+            filter = filter or bool(llm_filter)
         self.budget = check_positive_int(budget, "budget")
         self.pool = check_positive_int(pool, "pool")
         self.rules = bool(rules)
         self.max_add = check_positive_int(max_add, "max_add", minimum=0)
-        self.llm_filter = bool(llm_filter)
-        self.crop = bool(crop)
         self.max_crops = check_positive_int(max_crops, "max_crops", minimum=0)
         self.sentences = bool(sentences)
         self.transform, self.temperature, self.method = check_selection(transform, temperature, method)
-        self.filter = step_predictor(FilterChunks, "filter")
-        self.cropper = step_predictor(CropChunk, "crop")
+        self.filter = FilterStep(retries=self.retries, enabled=filter)
+        self.crop = CropStep(retries=self.retries, enabled=crop)
 
     # -- retrieval without answering --------------------------------------------------------
     def retrieve(self, question: str, trace: Trace | None = None) -> list[Chunk]:
         """The chunks OneShotRAG would answer from, best first.
 
-        Makes no LM calls unless ``llm_filter`` or ``crop`` is on.
+        Makes no LM calls unless the ``filter`` or ``crop`` step is on.
         """
         if not isinstance(question, str) or not question.strip():
             raise InputError("must be a non-empty string", argument="question")
         trace = trace if trace is not None else Trace()
         candidates = self._search(question.strip(), trace, k=min(self.pool, len(self.index)))
         candidates = self._apply_rules(question, candidates, trace)
-        if self.llm_filter:
+        if self.filter.enabled:
             candidates = self._apply_llm_filter(question, candidates, trace)
         with self.answer_settings():  # the answer prompt is measured with the adapter that will send it
-            budget = PromptBudget(self.answer, question, self.budget)
-        if self.crop:
+            budget = PromptBudget(self.answer.predict, question, self.budget)
+        if self.crop.enabled:
             candidates = self._apply_crop(question, candidates, budget, trace)
         if self.sentences:
             return self._select_sentences(question, candidates, budget, trace)
         return self._select(candidates, budget, trace)
 
-    def steps(self) -> dict[str, dspy.Predict]:
-        return {"filter": self.filter, "crop": self.cropper, **super().steps()}
-
     def max_lm_calls(self) -> int:
-        return 1 + int(self.llm_filter) + (self.max_crops if self.crop else 0)
+        return 1 + int(self.filter.enabled) + (self.max_crops if self.crop.enabled else 0)
 
     def _run(self, question: str, trace: Trace) -> RunResult:
         selected = self.retrieve(question, trace)
@@ -151,7 +153,7 @@ class OneShotRAG(RAGProgram):
         return apply_metadata_rules(self.index, question, candidates, trace, max_add=self.max_add, lam=self.lam)
 
     def _apply_llm_filter(self, question: str, candidates: list[Chunk], trace: Trace) -> list[Chunk]:
-        pred = run_filter(self.filter, question, candidates, trace=trace, retries=self.retries)
+        pred = self.filter(question=question, chunks=candidates)
         keep = set(pred.kept)
         kept = [c for c in candidates if c.id in keep] if not pred.fallback else candidates
         trace.add("filter", kind="llm", kept=[c.id for c in kept], dropped=list(pred.dropped), added=[])
@@ -166,7 +168,7 @@ class OneShotRAG(RAGProgram):
             if i >= self.max_crops or filled >= budget.context_budget:
                 out.append(chunk)
                 continue
-            pred = run_crop(self.cropper, question, chunk, trace=trace, retries=self.retries)
+            pred = self.crop(question=question, title=chunk.title, chunk=chunk.text)
             text = str(pred.relevant_text or "").strip() or chunk.text
             tokens = count_tokens(text)
             if tokens < chunk.tokens:

@@ -31,11 +31,39 @@ from typing import Any
 from ragnet._atomic import write_json
 from ragnet.errors import InputError
 
-FORMAT_VERSION = 2  # 2: per-step signature fingerprints replace the exact ragnet version check
+FORMAT_VERSION = 3  # 3: each step is a module (state key "sufficiency.predict"); 2: a bare Predict per step
+READABLE_VERSIONS = (2, 3)  # format 2 is renamed on load (``migrate_state``)
+
+# Format 2 held each step's predictor directly on the program, some under older attribute names.
+LEGACY_STEP_NAMES = {"assess": "sufficiency", "rewriter": "rewrite", "contextualizer": "contextualize",
+                     "deleter": "delete", "cropper": "crop"}
+
+
+def _step_name(parameter: str) -> str:
+    """``"sufficiency.predict"`` -> ``"sufficiency"`` (a step's one predictor is named after the step)."""
+    return parameter.removesuffix(".predict")
+
+
+def migrate_state(state: dict[str, Any]) -> dict[str, Any]:
+    """Saved program state with format-2 keys renamed to today's: the predictor a program held
+    as ``assess`` (``rewriter``, ``contextualizer``, ``deleter``, ``cropper``, ``answer``, ``filter``)
+    is now the ``predict`` of its step module, ``sufficiency.predict`` (``rewrite.predict``, ...).
+    Today's state comes back unchanged.
+
+    Example:
+        >>> sorted(migrate_state({"assess": {"demos": [], "signature": {}}, "metadata": {}}))
+        ['metadata', 'sufficiency.predict']
+    """
+    out: dict[str, Any] = {}
+    for key, value in state.items():
+        is_bare_predictor = "." not in key and isinstance(value, dict) and "demos" in value and "signature" in value
+        out[f"{LEGACY_STEP_NAMES.get(key, key)}.predict" if is_bare_predictor else key] = value
+    return out
 
 
 def step_signatures(program: Any) -> dict[str, str]:
-    """``{step name: "input, ... -> output, ..."}`` for every predictor of ``program``.
+    """``{step name: "input, ... -> output, ..."}`` for every predictor of ``program`` (a step
+    module's one predictor, ``sufficiency.predict``, is named after its step).
 
     Example:
         >>> import dspy
@@ -47,7 +75,7 @@ def step_signatures(program: Any) -> dict[str, str]:
         {'answer': 'question, context -> answer'}
     """
     return {
-        name: f"{', '.join(pred.signature.input_fields)} -> {', '.join(pred.signature.output_fields)}"
+        _step_name(name): f"{', '.join(pred.signature.input_fields)} -> {', '.join(pred.signature.output_fields)}"
         for name, pred in program.named_predictors()
     }
 
@@ -109,18 +137,20 @@ def load_program(program: Any, path: str | Path) -> Any:
     if path.suffix != ".json":
         raise InputError("compiled programs are JSON files ending in .json (saved by `ragnet optimize`)", path=path)
     header = read_header(path)
-    if header.get("format") != FORMAT_VERSION:
+    if header.get("format") not in READABLE_VERSIONS:
         raise InputError(f"saved with program format {header.get('format')!r} (ragnet {header.get('version')}), "
-                         f"this ragnet {ragnet.__version__} reads format {FORMAT_VERSION}; recompile it with "
-                         f"`ragnet optimize`", path=path)
+                         f"this ragnet {ragnet.__version__} reads formats {', '.join(map(str, READABLE_VERSIONS))}; "
+                         f"recompile it with `ragnet optimize`", path=path)
     if header.get("program") != type(program).__name__:
         raise InputError(
             f"compiled for {header.get('program')}, not {type(program).__name__}; "
             f"use the matching --strategy", path=path,
         )
-    saved, current = header.get("signatures") or {}, step_signatures(program)
-    changed = [f"{name} ({saved.get(name, 'absent')!r} saved, {current.get(name, 'absent')!r} now)"
-               for name in sorted(set(saved) | set(current)) if saved.get(name) != current.get(name)]
+    saved = {LEGACY_STEP_NAMES.get(name, name): sig for name, sig in (header.get("signatures") or {}).items()}
+    current = step_signatures(program)
+    # A step saved but gone now is ignored (CombinedRAG's unused delete predictor, in format 2).
+    changed = [f"{name} ({saved.get(name, 'absent')!r} saved, {current[name]!r} now)"
+               for name in sorted(current) if saved.get(name) != current[name]]
     if changed:
         raise InputError(
             f"compiled by ragnet {header.get('version')} for steps whose fields changed in ragnet "

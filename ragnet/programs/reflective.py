@@ -19,14 +19,14 @@ from __future__ import annotations
 
 from typing import Any
 
-import dspy
 import numpy as np
 
 from ragnet.core import noise
 from ragnet.corpus.types import Chunk
-from ragnet.programs.base import RAGProgram, RunResult, step_predictor, check_fraction, check_positive_int
+from ragnet.programs.agent import assess, rewrite_query
+from ragnet.programs.base import RAGProgram, RunResult, check_fraction, check_positive_int
 from ragnet.programs.trace import Trace
-from ragnet.signatures import AssessSufficiency, RewriteQuery, format_context, run_rewrite, run_sufficiency
+from ragnet.signatures import RewriteStep, SufficiencyStep, format_context
 
 
 class ReflectiveRAG(RAGProgram):
@@ -77,11 +77,8 @@ class ReflectiveRAG(RAGProgram):
         self.noise_removal = bool(noise_removal)
         self.alpha = check_fraction(alpha, "alpha", 0.0, 100.0)
         self.keep = check_fraction(keep, "keep", 0.01, 1.0)
-        self.assess = step_predictor(AssessSufficiency, "sufficiency")
-        self.rewriter = step_predictor(RewriteQuery, "rewrite")
-
-    def steps(self) -> dict[str, dspy.Predict]:
-        return {"sufficiency": self.assess, "rewrite": self.rewriter, **super().steps()}
+        self.sufficiency = SufficiencyStep(retries=self.retries)
+        self.rewrite = RewriteStep(retries=self.retries)
 
     def max_lm_calls(self) -> int:
         # a verdict per reflection plus the last, a rewrite per reflection, the answer
@@ -93,11 +90,8 @@ class ReflectiveRAG(RAGProgram):
         prev_docs: list[Chunk] | None = None
         prev_conf: float | None = None
         for turn in range(1, self.max_reflections + 1):
-            verdict = run_sufficiency(self.assess, question, format_context(docs)[0], trace=trace, retries=self.retries)
-            event = trace.add("sufficiency", turn=turn, verdict=verdict.verdict,
-                              confidence=verdict.confidence, missing=verdict.missing)
+            verdict, event = assess(self.sufficiency, question, format_context(docs)[0], turn, trace)
             if verdict.verdict == "Sufficient":
-                trace.add("stop", turn=turn, reason="sufficient")
                 break
             if prev_docs is not None:
                 delta = (1.0 - self._set_similarity(docs, prev_docs)) + self.beta * abs(verdict.confidence - prev_conf)
@@ -105,15 +99,13 @@ class ReflectiveRAG(RAGProgram):
                 if delta < self.tau:
                     trace.add("stop", turn=turn, reason="converged", delta=round(float(delta), 4))
                     break
-            shown = format_context(docs)[0] + (f"\n\nStill missing: {verdict.missing}" if verdict.missing else "")
-            rw = run_rewrite(self.rewriter, question, shown, queries, n=self.n_subqueries, trace=trace, retries=self.retries)
-            trace.add("rewrite", turn=turn + 1, chosen=rw.best,
-                      candidates=[{"query": q.query, "probability": q.probability} for q in rw.queries])
-            if not rw.best:
+            query = rewrite_query(self.rewrite, question, docs, "", verdict.missing, queries, turn + 1, trace,
+                                  n=self.n_subqueries)
+            if query is None:
                 trace.add("stop", turn=turn, reason="no new query")
                 break
-            queries.append(rw.best)
-            new = self._search(rw.best, trace, k=self.k, turn=turn + 1, exclude={c.id for c in docs})
+            queries.append(query)
+            new = self._search(query, trace, k=self.k, turn=turn + 1, exclude={c.id for c in docs})
             prev_docs, prev_conf = docs, verdict.confidence
             docs = docs + new
         else:

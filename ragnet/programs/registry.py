@@ -22,9 +22,9 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "rank-fill": {"method": "rank"},
         "knapsack": {"method": "exact"},
         "greedy": {"method": "greedy"},
-        "llm-filter": {"llm_filter": True},
+        "llm-filter": {"filter": True},
         "crop": {"crop": True},
-        "full": {"llm_filter": True, "crop": True},
+        "full": {"filter": True, "crop": True},
         "sentences": {"sentences": True},
     },
     "iterative": {

@@ -19,7 +19,7 @@ Example:
     ...     ragnet.Document(id="tea", title="Tea", text="Tea is a drink made from leaves. It is popular in Britain.")]
     >>> index = ragnet.Index.build(docs, tempfile.mkdtemp() + "/i", show_progress=False)
     >>> question = "Were Scott Derrickson and Ed Wood of the same nationality?"
-    >>> budget = PromptBudget(ragnet.BasicRAG(index).answer, question, 457)  # 421 of them: the prompt around
+    >>> budget = PromptBudget(ragnet.BasicRAG(index).answer.predict, question, 457)  # 421 of them: the prompt around
     >>> packed = pack_sentences(index.search(question, k=3), question, budget, index)
     >>> [c.text for c in packed.chunks]
     ['Ed Wood was an American filmmaker.', 'Scott Derrickson is an American director.']

@@ -1,10 +1,11 @@
-"""One DSPy signature per LLM step, plus prompt formatting and a robust step runner.
+"""One DSPy signature per LLM step, its step module, prompt formatting and the robust step runner.
 
 Each ``<step>.py`` holds a ``dspy.Signature`` (its docstring is the instruction prompt an
-optimizer can improve), the step's fallback (``*_default``), its output validator
-(``*_validator``) and a ``run_*`` helper that formats chunks with short ids, calls
-``run_step`` and returns real chunk ids. Programs keep a ``dspy.Predict(Signature)`` (so
-optimizers can compile it) and call the ``run_*`` helper with it.
+optimizer can improve) and the step's ``dspy.Module`` (``AnswerStep``, ``SufficiencyStep``, ...):
+one predictor plus the step's validator, its safe default and retries. A step formats its
+inputs with short chunk ids, runs through ``run_step`` and hands back real chunk ids; it
+records into the trace of the program that is running (``recording``), so nothing passes a
+trace by hand. Programs hold one step module per LM step, under the step's name.
 
 Example:
     >>> import dspy
@@ -12,52 +13,32 @@ Example:
     >>> from ragnet import Chunk
     >>> from ragnet.programs.trace import Trace
     >>> chunks = [Chunk(id="p#0", doc_id="p", title="Paris", text="Paris is the capital of France.", tokens=7)]
-    >>> trace = Trace()
-    >>> with dspy.context(lm=DummyLM([{"answer": "Paris", "evidence_ids": ["c1"]}])):
-    ...     out = run_answer(dspy.Predict(GenerateAnswer), "Capital of France?", chunks, trace=trace)
-    >>> out.answer, out.evidence_ids, out.fallback
-    ('Paris', ['p#0'], False)
+    >>> with dspy.context(lm=DummyLM([{"answer": "Paris", "evidence_ids": ["c1"]}])), recording(Trace()) as trace:
+    ...     out = AnswerStep()(question="Capital of France?", context=chunks)
+    >>> out.answer, out.evidence_ids, out.fallback, trace.of("lm_step")[0]["name"]
+    ('Paris', ['p#0'], False, 'answer')
 """
 
 from __future__ import annotations
 
-from ragnet.signatures.answer import GenerateAnswer, answer_default, answer_validator, run_answer
-from ragnet.signatures.contextualize import (
-    Contextualize,
-    contextualize_default,
-    contextualize_validator,
-    note_lines,
-    run_contextualize,
-)
-from ragnet.signatures.crop import (
-    CropChunk,
-    crop_default,
-    crop_validator,
-    run_crop,
-    split_sentences,
-    verbatim_spans,
-)
-from ragnet.signatures.delete import SelectDeletions, delete_default, delete_validator, run_delete
-from ragnet.signatures.filter import ChunkDecision, FilterChunks, filter_default, filter_validator, run_filter
+from ragnet.signatures.answer import AnswerStep, GenerateAnswer
+from ragnet.signatures.contextualize import Contextualize, ContextualizeStep, note_lines
+from ragnet.signatures.crop import CropChunk, CropStep, split_sentences, verbatim_spans
+from ragnet.signatures.delete import DeleteStep, SelectDeletions
+from ragnet.signatures.filter import ChunkDecision, FilterChunks, FilterStep
 from ragnet.signatures.formatting import format_chunks, format_context, resolve_ids, split_id_text
-from ragnet.signatures.judge import JudgeAnswer, judge_default, run_judge
-from ragnet.signatures.rewrite import (
-    RewriteQuery,
-    SubQuery,
-    best_query,
-    normalize_queries,
-    rewrite_default,
-    rewrite_validator,
-    run_rewrite,
+from ragnet.signatures.judge import JudgeAnswer, JudgeStep
+from ragnet.signatures.rewrite import RewriteQuery, RewriteStep, SubQuery, best_query, normalize_queries
+from ragnet.signatures.step import (
+    AdapterParseError,
+    Step,
+    StepOutputError,
+    active_trace,
+    lenient_parse,
+    recording,
+    run_step,
 )
-from ragnet.signatures.step import AdapterParseError, StepModule, StepOutputError, lenient_parse, run_step
-from ragnet.signatures.sufficiency import (
-    AssessSufficiency,
-    Verdict,
-    run_sufficiency,
-    sufficiency_default,
-    sufficiency_validator,
-)
+from ragnet.signatures.sufficiency import AssessSufficiency, SufficiencyStep, Verdict
 
 SIGNATURES = {
     "filter": FilterChunks,
@@ -71,54 +52,48 @@ SIGNATURES = {
 }
 """Step name (as used in trace events) -> signature class."""
 
+STEP_MODULES: dict[str, type[Step]] = {
+    cls.name: cls
+    for cls in (FilterStep, CropStep, SufficiencyStep, RewriteStep, ContextualizeStep, DeleteStep, AnswerStep, JudgeStep)
+}
+"""Step name -> its ``dspy.Module`` (each holds ``SIGNATURES[name]``)."""
+
 __all__ = [
     "SIGNATURES",
+    "STEP_MODULES",
     "AdapterParseError",
+    "AnswerStep",
     "AssessSufficiency",
     "ChunkDecision",
     "Contextualize",
+    "ContextualizeStep",
     "CropChunk",
+    "CropStep",
+    "DeleteStep",
     "FilterChunks",
+    "FilterStep",
     "GenerateAnswer",
     "JudgeAnswer",
+    "JudgeStep",
     "RewriteQuery",
+    "RewriteStep",
     "SelectDeletions",
-    "StepModule",
+    "Step",
     "StepOutputError",
     "SubQuery",
+    "SufficiencyStep",
     "Verdict",
-    "answer_default",
-    "answer_validator",
+    "active_trace",
     "best_query",
-    "contextualize_default",
-    "contextualize_validator",
-    "crop_default",
-    "crop_validator",
-    "delete_default",
-    "delete_validator",
-    "filter_default",
-    "filter_validator",
     "format_chunks",
     "format_context",
-    "judge_default",
     "lenient_parse",
     "normalize_queries",
     "note_lines",
+    "recording",
     "resolve_ids",
-    "rewrite_default",
-    "rewrite_validator",
-    "run_answer",
-    "run_contextualize",
-    "run_crop",
-    "run_delete",
-    "run_filter",
-    "run_judge",
-    "run_rewrite",
     "run_step",
-    "run_sufficiency",
     "split_id_text",
     "split_sentences",
-    "sufficiency_default",
-    "sufficiency_validator",
     "verbatim_spans",
 ]

@@ -6,22 +6,23 @@ Example:
     >>> from ragnet import Chunk
     >>> chunks = [Chunk(id="p#0", doc_id="p", title="Paris", text="Paris is the capital of France.", tokens=7)]
     >>> with dspy.context(lm=DummyLM([{"answer": "Paris", "evidence_ids": ["c1", "c4"]}])):
-    ...     out = run_answer(dspy.Predict(GenerateAnswer), "Capital of France?", chunks, trace=None)
+    ...     out = AnswerStep()(question="Capital of France?", context=chunks)
     >>> out.answer, out.evidence_ids, out.unknown_ids
     ('Paris', ['p#0'], ['c4'])
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import dspy
 
 from ragnet.signatures.formatting import format_context, resolve_ids
-from ragnet.signatures.step import StepOutputError, run_step
+from ragnet.signatures.step import Step, StepOutputError
 
-__all__ = ["GenerateAnswer", "answer_default", "answer_validator", "run_answer"]
+__all__ = ["AnswerStep", "GenerateAnswer", "answer_default", "answer_validator"]
 
 
 class GenerateAnswer(dspy.Signature):
@@ -71,25 +72,23 @@ def answer_validator(id_map: Mapping[str, str]) -> Callable[[dspy.Prediction], t
     return validate
 
 
-def run_answer(
-    predictor: Any,
-    question: str,
-    chunks: Sequence[Any] = (),
-    *,
-    notes: str = "",
-    trace: Any,
-    retries: int = 1,
-    default_answer: str = "",
-) -> dspy.Prediction:
-    """Run GenerateAnswer over notes + chunks; returns ``answer``, ``evidence_ids`` (real), ``fallback``."""
-    context, id_map = format_context(chunks, notes)
-    return run_step(
-        predictor,
-        step="answer",
-        trace=trace,
-        default=answer_default(default_answer),
-        validate=answer_validator(id_map),
-        retries=retries,
-        question=question,
-        context=context,
-    )
+class AnswerStep(Step):
+    """GenerateAnswer over notes + chunks; returns ``answer``, ``evidence_ids`` (real ids),
+    ``unknown_ids`` (cited ids that name no chunk) and ``fallback``.
+
+    ``context`` is the chunks the reader sees (formatted here with short ids), or text already
+    formatted with ``[c1]``-style ids (the answer step's compile cases), whose ids are kept as given.
+    """
+
+    name = "answer"
+    signature = GenerateAnswer
+    max_tokens = 256  # a short answer; a rambling small model would cost minutes on CPU
+
+    def forward(self, question: str, context: str | Sequence[Any] = (), notes: str = "",
+                default_answer: str = "") -> dspy.Prediction:
+        if isinstance(context, str):
+            text, id_map = context, {cid: cid for cid in re.findall(r"^\[(c\d+)\]", context, re.M)}
+        else:
+            text, id_map = format_context(context, notes)
+        return self.run(default=answer_default(default_answer), validate=answer_validator(id_map),
+                        question=question, context=text)

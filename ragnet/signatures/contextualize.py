@@ -12,8 +12,7 @@ Example:
     >>> from ragnet import Chunk
     >>> new = [Chunk(id="b#0", doc_id="b", title="X Corp", text="X Corp merged with Y in 1999.", tokens=9)]
     >>> with dspy.context(lm=DummyLM([{"new_notes": "- X Corp merged with Y in 1999"}])):
-    ...     out = run_contextualize(dspy.Predict(Contextualize), "When did X merge?", "- X Corp is a bank",
-    ...                             new, trace=None)
+    ...     out = ContextualizeStep()(question="When did X merge?", notes="- X Corp is a bank", new_chunks=new)
     >>> out.notes
     '- X Corp is a bank\\n- X Corp merged with Y in 1999'
 """
@@ -27,10 +26,9 @@ from typing import Any
 import dspy
 
 from ragnet.signatures.formatting import format_chunks
-from ragnet.signatures.step import run_step
+from ragnet.signatures.step import Step
 
-__all__ = ["Contextualize", "contextualize_default", "contextualize_validator", "merge_notes", "note_lines",
-           "run_contextualize"]
+__all__ = ["Contextualize", "ContextualizeStep", "contextualize_default", "contextualize_validator", "merge_notes", "note_lines"]
 
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s*")
 _NOTHING_NEW = {"", "none", "nothing", "nothing new", "no new facts", "n/a"}
@@ -116,31 +114,20 @@ def contextualize_validator(previous: str) -> Callable[[dspy.Prediction], tuple[
     return validate
 
 
-def run_contextualize(
-    predictor: Any,
-    question: str,
-    notes: str,
-    new_chunks: Sequence[Any],
-    *,
-    trace: Any,
-    retries: int = 1,
-) -> dspy.Prediction:
-    """Run Contextualize; returns ``notes`` (earlier lines first, then the new ones), ``added``,
-    ``repeated`` and ``fallback``.
+class ContextualizeStep(Step):
+    """Contextualize: fold new chunks into the notes; returns ``notes`` (earlier lines first, then
+    the new ones), ``added``, ``repeated`` and ``fallback`` (the default keeps the notes as they were).
 
     No LM call is made when there are no new chunks.
     """
-    text, id_map = format_chunks(new_chunks)
-    if not id_map:
-        return dspy.Prediction(**contextualize_default(notes), fallback=False)
-    return run_step(
-        predictor,
-        step="contextualize",
-        trace=trace,
-        default=contextualize_default(notes),
-        validate=contextualize_validator(notes),
-        retries=retries,
-        question=question,
-        notes=str(notes or ""),
-        new_chunks=text,
-    )
+
+    name = "contextualize"
+    signature = Contextualize
+    max_tokens = 384
+
+    def forward(self, question: str, notes: str, new_chunks: Sequence[Any]) -> dspy.Prediction:
+        text, id_map = format_chunks(new_chunks)
+        if not id_map:
+            return dspy.Prediction(**contextualize_default(notes), fallback=False)
+        return self.run(default=contextualize_default(notes), validate=contextualize_validator(notes),
+                        question=question, notes=str(notes or ""), new_chunks=text)

@@ -12,7 +12,7 @@ Example:
     >>> chunk = Chunk(id="a#0", doc_id="a", title="Paris", tokens=12,
     ...               text="Paris is the capital of France. It hosts many museums. Cats sleep.")
     >>> with dspy.context(lm=DummyLM([{"relevant_text": "Paris is the capital of France."}])):
-    ...     out = run_crop(dspy.Predict(CropChunk), "What is the capital of France?", chunk, trace=None)
+    ...     out = CropStep()(question="What is the capital of France?", title=chunk.title, chunk=chunk.text)
     >>> out.relevant_text, out.kept_full
     ('Paris is the capital of France.', False)
 """
@@ -25,9 +25,9 @@ from typing import Any
 
 import dspy
 
-from ragnet.signatures.step import run_step
+from ragnet.signatures.step import Step
 
-__all__ = ["CropChunk", "crop_default", "crop_validator", "run_crop", "split_sentences", "verbatim_spans"]
+__all__ = ["CropChunk", "CropStep", "crop_default", "crop_validator", "split_sentences", "verbatim_spans"]
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+|\n+|\s*(?:\.\.\.|…)\s*")
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
@@ -134,17 +134,15 @@ def crop_validator(source: str) -> Callable[[dspy.Prediction], tuple[dspy.Predic
     return validate
 
 
-def run_crop(predictor: Any, question: str, chunk: Any, *, trace: Any, retries: int = 1) -> dspy.Prediction:
-    """Run CropChunk on one ``ragnet.Chunk``; returns ``relevant_text``, ``kept_full``, ``fallback``."""
-    text = str(chunk.text)
-    return run_step(
-        predictor,
-        step="crop",
-        trace=trace,
-        default=crop_default(text),
-        validate=crop_validator(text),
-        retries=retries,
-        question=question,
-        title=str(chunk.title or ""),
-        chunk=text,
-    )
+class CropStep(Step):
+    """CropChunk on one chunk's text; returns ``relevant_text`` (verbatim source sentences),
+    ``kept_full`` and ``fallback`` (the full chunk is the default)."""
+
+    name = "crop"
+    signature = CropChunk
+    max_tokens = 384
+
+    def forward(self, question: str, title: str, chunk: str) -> dspy.Prediction:
+        text = str(chunk)
+        return self.run(default=crop_default(text), validate=crop_validator(text),
+                        question=question, title=str(title or ""), chunk=text)

@@ -10,7 +10,7 @@ Example:
     >>> from ragnet import Chunk
     >>> chunks = [Chunk(id=f"d#{i}", doc_id="d", title="D", text=f"text {i}", tokens=2) for i in range(3)]
     >>> with dspy.context(lm=DummyLM([{"delete_ids": ["c2", "c3"]}])):
-    ...     out = run_delete(dspy.Predict(SelectDeletions), "q?", chunks, trace=None)
+    ...     out = DeleteStep()(question="q?", chunks=chunks)
     >>> out.delete_ids, out.kept_ids
     (['d#1', 'd#2'], ['d#0'])
 """
@@ -23,9 +23,9 @@ from typing import Any
 import dspy
 
 from ragnet.signatures.formatting import format_chunks, resolve_ids
-from ragnet.signatures.step import run_step
+from ragnet.signatures.step import Step
 
-__all__ = ["SelectDeletions", "delete_default", "delete_validator", "run_delete"]
+__all__ = ["DeleteStep", "SelectDeletions", "delete_default", "delete_validator"]
 
 
 class SelectDeletions(dspy.Signature):
@@ -88,30 +88,23 @@ def delete_validator(
     return validate
 
 
-def run_delete(
-    predictor: Any,
-    question: str,
-    chunks: Sequence[Any],
-    *,
-    trace: Any,
-    protected: Collection[str] = (),
-    keep_at_least: int = 1,
-    retries: int = 1,
-) -> dspy.Prediction:
-    """Run SelectDeletions; returns ``delete_ids`` and ``kept_ids`` (real ids) and ``fallback``.
+class DeleteStep(Step):
+    """SelectDeletions over the working context; returns ``delete_ids`` and ``kept_ids`` (real
+    ids) and ``fallback`` (the default deletes nothing). ``protected`` ids are never deleted and
+    at least ``keep_at_least`` chunks stay.
 
     No LM call is made for an empty context.
     """
-    text, id_map = format_chunks(chunks)
-    if not id_map:
-        return dspy.Prediction(delete_ids=[], kept_ids=[], fallback=False)
-    return run_step(
-        predictor,
-        step="delete",
-        trace=trace,
-        default=delete_default(id_map),
-        validate=delete_validator(id_map, protected=protected, keep_at_least=keep_at_least),
-        retries=retries,
-        question=question,
-        chunks=text,
-    )
+
+    name = "delete"
+    signature = SelectDeletions
+    max_tokens = 128
+
+    def forward(self, question: str, chunks: Sequence[Any], protected: Collection[str] = (),
+                keep_at_least: int = 1) -> dspy.Prediction:
+        text, id_map = format_chunks(chunks)
+        if not id_map:
+            return dspy.Prediction(delete_ids=[], kept_ids=[], fallback=False)
+        return self.run(default=delete_default(id_map),
+                        validate=delete_validator(id_map, protected=protected, keep_at_least=keep_at_least),
+                        question=question, chunks=text)

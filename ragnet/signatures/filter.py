@@ -9,7 +9,7 @@ Example:
     >>> lm = DummyLM([{"decisions": [{"id": "c1", "keep": True, "reason": "answers it"},
     ...                              {"id": "c2", "keep": False, "reason": "off topic"}]}])
     >>> with dspy.context(lm=lm):
-    ...     out = run_filter(dspy.Predict(FilterChunks), "Where is Paris?", chunks, trace=None)
+    ...     out = FilterStep()(question="Where is Paris?", chunks=chunks)
     >>> out.kept, out.dropped
     (['a#0'], [{'id': 'b#0', 'reason': 'off topic'}])
 """
@@ -23,9 +23,9 @@ import dspy
 import pydantic
 
 from ragnet.signatures.formatting import format_chunks, resolve_ids
-from ragnet.signatures.step import run_step
+from ragnet.signatures.step import Step
 
-__all__ = ["ChunkDecision", "FilterChunks", "filter_default", "filter_validator", "run_filter"]
+__all__ = ["ChunkDecision", "FilterChunks", "FilterStep", "filter_default", "filter_validator"]
 
 _KEEP_WORDS = {"true", "yes", "keep", "kept", "relevant", "1"}
 _DROP_WORDS = {"false", "no", "drop", "dropped", "irrelevant", "0", "remove"}
@@ -127,28 +127,20 @@ def filter_validator(id_map: Mapping[str, str]) -> Callable[[dspy.Prediction], t
     return validate
 
 
-def run_filter(
-    predictor: Any,
-    question: str,
-    chunks: Sequence[Any],
-    *,
-    trace: Any,
-    retries: int = 1,
-) -> dspy.Prediction:
-    """Run FilterChunks over ``chunks``; returns ``kept`` (real ids), ``dropped``, ``decisions``, ``fallback``.
+class FilterStep(Step):
+    """FilterChunks over chunks; returns ``kept`` (real ids, prompt order), ``dropped``
+    (``[{id, reason}]``), ``decisions`` and ``fallback`` (the default keeps everything).
 
     No LM call is made for an empty chunk list.
     """
-    text, id_map = format_chunks(chunks)
-    if not id_map:
-        return dspy.Prediction(decisions=[], kept=[], dropped=[], fallback=False)
-    return run_step(
-        predictor,
-        step="filter",
-        trace=trace,
-        default=filter_default(id_map),
-        validate=filter_validator(id_map),
-        retries=retries,
-        question=question,
-        chunks=text,
-    )
+
+    name = "filter"
+    signature = FilterChunks
+    max_tokens = 768
+
+    def forward(self, question: str, chunks: Sequence[Any]) -> dspy.Prediction:
+        text, id_map = format_chunks(chunks)
+        if not id_map:
+            return dspy.Prediction(decisions=[], kept=[], dropped=[], fallback=False)
+        return self.run(default=filter_default(id_map), validate=filter_validator(id_map),
+                        question=question, chunks=text)

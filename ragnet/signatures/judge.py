@@ -4,8 +4,7 @@ Example:
     >>> import dspy
     >>> from dspy.utils import DummyLM
     >>> with dspy.context(lm=DummyLM([{"rationale": "same city", "match": True}])):
-    ...     out = run_judge(dspy.Predict(JudgeAnswer), "Capital of France?", ["Paris"], "paris, France",
-    ...                     trace=None)
+    ...     out = JudgeStep()(question="Capital of France?", gold_answers=["Paris"], prediction="paris, France")
     >>> out.match
     True
 """
@@ -17,9 +16,9 @@ from typing import Any
 
 import dspy
 
-from ragnet.signatures.step import run_step
+from ragnet.signatures.step import Step
 
-__all__ = ["JudgeAnswer", "judge_default", "run_judge"]
+__all__ = ["JudgeAnswer", "JudgeStep", "judge_default"]
 
 
 class JudgeAnswer(dspy.Signature):
@@ -44,28 +43,18 @@ def judge_default() -> dict[str, Any]:
     return {"rationale": "judge failed", "match": False}
 
 
-def run_judge(
-    predictor: Any,
-    question: str,
-    gold_answers: Sequence[str],
-    prediction: str,
-    *,
-    trace: Any = None,
-    retries: int = 1,
-) -> dspy.Prediction:
-    """Run JudgeAnswer; returns ``match`` (bool), ``rationale``, ``fallback``.
+class JudgeStep(Step):
+    """JudgeAnswer; returns ``match`` (bool), ``rationale`` and ``fallback`` (the default is no match).
 
     An empty prediction is judged False without an LM call.
     """
-    if not str(prediction or "").strip():
-        return dspy.Prediction(rationale="empty prediction", match=False, fallback=False)
-    return run_step(
-        predictor,
-        step="judge",
-        trace=trace,
-        default=judge_default(),
-        retries=retries,
-        question=question,
-        gold_answers=[str(g) for g in gold_answers],
-        prediction=str(prediction),
-    )
+
+    name = "judge"
+    signature = JudgeAnswer
+    max_tokens = 160
+
+    def forward(self, question: str, gold_answers: Sequence[str], prediction: str) -> dspy.Prediction:
+        if not str(prediction or "").strip():
+            return dspy.Prediction(rationale="empty prediction", match=False, fallback=False)
+        return self.run(default=judge_default(), question=question,
+                        gold_answers=[str(g) for g in gold_answers], prediction=str(prediction))

@@ -10,8 +10,7 @@ Example:
     >>> lm = DummyLM([{"queries": [{"query": "X merger year", "probability": 0.6},
     ...                            {"query": "When did X merge?", "probability": 0.4}]}])
     >>> with dspy.context(lm=lm):
-    ...     out = run_rewrite(dspy.Predict(RewriteQuery), "When did X merge?", "", ["When did X merge?"],
-    ...                       n=2, trace=None)
+    ...     out = RewriteStep()(question="When did X merge?", context="", previous_queries=["When did X merge?"], n=2)
     >>> out.best, [q.probability for q in out.queries]
     ('X merger year', [1.0])
 """
@@ -26,16 +25,16 @@ from typing import Any
 import dspy
 import pydantic
 
-from ragnet.signatures.step import StepOutputError, run_step
+from ragnet.signatures.step import Step, StepOutputError
 
 __all__ = [
     "RewriteQuery",
+    "RewriteStep",
     "SubQuery",
     "best_query",
     "normalize_queries",
     "rewrite_default",
     "rewrite_validator",
-    "run_rewrite",
 ]
 
 
@@ -162,27 +161,15 @@ def rewrite_validator(
     return validate
 
 
-def run_rewrite(
-    predictor: Any,
-    question: str,
-    context: str,
-    previous_queries: Sequence[str] = (),
-    *,
-    n: int = 5,
-    trace: Any,
-    retries: int = 1,
-) -> dspy.Prediction:
-    """Run RewriteQuery; returns ``queries`` (best first, probabilities sum to 1), ``best``, ``fallback``."""
-    previous = [str(q) for q in previous_queries]
-    return run_step(
-        predictor,
-        step="rewrite",
-        trace=trace,
-        default=rewrite_default(),
-        validate=rewrite_validator(previous, n),
-        retries=retries,
-        question=question,
-        context=context,
-        previous_queries=previous,
-        n=n,
-    )
+class RewriteStep(Step):
+    """RewriteQuery; returns ``queries`` (best first, probabilities summing to 1), ``best`` (the
+    most probable query not searched before, or "") and ``fallback``."""
+
+    name = "rewrite"
+    signature = RewriteQuery
+    max_tokens = 320
+
+    def forward(self, question: str, context: str, previous_queries: Sequence[str] = (), n: int = 5) -> dspy.Prediction:
+        previous = [str(q) for q in previous_queries]
+        return self.run(default=rewrite_default(), validate=rewrite_validator(previous, n),
+                        question=question, context=context, previous_queries=previous, n=n)

@@ -40,13 +40,15 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import copy
 import json
 import math
 import re
 import time
 import types
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Literal, Union, get_args, get_origin
 
 import dspy
@@ -58,7 +60,7 @@ from dspy.utils.exceptions import AdapterParseError
 from ragnet.errors import InputError
 from ragnet.signatures.formatting import split_id_text
 
-__all__ = ["AdapterParseError", "StepModule", "StepOutputError", "lenient_parse", "run_step"]
+__all__ = ["AdapterParseError", "Step", "StepOutputError", "active_trace", "lenient_parse", "recording", "run_step"]
 
 Validator = Callable[[dspy.Prediction], "tuple[dspy.Prediction, list[str]]"]
 
@@ -395,48 +397,93 @@ def _record_step(trace: Any, step: str, outcome: str, attempts: int, repaired: b
     )
 
 
-class StepModule(dspy.Module):
-    """A ``dspy.Module`` holding one predictor for a signature and running it through ``run_step``.
+# ----------------------------------------------------------------------------- step modules
 
-    Optimizers see the inner predictor (``named_predictors``), so a program built from
-    StepModules can be compiled like any DSPy program.
+# The trace of the program call that is running. ``RAGProgram.forward`` sets it, so a step
+# records its events without the trace being passed by hand; a context variable, because
+# ``dspy.Evaluate`` runs one program from several threads and each call has its own trace.
+_ACTIVE_TRACE: contextvars.ContextVar[Any] = contextvars.ContextVar("ragnet_active_trace", default=None)
+
+
+def active_trace() -> Any:
+    """The trace steps record into now (None outside a program call or :func:`recording`)."""
+    return _ACTIVE_TRACE.get()
+
+
+@contextlib.contextmanager
+def recording(trace: Any) -> Iterator[Any]:
+    """Make ``trace`` the one every step run inside the ``with`` block records into.
+
+    Example:
+        >>> from ragnet.programs.trace import Trace
+        >>> with recording(Trace()) as t:
+        ...     active_trace() is t
+        True
+        >>> active_trace() is None
+        True
+    """
+    token = _ACTIVE_TRACE.set(trace)
+    try:
+        yield trace
+    finally:
+        _ACTIVE_TRACE.reset(token)
+
+
+class Step(dspy.Module):
+    """One LM step as a ``dspy.Module``: a predictor, its validator, a safe default and retries.
+
+    Subclasses (``AnswerStep``, ``SufficiencyStep``, ...) set ``name``, ``signature`` and
+    ``max_tokens`` and implement ``forward`` with the step's inputs; ``forward`` formats them,
+    then calls :meth:`run`, which goes through :func:`run_step` and records into the running
+    program's trace (:func:`active_trace`). Optimizers see the one predictor, ``predict``, so a
+    step compiles alone or inside a program.
 
     Args:
-        signature: the step's ``dspy.Signature``.
-        step: step name for the trace.
-        chain_of_thought: use ``dspy.ChainOfThought`` instead of ``dspy.Predict``.
-        retries: default ``retries`` for ``run_step``.
+        signature: the signature of an ad hoc step (subclasses fix their own).
+        name: the step's name in traces and in ``program.steps()`` (subclasses fix their own).
+        retries: extra LM attempts after a failed one before the step falls back.
+        enabled: whether the program runs this step (a program's on/off switch for it; the
+            predictor exists either way, so compiled state loads into any configuration).
+        max_tokens: output-token cap (subclasses fix their own).
 
     Example:
         >>> import dspy
         >>> from dspy.utils import DummyLM
-        >>> judge = StepModule("question, prediction -> match: bool", step="judge")
+        >>> judge = Step("question, prediction -> match: bool", name="judge")
         >>> with dspy.context(lm=DummyLM([{"match": True}])):
-        ...     judge(trace=None, default={"match": False}, question="q", prediction="p").match
+        ...     judge.run(default={"match": False}, question="q", prediction="p").match
         True
     """
 
-    def __init__(self, signature: Any, *, step: str, chain_of_thought: bool = False, retries: int = 1) -> None:
-        super().__init__()
-        self.step = step
-        self.retries = retries
-        self.predict = dspy.ChainOfThought(signature) if chain_of_thought else dspy.Predict(signature)
+    name: str = ""
+    signature: Any = None
+    max_tokens: int | None = None
 
-    def forward(
+    def __init__(
         self,
+        signature: Any = None,
         *,
-        trace: Any = None,
-        default: Mapping[str, Any],
-        validate: Validator | None = None,
-        retries: int | None = None,
-        **inputs: Any,
-    ) -> dspy.Prediction:
-        return run_step(
-            self.predict,
-            step=self.step,
-            trace=trace,
-            default=default,
-            validate=validate,
-            retries=self.retries if retries is None else retries,
-            **inputs,
-        )
+        name: str | None = None,
+        retries: int = 1,
+        enabled: bool = True,
+        max_tokens: int | None = None,
+    ) -> None:
+        super().__init__()
+        signature = signature if signature is not None else type(self).signature
+        if signature is None:
+            raise InputError("a Step needs a signature", argument="signature")
+        if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
+            raise InputError(f"retries must be an integer >= 0, got {retries!r}", argument="retries")
+        self.name = name or type(self).name or "step"
+        self.retries = retries
+        self.enabled = bool(enabled)
+        cap = max_tokens if max_tokens is not None else type(self).max_tokens
+        self.predict = dspy.Predict(signature, max_tokens=cap) if cap else dspy.Predict(signature)
+
+    def run(self, *, default: Mapping[str, Any], validate: Validator | None = None, **inputs: Any) -> dspy.Prediction:
+        """Call the predictor through :func:`run_step` (retries, salvage, validation, fallback)."""
+        return run_step(self.predict, step=self.name, trace=active_trace(), default=default, validate=validate,
+                        retries=self.retries, **inputs)
+
+    def forward(self, **inputs: Any) -> dspy.Prediction:  # an ad hoc step: no validator, empty default
+        return self.run(default={name: "" for name in self.predict.signature.output_fields}, **inputs)

@@ -8,7 +8,7 @@ Example:
     >>> from dspy.utils import DummyLM
     >>> lm = DummyLM([{"verdict": "Refine", "confidence": 0.4, "missing": "the year of the merger"}])
     >>> with dspy.context(lm=lm):
-    ...     out = run_sufficiency(dspy.Predict(AssessSufficiency), "When did X merge?", "[c1] X: ...", trace=None)
+    ...     out = SufficiencyStep()(question="When did X merge?", context="[c1] X: ...")
     >>> out.verdict, out.confidence, out.missing
     ('Refine', 0.4, 'the year of the merger')
 """
@@ -21,9 +21,9 @@ from typing import Any, Literal
 
 import dspy
 
-from ragnet.signatures.step import run_step
+from ragnet.signatures.step import Step
 
-__all__ = ["AssessSufficiency", "Verdict", "check_missing", "run_sufficiency", "sufficiency_default",
+__all__ = ["AssessSufficiency", "Verdict", "SufficiencyStep", "check_missing", "sufficiency_default",
            "sufficiency_validator"]
 
 Verdict = Literal["Sufficient", "Refine"]
@@ -120,23 +120,16 @@ def sufficiency_validator(pred: dspy.Prediction, context: str = "") -> tuple[dsp
     return pred, problems
 
 
-def run_sufficiency(
-    predictor: Any,
-    question: str,
-    context: str,
-    *,
-    trace: Any,
-    retries: int = 1,
-    default_verdict: Verdict = "Refine",
-) -> dspy.Prediction:
-    """Run AssessSufficiency; returns ``verdict``, ``confidence`` (0..1), ``missing``, ``fallback``."""
-    return run_step(
-        predictor,
-        step="sufficiency",
-        trace=trace,
-        default=sufficiency_default(default_verdict),
-        validate=lambda pred: sufficiency_validator(pred, context),
-        retries=retries,
-        question=question,
-        context=context,
-    )
+class SufficiencyStep(Step):
+    """AssessSufficiency on a formatted context; returns ``verdict``, ``confidence`` (0..1),
+    ``missing`` (dropped when it would mislead the next rewrite) and ``fallback`` (the default
+    verdict is ``default_verdict``, "Refine": search again rather than stop blind)."""
+
+    name = "sufficiency"
+    signature = AssessSufficiency
+    max_tokens = 160
+
+    def forward(self, question: str, context: str, default_verdict: Verdict = "Refine") -> dspy.Prediction:
+        return self.run(default=sufficiency_default(default_verdict),
+                        validate=lambda pred: sufficiency_validator(pred, context),
+                        question=question, context=context)

@@ -351,7 +351,7 @@ def test_compiled_program_sufficiency_prompt_is_used(dataset, tmp_path, scripted
     from ragnet.programs import IterativeRAG, OneShotRAG
 
     prog = IterativeRAG(NoIndex())
-    prog.assess.signature = prog.assess.signature.with_instructions("COMPILED-MARKER: decide carefully.")
+    prog.sufficiency.predict.signature = prog.sufficiency.predict.signature.with_instructions("COMPILED-MARKER: decide carefully.")
     save_program(prog, tmp_path / "iter.json")
     engine = scripted()
     res = _invoke("--data", dataset, "-n", 1, "--pads", "600", "--no-controls", "--program", tmp_path / "iter.json")

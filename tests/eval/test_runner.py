@@ -259,7 +259,7 @@ def test_a_compiled_program_is_loaded_for_its_strategy(run, tmp_path, data, inde
     ev = load_eval_set("tiny", data_dir=data)
     index = cached_index(ev.documents, "tiny-pooled", root=index_root, embedder=embedder, show_progress=False)
     program = BasicRAG(index)
-    program.answer.signature = program.answer.signature.with_instructions("COMPILED INSTRUCTIONS")
+    program.answer.predict.signature = program.answer.predict.signature.with_instructions("COMPILED INSTRUCTIONS")
     saved = save_program(program, tmp_path / "basic.json")
     with pytest.raises(InputError, match="does not say which strategy"):
         parse_program_args([str(saved)], ["basic", "oneshot"])

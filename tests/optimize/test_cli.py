@@ -59,7 +59,7 @@ def test_optimize_sufficiency_step_saves_a_compiled_program_with_its_record(data
     assert f"saved {out} (IterativeRAG)" in result.stdout
 
     state = json.loads(out.read_text())
-    assert state["assess"]["demos"]  # the compiled step is in the saved program
+    assert state["sufficiency.predict"]["demos"]  # the compiled step is in the saved program
     header = state["metadata"]["ragnet"]
     assert header["program"] == "IterativeRAG" and header["spec"] == "iterative"
     run = header["optimization"]
@@ -122,7 +122,7 @@ def test_ask_loads_a_compiled_program_and_refuses_other_programs_and_changed_ste
     root, _ = dataset
     out = tmp_path / "suff.json"
     assert _optimize(root, out, "-n", "12").exit_code == 0
-    demos = json.loads(out.read_text())["assess"]["demos"]
+    demos = json.loads(out.read_text())["sufficiency.predict"]["demos"]
     assert demos
 
     def ask_prompts(*args):

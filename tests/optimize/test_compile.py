@@ -17,7 +17,7 @@ from ragnet.optimize.steps import SufficiencyStep, compile_step, install_step
 from ragnet.programs import BasicRAG, CombinedRAG, IterativeRAG, OneShotRAG, ReflectiveRAG
 from tests.optimize.conftest import FakeIndex, OptimizeLM, demo_dependent_sufficiency
 
-STOCK = SufficiencyStep().assess.signature.instructions
+STOCK = SufficiencyStep().predict.signature.instructions
 
 
 def _state(program, path):
@@ -35,10 +35,10 @@ def test_bootstrap_step_compile_changes_only_the_step_and_improves_it(records, s
     after_state = _state(result.program, tmp_path / "after.json")
 
     assert result.program is program and result.step == "sufficiency"
-    assert before_state["assess"]["demos"] == []
-    demos = after_state["assess"]["demos"]
+    assert before_state["sufficiency.predict"]["demos"] == []
+    demos = after_state["sufficiency.predict"]["demos"]
     assert 2 <= len(demos) <= 4 and all(d["verdict"] in ("Sufficient", "Refine") for d in demos)
-    for name in ("answer", "rewriter", "contextualizer", "deleter"):  # other steps untouched
+    for name in ("answer.predict", "rewrite.predict", "contextualize.predict", "delete.predict"):  # other steps untouched
         assert after_state[name] == before_state[name]
     # scored on the held-out questions only: no labelled demo comes from them
     val_questions = {cid.split(":")[0] for cid in result.val_ids}
@@ -55,7 +55,7 @@ def test_compile_does_not_modify_its_input_program(records, scripted):
     step = SufficiencyStep()
     with scripted(OptimizeLM(sufficiency=demo_dependent_sufficiency)):
         result = compile(step, sufficiency_cases(records), verdict_metric(), progress=False, log=lambda m: None)
-    assert step.assess.demos == [] and result.program.assess.demos
+    assert step.predict.demos == [] and result.program.predict.demos
 
 
 def test_mipro_compiles_a_step_with_proposed_instructions_and_demos(records, scripted):
@@ -64,7 +64,7 @@ def test_mipro_compiles_a_step_with_proposed_instructions_and_demos(records, scr
         result = compile_step(IterativeRAG(FakeIndex(records)), "sufficiency", sufficiency_cases(records),
                               optimizer="mipro", budget="light", val_fraction=0.4, progress=False, log=lambda m: None)
     assert lm.proposals > 0  # the prompt model was asked for instructions
-    compiled = result.program.assess
+    compiled = result.program.sufficiency.predict
     assert compiled.demos or compiled.signature.instructions != STOCK
     assert result.after == 1.0 and result.before == 0.5
     assert result.usage["lm_calls"] <= result.expected.total
@@ -74,7 +74,7 @@ def test_gepa_evolves_the_instruction_from_feedback(records, scripted):
     with scripted(OptimizeLM(sufficiency=demo_dependent_sufficiency)) as lm:
         result = compile_step(ReflectiveRAG(FakeIndex(records)), "sufficiency", sufficiency_cases(records),
                               optimizer="gepa", budget="light", val_fraction=0.4, progress=False, log=lambda m: None)
-    assert result.program.assess.signature.instructions.startswith("Scripted instruction")
+    assert result.program.sufficiency.predict.signature.instructions.startswith("Scripted instruction")
     reflections = [p for s, p in lm.calls if s == "other"]
     assert reflections and "Refine" in reflections[0]  # the metric's feedback reached the reflection LM
     assert (result.before, result.after) == (0.5, 1.0)
@@ -96,7 +96,7 @@ def test_program_level_compile_of_basic_rag_on_answer_f1(records, scripted):
         result = compile(BasicRAG(FakeIndex(records), k=2), examples, program_metric("f1"), val_fraction=0.3,
                          progress=False, log=lambda m: None)
     assert 0 < result.before < 1.0 and result.after == 1.0
-    assert result.program.answer.demos and all("context" in d for d in result.program.answer.demos[:2])
+    assert result.program.answer.predict.demos and all("context" in d for d in result.program.answer.predict.demos[:2])
     assert result.expected.evaluation == 2 * len(result.val_ids)
 
 
@@ -124,7 +124,7 @@ def test_lm_calls_per_example_follows_the_switches(records):
     index = FakeIndex(records)
     assert lm_calls_per_example(BasicRAG(index)) == 1
     assert lm_calls_per_example(OneShotRAG(index)) == 1
-    assert lm_calls_per_example(OneShotRAG(index, crop=True, max_crops=5, llm_filter=True)) == 7
+    assert lm_calls_per_example(OneShotRAG(index, crop=True, max_crops=5, filter=True)) == 7
     assert lm_calls_per_example(IterativeRAG(index, max_turns=2)) == 2 * 4 + 1
     assert lm_calls_per_example(CombinedRAG(index, max_turns=3)) == 3 * 3 + 1
     assert lm_calls_per_example(ReflectiveRAG(index, max_reflections=2)) == 3 + 2 + 1

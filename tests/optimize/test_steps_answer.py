@@ -35,7 +35,7 @@ def test_compiled_answer_step_lands_in_any_program(scripted):
     with scripted(OptimizeLM(answer=_gold_reader)):
         result = compile_step(program, "answer", train, valset=val, optimizer="bootstrap", progress=False,
                               log=lambda m: None)
-    demos = program.answer.demos
+    demos = program.answer.predict.demos
     assert demos and all(d.get("answer") for d in demos)
     bootstrapped = [d for d in demos if d.get("augmented")]
     assert bootstrapped and all(re.fullmatch(r"answer \d+", d["answer"]) for d in bootstrapped)  # only F1 >= 0.8
@@ -44,4 +44,4 @@ def test_compiled_answer_step_lands_in_any_program(scripted):
     from ragnet.optimize.steps import install_step
 
     install_step(basic, "answer", result.step_program)
-    assert basic.answer.demos == demos
+    assert basic.answer.predict.demos == demos

@@ -43,7 +43,7 @@ def _run(program, question, scripted):
 def test_round_trip_reproduces_identical_predictions_and_prompts(compiled, records, scripted):
     program, path = compiled
     loaded = load_program(IterativeRAG(FakeIndex(records), max_turns=2), path)
-    assert loaded.assess.demos == json.loads(path.read_text())["assess"]["demos"]
+    assert loaded.sufficiency.predict.demos == json.loads(path.read_text())["sufficiency.predict"]["demos"]
     question = records[3].question
     original = _run(program, question, scripted)
     again = _run(loaded, question, scripted)
@@ -60,7 +60,7 @@ def test_saved_file_is_plain_json_with_a_ragnet_header(compiled, tmp_path):
     header = read_header(path)
     assert header == state["metadata"]["ragnet"]
     assert header["program"] == "IterativeRAG" and header["version"] == ragnet.__version__
-    assert header["signatures"]["assess"] == "question, context -> verdict, confidence, missing"
+    assert header["signatures"]["sufficiency"] == "question, context -> verdict, confidence, missing"
     assert header["optimization"] == {"optimizer": "bootstrap"}
     assert "dependency_versions" in state["metadata"]  # DSPy's own save format
     assert [p.name for p in tmp_path.iterdir()] == ["compiled.json"]  # no temp files left behind
@@ -85,18 +85,18 @@ def test_other_ragnet_version_with_the_same_steps_loads(compiled, records):
     state["metadata"]["ragnet"]["version"] = "0.0.1"
     path.write_text(json.dumps(state))
     loaded = load_program(IterativeRAG(FakeIndex(records)), path)
-    assert loaded.assess.demos == state["assess"]["demos"]
+    assert loaded.sufficiency.predict.demos == state["sufficiency.predict"]["demos"]
 
 
 def test_changed_step_signature_is_refused_by_name(compiled, records):
     _, path = compiled
     state = json.loads(path.read_text())
     state["metadata"]["ragnet"]["version"] = "0.0.1"
-    state["metadata"]["ragnet"]["signatures"]["contextualizer"] = "question, notes, new_chunks -> updated_notes"
+    state["metadata"]["ragnet"]["signatures"]["contextualize"] = "question, notes, new_chunks -> updated_notes"
     path.write_text(json.dumps(state))
     message = _load_error(path, IterativeRAG(FakeIndex(records)))
     assert "compiled by ragnet 0.0.1" in message and "recompile" in message
-    assert "contextualizer ('question, notes, new_chunks -> updated_notes' saved, " \
+    assert "contextualize ('question, notes, new_chunks -> updated_notes' saved, " \
            "'question, notes, new_chunks -> new_notes' now)" in message
 
 
@@ -136,10 +136,10 @@ def test_binary_file_is_refused(tmp_path, records):
 def test_missing_steps_are_refused(compiled, records):
     _, path = compiled
     state = json.loads(path.read_text())
-    del state["assess"]
+    del state["sufficiency.predict"]
     path.write_text(json.dumps(state))
     message = _load_error(path, IterativeRAG(FakeIndex(records)))
-    assert "does not match IterativeRAG's steps" in message and "assess" in message
+    assert "does not match IterativeRAG's steps" in message and "sufficiency" in message
 
 
 def test_missing_file_and_wrong_suffix(tmp_path, records, compiled):
@@ -164,4 +164,39 @@ def test_a_whole_program_pickle_is_refused_and_json_state_still_saves(tmp_path):
     assert not (tmp_path / "whole").exists()
     program.save(str(tmp_path / "state.json"))
     state = json.loads((tmp_path / "state.json").read_text())
-    assert {"answer", "filter", "cropper"} <= set(state)  # every predictor's prompts and demos
+    assert {"answer.predict", "filter.predict", "crop.predict"} <= set(state)  # every predictor's prompts and demos
+
+
+def test_a_format_2_file_loads_into_todays_steps(compiled, records, tmp_path):
+    """Files saved before steps were modules held each predictor on the program, some under older
+    names (``assess``, ``rewriter``, ``contextualizer``, ``deleter``): they load, renamed."""
+    program, path = compiled
+    state = json.loads(path.read_text())
+    legacy = {"sufficiency": "assess", "rewrite": "rewriter", "contextualize": "contextualizer", "delete": "deleter"}
+    old = {legacy.get(k.removesuffix(".predict"), k.removesuffix(".predict")): v for k, v in state.items()
+           if k != "metadata"}
+    header = state["metadata"]["ragnet"]
+    header["format"] = 2
+    header["signatures"] = {legacy.get(k, k): v for k, v in header["signatures"].items()}
+    old["metadata"] = state["metadata"]
+    old_path = tmp_path / "format2.json"
+    old_path.write_text(json.dumps(old))
+
+    loaded = load_program(IterativeRAG(FakeIndex(records)), old_path)
+    saved_demos = state["sufficiency.predict"]["demos"]
+    assert saved_demos and loaded.sufficiency.predict.demos == saved_demos
+    direct = IterativeRAG(FakeIndex(records))
+    direct.load(str(old_path))  # DSPy's own load reads it too
+    assert direct.sufficiency.predict.demos == saved_demos
+
+
+def test_the_committed_format_2_showcase_still_loads():
+    """docs/results/optimize-sufficiency/iterative-sufficiency.json was saved in format 2."""
+    from pathlib import Path
+
+    from ragnet.eval.indexes import NoIndex
+
+    path = Path(__file__).resolve().parents[2] / "docs/results/optimize-sufficiency/iterative-sufficiency.json"
+    assert read_header(path)["format"] == 2
+    loaded = load_program(IterativeRAG(NoIndex()), path)
+    assert loaded.sufficiency.predict.demos == json.loads(path.read_text())["assess"]["demos"]

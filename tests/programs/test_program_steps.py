@@ -10,6 +10,7 @@ from ragnet.errors import InputError
 from ragnet.eval.indexes import NoIndex
 from ragnet.optimize.compile import lm_calls_per_example
 from ragnet.programs import BasicRAG, CombinedRAG, IterativeRAG, OneShotRAG, ReflectiveRAG
+from ragnet.signatures import Step
 
 
 @pytest.mark.parametrize("cls, steps", [
@@ -22,26 +23,46 @@ from ragnet.programs import BasicRAG, CombinedRAG, IterativeRAG, OneShotRAG, Ref
 def test_steps_name_every_predictor_the_program_runs(cls, steps):
     program = cls(NoIndex())
     assert set(program.steps()) == steps
-    assert all(isinstance(p, dspy.Predict) for p in program.steps().values())
-    assert {id(p) for p in program.steps().values()} <= {id(p) for p in program.predictors()}
+    for name, step in program.steps().items():
+        # one word: the step's name, the attribute that holds it and its trace name agree
+        assert isinstance(step, Step) and getattr(program, name) is step and step.name == name
+    assert {id(s.predict) for s in program.steps().values()} == {id(p) for p in program.predictors()}
+    assert {name for name, _ in program.named_predictors()} == {f"{s}.predict" for s in steps}
 
 
-def test_set_step_replaces_the_predictor_the_program_calls():
-    program = IterativeRAG(NoIndex())
+def test_set_step_installs_the_compiled_predictor_and_keeps_the_switch():
+    program = IterativeRAG(NoIndex(), sufficiency=False, retries=2)
     compiled = program.steps()["sufficiency"].deepcopy()
-    compiled.demos = [dspy.Example(question="q", context="c", verdict="Sufficient")]
+    compiled.predict.demos = [dspy.Example(question="q", context="c", verdict="Sufficient")]
     program.set_step("sufficiency", compiled)
-    assert program.steps()["sufficiency"] is compiled and program.assess is compiled
+    step = program.sufficiency
+    assert step.predict.demos == compiled.predict.demos and step.predict is not compiled.predict
+    assert step.enabled is False and step.retries == 2
     with pytest.raises(InputError, match="has no crop step"):
         program.set_step("crop", compiled)
+
+
+def test_the_former_llm_filter_flag_still_works_and_warns():
+    with pytest.warns(DeprecationWarning, match="filter="):
+        program = OneShotRAG(NoIndex(), llm_filter=True)
+    assert program.filter.enabled is True and OneShotRAG(NoIndex()).filter.enabled is False
 
 
 def test_max_lm_calls_follows_the_switches():
     assert BasicRAG(NoIndex()).max_lm_calls() == 1
     assert OneShotRAG(NoIndex()).max_lm_calls() == 1
-    assert OneShotRAG(NoIndex(), llm_filter=True, crop=True, max_crops=4).max_lm_calls() == 6
+    assert OneShotRAG(NoIndex(), filter=True, crop=True, max_crops=4).max_lm_calls() == 6
     assert IterativeRAG(NoIndex(), max_turns=3).max_lm_calls() == 3 * 4 + 1
     assert IterativeRAG(NoIndex(), max_turns=3, delete=False).max_lm_calls() == 3 * 3 + 1
     assert CombinedRAG(NoIndex(), max_turns=2).max_lm_calls() == 2 * 3 + 1
     assert ReflectiveRAG(NoIndex(), max_reflections=2).max_lm_calls() == 3 + 2 + 1
     assert lm_calls_per_example(CombinedRAG(NoIndex(), max_turns=2)) == 7
+
+
+def test_retries_reach_every_step_and_are_checked():
+    program = IterativeRAG(NoIndex(), retries=2)
+    assert {s.retries for s in program.steps().values()} == {2}
+    program.retries = 0
+    assert {s.retries for s in program.steps().values()} == {0}
+    with pytest.raises(InputError, match="retries"):
+        program.retries = -1

@@ -11,6 +11,7 @@ from dspy.utils import DummyLM
 
 from ragnet import Chunk
 from ragnet.programs.trace import Trace
+from ragnet.signatures import recording
 
 
 @pytest.fixture
@@ -24,8 +25,10 @@ def chunks() -> list[Chunk]:
 
 
 @pytest.fixture
-def trace() -> Trace:
-    return Trace()
+def trace():
+    """A Trace the steps run in the test record into (as in a program call)."""
+    with recording(Trace()) as t:
+        yield t
 
 
 @pytest.fixture

@@ -92,10 +92,10 @@ def test_judge_parses_bool(scripted):
 
 
 def test_prompt_shows_short_ids_and_instructions(scripted, chunks):
-    from ragnet.signatures import run_filter
+    from ragnet.signatures import FilterStep
 
     with scripted([{"decisions": [{"id": "c1", "keep": True}]}]) as lm:
-        run_filter(dspy.Predict(FilterChunks), "Where is Paris?", chunks, trace=None)
+        FilterStep()(question="Where is Paris?", chunks=chunks)
     messages = lm.history[-1]["messages"]
     assert "Decide which retrieved chunks to keep" in messages[0]["content"]
     assert "[c1] Paris: Paris is the capital" in messages[-1]["content"]

@@ -10,9 +10,11 @@ from ragnet.signatures import (
     AssessSufficiency,
     GenerateAnswer,
     JudgeAnswer,
-    StepModule,
+    Step,
+    SufficiencyStep,
     StepOutputError,
     lenient_parse,
+    recording,
     run_step,
 )
 
@@ -191,17 +193,60 @@ def test_negative_retries_is_an_input_error(trace):
         run_step(lambda **_: None, step="x", trace=trace, default={}, retries=-1)
 
 
-def test_step_module_exposes_its_predictor(scripted, trace):
-    module = StepModule(AssessSufficiency, step="sufficiency")
+def test_step_module_exposes_its_predictor_and_records_into_the_running_trace(scripted, trace):
+    module = Step(AssessSufficiency, name="sufficiency")
     assert [name for name, _ in module.named_predictors()] == ["predict"]
     with scripted([GOOD]):
-        pred = module(trace=trace, default=DEFAULT, question="q", context="c")
+        pred = module.run(default=DEFAULT, question="q", context="c")  # no trace passed: the fixture's is active
     assert pred.verdict == "Sufficient"
     assert trace.of("lm_step")[0]["name"] == "sufficiency"
 
 
+def test_a_step_outside_any_program_records_nothing_and_still_falls_back(scripted):
+    with scripted([MALFORMED] * 2):
+        pred = SufficiencyStep(retries=1)(question="q", context="c")
+    assert pred.fallback is True and pred.verdict == "Refine"
+
+
+def test_each_thread_records_into_its_own_trace():
+    """dspy.Evaluate calls one program from several threads; each call's steps must land in that
+    call's trace, not a neighbour's."""
+    import threading
+
+    from dspy.utils import DummyLM
+
+    from ragnet.programs.trace import Trace
+
+    step = SufficiencyStep(retries=0)
+    traces: dict[int, Trace] = {}
+    barrier = threading.Barrier(4)
+
+    def work(i: int) -> None:
+        with dspy.context(lm=DummyLM([GOOD]), adapter=dspy.ChatAdapter(use_json_adapter_fallback=False)):
+            with recording(Trace()) as t:
+                barrier.wait()  # all four traces are active at once
+                for _ in range(i + 1):
+                    step(question=f"q{i}", context="c")
+                traces[i] = t
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert [len(traces[i].of("lm_step")) for i in range(4)] == [1, 2, 3, 4]
+
+
+def test_step_arguments_are_checked():
+    with pytest.raises(InputError, match="retries"):
+        SufficiencyStep(retries=-1)
+    with pytest.raises(InputError, match="signature"):
+        Step()
+    assert SufficiencyStep(enabled=False).enabled is False and SufficiencyStep().predict.config["max_tokens"] == 160
+
+
 def test_chain_of_thought_salvage_and_retry_config(scripted, trace):
-    from ragnet.signatures import answer_validator
+    from ragnet.signatures.answer import answer_validator
 
     answers = [
         {"reasoning": "r", "wrong": "x"},

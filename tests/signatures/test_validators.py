@@ -1,4 +1,4 @@
-"""Validators and run_* helpers: unknown ids, verbatim crops, kept notes, never deleting everything."""
+"""Validators and step modules: unknown ids, verbatim crops, kept notes, never deleting everything."""
 
 from __future__ import annotations
 
@@ -6,34 +6,26 @@ import dspy
 import pytest
 
 from ragnet.signatures import (
-    AssessSufficiency,
-    Contextualize,
-    CropChunk,
-    FilterChunks,
-    GenerateAnswer,
-    JudgeAnswer,
-    RewriteQuery,
-    SelectDeletions,
+    AnswerStep,
+    ContextualizeStep,
+    CropStep,
+    DeleteStep,
+    FilterStep,
+    JudgeStep,
+    RewriteStep,
     StepOutputError,
     SubQuery,
-    answer_validator,
+    SufficiencyStep,
     best_query,
-    contextualize_validator,
-    crop_validator,
-    delete_validator,
-    filter_validator,
     normalize_queries,
-    run_answer,
-    run_contextualize,
-    run_crop,
-    run_delete,
-    run_filter,
-    run_judge,
-    run_rewrite,
-    run_sufficiency,
-    sufficiency_validator,
     verbatim_spans,
 )
+from ragnet.signatures.answer import answer_validator
+from ragnet.signatures.contextualize import contextualize_validator
+from ragnet.signatures.crop import crop_validator
+from ragnet.signatures.delete import delete_validator
+from ragnet.signatures.filter import filter_validator
+from ragnet.signatures.sufficiency import sufficiency_validator
 from ragnet.signatures.filter import ChunkDecision
 
 ID_MAP = {"c1": "paris#0", "c2": "lyon#0", "c3": "cats#3"}
@@ -57,7 +49,7 @@ def test_answer_validator_rejects_empty_answer():
 
 def test_run_answer_records_unknown_ids(scripted, trace, chunks):
     with scripted([{"answer": "Paris", "evidence_ids": ["c1", "c9"]}]):
-        out = run_answer(dspy.Predict(GenerateAnswer), "Capital of France?", chunks, notes="- fact", trace=trace)
+        out = AnswerStep()(question="Capital of France?", context=chunks, notes="- fact")
     assert out.evidence_ids == ["paris#0"] and out.fallback is False
     (error,) = trace.errors()
     assert error["action"] == "repaired" and "c9" in error["error"]
@@ -65,7 +57,7 @@ def test_run_answer_records_unknown_ids(scripted, trace, chunks):
 
 def test_run_answer_empty_answer_retries_then_falls_back(scripted, trace, chunks):
     with scripted([{"answer": "", "evidence_ids": []}, {"answer": "", "evidence_ids": []}]):
-        out = run_answer(dspy.Predict(GenerateAnswer), "q", chunks, trace=trace, default_answer="unknown")
+        out = AnswerStep()(question="q", context=chunks, default_answer="unknown")
     assert (out.answer, out.evidence_ids, out.fallback) == ("unknown", [], True)
     assert [e["action"] for e in trace.errors()] == ["retried", "fallback"]
 
@@ -92,7 +84,7 @@ def test_run_filter_end_to_end(scripted, trace, chunks):
         {"id": "c3", "keep": False, "reason": "cats"},
     ]}
     with scripted([answer]):
-        out = run_filter(dspy.Predict(FilterChunks), "What is the capital of France?", chunks, trace=trace)
+        out = FilterStep()(question="What is the capital of France?", chunks=chunks)
     assert out.kept == ["paris#0"]
     assert [d["id"] for d in out.dropped] == ["lyon#0", "cats#3"]
     assert trace.errors() == []
@@ -100,17 +92,17 @@ def test_run_filter_end_to_end(scripted, trace, chunks):
 
 def test_run_filter_fallback_keeps_everything(scripted, trace, chunks):
     with scripted([{"decisions": "not a list"}, {"decisions": "still not"}]):
-        out = run_filter(dspy.Predict(FilterChunks), "q", chunks, trace=trace)
+        out = FilterStep()(question="q", chunks=chunks)
     assert out.fallback is True
     assert out.kept == [c.id for c in chunks] and out.dropped == []
 
 
 def test_empty_inputs_make_no_lm_call(scripted, trace):
     with scripted([]) as lm:
-        assert run_filter(dspy.Predict(FilterChunks), "q", [], trace=trace).kept == []
-        assert run_delete(dspy.Predict(SelectDeletions), "q", [], trace=trace).delete_ids == []
-        assert run_contextualize(dspy.Predict(Contextualize), "q", "- a", [], trace=trace).notes == "- a"
-        assert run_judge(dspy.Predict(JudgeAnswer), "q", ["Paris"], "  ", trace=trace).match is False
+        assert FilterStep()(question="q", chunks=[]).kept == []
+        assert DeleteStep()(question="q", chunks=[]).delete_ids == []
+        assert ContextualizeStep()(question="q", notes="- a", new_chunks=[]).notes == "- a"
+        assert JudgeStep()(question="q", gold_answers=["Paris"], prediction="  ").match is False
     assert lm.history == []
 
 
@@ -140,7 +132,7 @@ def test_crop_rejects_tiny_fragments():
 
 def test_run_crop_records_rejection(scripted, trace, chunks):
     with scripted([{"relevant_text": "Paris, a city of museums, is the French capital."}]):
-        out = run_crop(dspy.Predict(CropChunk), "Capital of France?", chunks[0], trace=trace)
+        out = CropStep()(question="Capital of France?", title=chunks[0].title, chunk=chunks[0].text)
     assert out.relevant_text == chunks[0].text and out.kept_full is True and out.fallback is False
     assert {e["action"] for e in trace.errors()} == {"repaired"}
     assert any("kept the full chunk" in e["error"] for e in trace.errors())
@@ -148,7 +140,7 @@ def test_run_crop_records_rejection(scripted, trace, chunks):
 
 def test_run_crop_valid(scripted, trace, chunks):
     with scripted([{"relevant_text": "Paris is the capital of France."}]) as lm:
-        out = run_crop(dspy.Predict(CropChunk), "Capital of France?", chunks[0], trace=trace)
+        out = CropStep()(question="Capital of France?", title=chunks[0].title, chunk=chunks[0].text)
     assert out.relevant_text == "Paris is the capital of France." and out.kept_full is False
     assert "[[ ## title ## ]]\nParis" in lm.history[-1]["messages"][-1]["content"]
 
@@ -178,8 +170,7 @@ def test_contextualize_skips_restated_notes_and_none():
 
 def test_run_contextualize_keeps_earlier_notes(scripted, trace, chunks):
     with scripted([{"new_notes": "- Lyon is in France"}]) as lm:
-        out = run_contextualize(dspy.Predict(Contextualize), "q", "- Paris is the capital of France",
-                                chunks[1:2], trace=trace)
+        out = ContextualizeStep()(question="q", notes="- Paris is the capital of France", new_chunks=chunks[1:2])
     assert out.notes == "- Paris is the capital of France\n- Lyon is in France"
     assert trace.errors() == [] and out.fallback is False
     # The model is shown the earlier notes (so it can avoid repeating them) but never asked to copy them.
@@ -188,8 +179,8 @@ def test_run_contextualize_keeps_earlier_notes(scripted, trace, chunks):
 
 def test_run_contextualize_failure_keeps_notes_unchanged(scripted, trace, chunks):
     with scripted([{"wrong_field": "x"}] * 4):
-        out = run_contextualize(dspy.Predict(Contextualize), "q", "- Paris is the capital of France",
-                                chunks[1:2], trace=trace, retries=1)
+        out = ContextualizeStep(retries=1)(question="q", notes="- Paris is the capital of France",
+                                            new_chunks=chunks[1:2])
     assert out.notes == "- Paris is the capital of France" and out.fallback is True
     assert trace.errors()[-1]["action"] == "fallback"
 
@@ -221,7 +212,7 @@ def test_delete_drops_unknown_and_protected_ids():
 
 def test_run_delete_end_to_end(scripted, trace, chunks):
     with scripted([{"delete_ids": ["c1", "c2", "c3"]}]):
-        out = run_delete(dspy.Predict(SelectDeletions), "q", chunks, trace=trace, keep_at_least=2)
+        out = DeleteStep()(question="q", chunks=chunks, keep_at_least=2)
     assert out.kept_ids == ["paris#0", "lyon#0", "cats#3"] and out.delete_ids == []
     assert trace.errors()[0]["action"] == "repaired"
 
@@ -255,7 +246,7 @@ def test_run_rewrite_picks_most_probable_new_query(scripted, trace):
     answer = {"queries": [{"query": "Who founded X?", "probability": 0.7}, {"query": "X founder", "probability": 0.2},
                           {"query": "X founding year", "probability": 0.1}]}
     with scripted([answer]) as lm:
-        out = run_rewrite(dspy.Predict(RewriteQuery), "Who founded X?", "ctx", ["Who founded X?"], n=3, trace=trace)
+        out = RewriteStep()(question="Who founded X?", context="ctx", previous_queries=["Who founded X?"], n=3)
     assert out.best == "X founder"
     assert [q.query for q in out.queries] == ["X founder", "X founding year"]
     assert "[[ ## n ## ]]\n3" in lm.history[-1]["messages"][-1]["content"]
@@ -265,7 +256,7 @@ def test_run_rewrite_picks_most_probable_new_query(scripted, trace):
 def test_run_rewrite_only_repeats_retries_then_falls_back(scripted, trace):
     repeat = {"queries": [{"query": "q1", "probability": 1.0}]}
     with scripted([repeat, repeat]):
-        out = run_rewrite(dspy.Predict(RewriteQuery), "q", "c", ["q1"], n=1, trace=trace)
+        out = RewriteStep()(question="q", context="c", previous_queries=["q1"], n=1)
     assert out.fallback is True and out.best is None and out.queries == []
     assert [e["action"] for e in trace.errors()] == ["retried", "fallback"]
 
@@ -283,14 +274,13 @@ def test_sufficiency_confidence_is_clamped(raw, expected):
 
 def test_run_sufficiency_fallback_verdict(scripted, trace):
     with scripted([{"nope": 1}, {"nope": 1}]):
-        out = run_sufficiency(dspy.Predict(AssessSufficiency), "q", "c", trace=trace, default_verdict="Sufficient")
+        out = SufficiencyStep()(question="q", context="c", default_verdict="Sufficient")
     assert (out.verdict, out.fallback) == ("Sufficient", True)
 
 
 def test_run_judge(scripted, trace):
     with scripted([{"rationale": "same city", "match": True}]) as lm:
-        out = run_judge(dspy.Predict(JudgeAnswer), "Capital of France?", ["Paris", "City of Paris"], "paris",
-                        trace=trace)
+        out = JudgeStep()(question="Capital of France?", gold_answers=["Paris", "City of Paris"], prediction="paris")
     assert out.match is True and out.fallback is False
     assert '"City of Paris"' in lm.history[-1]["messages"][-1]["content"]
 
@@ -299,7 +289,8 @@ def test_missing_that_copies_the_instructions_or_the_context_is_dropped_and_reco
     import dspy
 
     from ragnet.programs.trace import Trace
-    from ragnet.signatures.sufficiency import AssessSufficiency, run_sufficiency
+    from ragnet.signatures.step import recording
+    from ragnet.signatures.sufficiency import SufficiencyStep
 
     context = "[c1] Ed Wood: Ed Wood was an American filmmaker, actor and writer born in New York in 1924."
     cases = [
@@ -309,10 +300,9 @@ def test_missing_that_copies_the_instructions_or_the_context_is_dropped_and_reco
         ("the nationality of Scott Derrickson", "the nationality of Scott Derrickson"),
     ]
     for said, kept in cases:
-        trace = Trace()
         lm = dspy.utils.DummyLM([{"verdict": "Refine", "confidence": 0.5, "missing": said}])
-        with dspy.context(lm=lm, adapter=dspy.ChatAdapter()):
-            out = run_sufficiency(dspy.Predict(AssessSufficiency), "Were they both American?", context, trace=trace)
+        with dspy.context(lm=lm, adapter=dspy.ChatAdapter()), recording(Trace()) as trace:
+            out = SufficiencyStep()(question="Were they both American?", context=context)
         assert out.missing == kept and out.verdict == "Refine"
         repairs = [e for e in trace.errors() if e["action"] == "repaired"]
         assert bool(repairs) == (kept == "") and all("dropped 'missing'" in e["error"] for e in repairs)

@@ -4,7 +4,7 @@ Same questions, split and cases as the showcase command in docs/results/README.m
 (-n 68, --val-fraction 0.62, --paragraphs 3, --max-words 150, seed 0); the first N validation
 cases (balanced, alternating Sufficient / Refine). Variants:
 
-* base: AssessSufficiency as ragnet runs it (run_sufficiency, JSON prompt for the local model);
+* base: AssessSufficiency as ragnet runs it (SufficiencyStep, JSON prompt for the local model);
 * demos: plus four hand-labelled training cases as demos (Sufficient, Refine, Sufficient,
   Refine; a Refine demo names the withheld paragraph as what is missing);
 * cot: dspy.ChainOfThought(AssessSufficiency);
@@ -19,7 +19,7 @@ import ragnet
 from ragnet.eval.datasets import load_questions, resolve_dataset
 from ragnet.optimize.run import _select_questions
 from ragnet.optimize.cases import sufficiency_cases
-from ragnet.signatures import AssessSufficiency, run_sufficiency
+from ragnet.signatures import AssessSufficiency, SufficiencyStep
 
 variant, N = sys.argv[1], int(sys.argv[2])
 records = load_questions(resolve_dataset("hotpotqa_dev_distractor", None), split="dev")
@@ -29,6 +29,8 @@ val = sufficiency_cases(val_r, paragraphs=3, max_words=150, seed=0)[:N]
 ragnet.configure(lm="local")
 pred_cls = dspy.ChainOfThought if variant.startswith("cot") else dspy.Predict
 p = pred_cls(AssessSufficiency)
+step = SufficiencyStep()
+step.predict = p  # the step as programs run it, with this variant's predictor
 if "demos" in variant:
     S = [c for c in train if c.verdict == "Sufficient"][:2]
     R = [c for c in train if c.verdict == "Refine"][:2]
@@ -46,7 +48,7 @@ if "demos" in variant:
 right = {"Sufficient": [0, 0], "Refine": [0, 0]}
 t = time.time()
 for i, c in enumerate(val):
-    out = run_sufficiency(p, c.question, c.context, trace=None)
+    out = step(question=c.question, context=c.context)
     right[c.verdict][0] += out.verdict == c.verdict
     right[c.verdict][1] += 1
     print(i, c.verdict, out.verdict, round(out.confidence, 2), repr(out.missing[:60]), flush=True)

@@ -1,0 +1,171 @@
+"""The pieces of an agent's search turns, shared by IterativeRAG, CombinedRAG and ReflectiveRAG.
+
+* :func:`rewrite_query`: RewriteQuery on what the agent has seen plus what is still missing;
+  the most probable unseen query, recorded as a ``rewrite`` event.
+* :func:`assess`: AssessSufficiency on a view of the evidence, recorded as a ``sufficiency``
+  event (and a ``stop`` on "Sufficient").
+* :class:`AgentRAG`: the turn loop of IterativeRAG and CombinedRAG. Each turn: next query →
+  ``chunk_search`` cast (with the turn-1 fallback search and de-duplication) → gather → notes →
+  prune → sufficiency. The two programs differ only in four hooks: what the rewrite is shown,
+  how a cast is gathered, whether the context is pruned, and what the sufficiency step sees.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import dspy
+
+from ragnet.corpus.types import Chunk
+from ragnet.programs.base import RAGProgram, check_positive_int
+from ragnet.programs.trace import Trace
+from ragnet.signatures import ContextualizeStep, RewriteStep, SufficiencyStep, format_context
+
+
+def rewrite_query(
+    rewrite: RewriteStep, question: str, context: list[Chunk], notes: str, missing: str,
+    queries: list[str], turn: int, trace: Trace, *, n: int,
+) -> str | None:
+    """The next search query from RewriteQuery, shown ``context`` + ``notes`` + what is missing.
+
+    None when the rewriter failed or only repeated earlier queries after turn 1 (the caller
+    stops rather than loop on the same search); on turn 1 the question itself is the safe query.
+    """
+    shown = format_context(context, notes)[0]
+    if missing:
+        shown = f"{shown}\n\nStill missing: {missing}" if shown else f"Still missing: {missing}"
+    pred = rewrite(question=question, context=shown, previous_queries=queries, n=n)
+    trace.add("rewrite", turn=turn, candidates=[{"query": q.query, "probability": q.probability} for q in pred.queries],
+              chosen=pred.best)
+    if pred.best:
+        return pred.best
+    return question if turn == 1 else None
+
+
+def assess(sufficiency: SufficiencyStep, question: str, view: str, turn: int, trace: Trace) -> tuple[dspy.Prediction, dict]:
+    """AssessSufficiency on ``view``; returns the verdict and its ``sufficiency`` event (callers may
+    add to it). A "Sufficient" verdict is also recorded as a ``stop``."""
+    verdict = sufficiency(question=question, context=view)
+    event = trace.add("sufficiency", turn=turn, verdict=verdict.verdict,
+                      confidence=verdict.confidence, missing=verdict.missing)
+    if verdict.verdict == "Sufficient":
+        trace.add("stop", turn=turn, reason="sufficient")
+    return verdict, event
+
+
+@dataclass
+class Turns:
+    """What one question's turns gathered. Per call, never on the program: ``dspy.Evaluate``
+    runs one program from several threads."""
+
+    context: list[Chunk] = field(default_factory=list)  # every chunk gathered, in arrival order
+    seen: set[str] = field(default_factory=set)  # every id a search returned (de-duplication)
+    queries: list[str] = field(default_factory=list)  # every query searched
+    notes: str = ""
+    missing: str = ""  # the last verdict's "still missing", for the next rewrite
+    relevance: dict[str, float] = field(default_factory=dict)  # id -> best calibrated relevance (CombinedRAG)
+
+
+class AgentRAG(RAGProgram):
+    """Base of the turn-based agents (IterativeRAG, CombinedRAG); see the module docstring.
+
+    Args: as in :class:`ragnet.programs.IterativeRAG` (``max_turns``, ``k``, ``fallback``,
+    ``dedup``, ``contextualize``, ``sufficiency``, ``rewrite``, ``n_queries``, ``lam``,
+    ``retries``, ``answer_lm``).
+    """
+
+    def __init__(
+        self, index: Any, *, max_turns: int, k: int, fallback: bool, dedup: bool, contextualize: bool,
+        sufficiency: bool, rewrite: bool, n_queries: int, lam: float, retries: int, answer_lm: Any,
+    ) -> None:
+        super().__init__(index, lam=lam, retries=retries, answer_lm=answer_lm)
+        self.max_turns = check_positive_int(max_turns, "max_turns")
+        self.k = check_positive_int(k, "k")
+        self.n_queries = check_positive_int(n_queries, "n_queries")
+        self.fallback, self.dedup = bool(fallback), bool(dedup)
+        self.rewrite = RewriteStep(retries=self.retries, enabled=rewrite)
+        self.contextualize = ContextualizeStep(retries=self.retries, enabled=contextualize)
+        self.sufficiency = SufficiencyStep(retries=self.retries, enabled=sufficiency)
+
+    def _turn_calls(self) -> int:
+        """LM calls one turn can make with the current switches."""
+        return sum(step.enabled for name, step in self.steps().items() if name != "answer")
+
+    def max_lm_calls(self) -> int:
+        return self.max_turns * self._turn_calls() + 1
+
+    # -- the loop ---------------------------------------------------------------------------
+    def _turns(self, question: str, trace: Trace) -> Turns:
+        state = Turns()
+        for turn in range(1, self.max_turns + 1):
+            query = self._next_query(question, self._shown(state), state, turn, trace)
+            if query is None:
+                trace.add("stop", turn=turn, reason="no new query")
+                break
+            n_before = len(trace.of("search"))
+            new = self._cast(question, query, turn, state, trace)
+            self._gather(state, new, trace.of("search")[n_before:])
+            state.notes = self._update_notes(question, state.notes, new, turn, trace)
+            self._prune(question, state, turn, trace)
+            # The last turn's verdict could change nothing, so it is not asked for.
+            if self.sufficiency.enabled and turn < self.max_turns:
+                view = format_context(self._view(state, new), state.notes)[0]
+                verdict, _ = assess(self.sufficiency, question, view, turn, trace)
+                state.missing = verdict.missing
+                if verdict.verdict == "Sufficient":
+                    break
+        else:
+            trace.add("stop", turn=self.max_turns, reason="max_turns")
+        return state
+
+    # -- the hooks the two agents differ in ---------------------------------------------------
+    def _shown(self, state: Turns) -> list[Chunk]:
+        """The chunks the rewrite step is shown (with the notes)."""
+        return state.context
+
+    def _gather(self, state: Turns, new: list[Chunk], searches: list[dict]) -> None:
+        """Take in a turn's new chunks (``searches``: the turn's ``search`` events)."""
+        state.context.extend(new)
+
+    def _prune(self, question: str, state: Turns, turn: int, trace: Trace) -> None:
+        """Shorten the working context after a turn (nothing by default)."""
+
+    def _view(self, state: Turns, new: list[Chunk]) -> list[Chunk]:
+        """The chunks the sufficiency step is shown (with the notes)."""
+        return state.context
+
+    # -- the shared turn pieces ------------------------------------------------------------------
+    def _next_query(self, question: str, shown: list[Chunk], state: Turns, turn: int, trace: Trace) -> str | None:
+        """The next chunk_search query: rewritten when enabled, else the question (first turn only
+        when dedup is off, since repeating it would return the same chunks)."""
+        if not self.rewrite.enabled:
+            return question if (turn == 1 or self.dedup) else None
+        return rewrite_query(self.rewrite, question, shown, state.notes, state.missing, state.queries, turn, trace,
+                             n=self.n_queries)
+
+    def _cast(self, question: str, query: str, turn: int, state: Turns, trace: Trace) -> list[Chunk]:
+        """chunk_search (plus the turn-1 fallback search); returns the chunks new to the context."""
+        in_context = {c.id for c in state.context}
+        searches = [(query, False)]
+        if turn == 1 and self.fallback and query.strip().casefold() != question.casefold():
+            searches.append((question, True))
+        new: list[Chunk] = []
+        for q, is_fallback in searches:
+            hits = self._search(q, trace, k=self.k, turn=turn, exclude=state.seen if self.dedup else (),
+                                fallback=is_fallback)
+            state.queries.append(q)
+            for hit in hits:
+                if hit.id not in in_context:
+                    new.append(hit)
+                    in_context.add(hit.id)
+                state.seen.add(hit.id)
+        return new
+
+    def _update_notes(self, question: str, notes: str, new: list[Chunk], turn: int, trace: Trace) -> str:
+        """Contextualize: fold the newly retrieved chunks into the notes (unchanged when off or nothing new)."""
+        if not (self.contextualize.enabled and new):
+            return notes
+        out = self.contextualize(question=question, notes=notes, new_chunks=new)
+        trace.add("notes", turn=turn, added=len(out.added), repeated=len(out.repeated), chars=len(out.notes))
+        return out.notes
