@@ -50,6 +50,7 @@ from ragnet.index.chunk_store import ChunkStore
 from ragnet.index.passages import PASSAGE_FORMAT, passage_text
 from ragnet.index.dense import KINDS, DenseIndex
 from ragnet.index.embedder import Embedder
+from ragnet.index.onnx_backend import resolve_backend
 from ragnet.index.sentences import FOLDER as SENTENCES_DIR
 from ragnet.index.sentences import FORMAT as SENTENCES_FORMAT
 from ragnet.index.sentences import SPLITTER as SENTENCES_SPLITTER
@@ -835,9 +836,11 @@ class Index:
 
         A flat index is searched with one matrix product over the stored embeddings (the
         same exact neighbours as FAISS's ``IndexFlatIP``, faster for a few queries), and
-        the full cosine vector then serves the ranking. The product runs in torch, whose
-        thread pool the query embedding already uses: NumPy's OpenBLAS threads would keep
-        spinning next to torch's on a small machine and slow both several-fold.
+        the full cosine vector then serves the ranking. With the torch query embedder the
+        product runs in torch, whose thread pool the embedding already uses: NumPy's
+        OpenBLAS threads would keep spinning next to torch's on a small machine and slow
+        both several-fold. With an ONNX embedder torch is never imported (that alone would
+        cost ~2 s of a cold query), and NumPy does the product.
         """
         n = min(n, len(self._chunks))
         if self._dense.kind != "flat":
@@ -853,12 +856,16 @@ class Index:
         return ids, cos_all
 
     def _all_cosines(self, qvecs: np.ndarray) -> np.ndarray:
+        qvecs = np.ascontiguousarray(qvecs, dtype=np.float32)
+        backend = getattr(self._embedder, "backend", None) or resolve_backend(None)
+        if backend != "torch":
+            return qvecs @ self._emb.T
         import torch
 
         if self._emb_torch is None:
             self._emb_torch = torch.from_numpy(self._emb)
         with torch.inference_mode():
-            return (torch.from_numpy(np.ascontiguousarray(qvecs, dtype=np.float32)) @ self._emb_torch.T).numpy()
+            return (torch.from_numpy(qvecs) @ self._emb_torch.T).numpy()
 
     def _cosines(self, rows: np.ndarray, qvec: np.ndarray) -> np.ndarray:
         """Cosines of a few rows without BLAS (see ``_dense_top`` on thread pools)."""

@@ -262,3 +262,22 @@ def test_outdated_or_corrupt_export_is_not_reused(tmp_path):
     (tmp_path / ob.FP32_FILE).unlink()
     meta.write_text(json.dumps({"format": ob.FORMAT_VERSION}))
     assert not ob._complete(tmp_path)
+
+
+@pytest.mark.slow
+def test_an_onnx_query_never_imports_torch(exports, tmp_path):
+    """A cold `ask` with an ONNX embedder must not pay torch's ~2 s import: not for the query
+    vector, not for the flat index's cosines (a served LM's hang bound counts that time)."""
+    import subprocess
+
+    Index.build(make_docs(), tmp_path / "idx", embedder=Embedder(backend="onnx-int8", cache_dir=exports[0]),
+                show_progress=False)
+    code = (
+        "import sys\n"
+        "from ragnet.index import Embedder, Index\n"
+        f"emb = Embedder(backend='onnx-int8', cache_dir={str(exports[0])!r})\n"
+        f"hits = Index.load({str(tmp_path / 'idx')!r}, embedder=emb).search('Which organelle produces energy?', k=1)\n"
+        "print(hits[0].title, 'torch' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["Mitochondria", "False"]
