@@ -83,7 +83,12 @@ def parse_ints(text: str, argument: str) -> list[int]:
 
 def command_line(ctx: typer.Context) -> str:
     """The command as typed (the options the user set, in declaration order), for reports."""
-    parts = ["ragnet", *ctx.command_path.split()[1:]]  # the root is "ragnet" however it was invoked
+    # The root is "ragnet" however it was invoked (`python -m ragnet` names it "python -m ragnet").
+    names, node = [], ctx
+    while node.parent is not None:
+        names.append(node.info_name)
+        node = node.parent
+    parts = ["ragnet", *reversed(names)]
     for param in ctx.command.params:  # typer vendors click: duck-typed, no isinstance checks
         if getattr(param, "param_type_name", "") != "option" or not param.name or not param.opts:
             continue

@@ -7,6 +7,7 @@ import os
 
 import numpy  # noqa: F401 - loads BLAS before the pin, as the CLI does
 import pytest
+import typer
 from threadpoolctl import threadpool_info, threadpool_limits
 
 from ragnet._threads import pin_threads as _pin_threads
@@ -62,3 +63,25 @@ def test_warnings_print_as_one_clean_line(capsys):
         warnings.showwarning = saved
     err = capsys.readouterr().err
     assert err == "warning: something odd happened\n"
+
+
+@pytest.mark.parametrize("prog_name", ["ragnet", "python -m ragnet", "/opt/venv/bin/ragnet"])
+def test_reports_name_the_command_as_ragnet_however_it_was_invoked(prog_name):
+    from typer.testing import CliRunner
+
+    from ragnet.cli.common import command_line
+
+    app = typer.Typer()
+    sub = typer.Typer()
+    app.add_typer(sub, name="eval")
+
+    @sub.command("retrieval")
+    def retrieval(ctx: typer.Context, n: int = typer.Option(5, "-n"), fresh: bool = typer.Option(False, "--fresh")):
+        print(command_line(ctx))
+
+    @app.callback()
+    def root() -> None:
+        pass
+
+    out = CliRunner().invoke(app, ["eval", "retrieval", "-n", "7", "--fresh"], prog_name=prog_name)
+    assert out.exit_code == 0 and out.stdout.strip() == "ragnet eval retrieval -n 7 --fresh"
