@@ -155,7 +155,8 @@ class RAGProgram(dspy.Module):
         :func:`ragnet.programs.persist.migrate_state`)."""
         from ragnet.programs.persist import migrate_state
 
-        return super().load_state(migrate_state(state), **kwargs)
+        parameters = {name for name, _ in self.named_parameters()}
+        return super().load_state(migrate_state(state, parameters), **kwargs)
 
     def set_step(self, name: str, step: Step | dspy.Predict) -> None:
         """Install a compiled copy of step ``name``'s predictor (demos, instructions, settings)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -44,20 +45,24 @@ def _step_name(parameter: str) -> str:
     return parameter.removesuffix(".predict")
 
 
-def migrate_state(state: dict[str, Any]) -> dict[str, Any]:
+def migrate_state(state: dict[str, Any], parameters: Collection[str]) -> dict[str, Any]:
     """Saved program state with format-2 keys renamed to today's: the predictor a program held
     as ``assess`` (``rewriter``, ``contextualizer``, ``deleter``, ``cropper``, ``answer``, ``filter``)
     is now the ``predict`` of its step module, ``sufficiency.predict`` (``rewrite.predict``, ...).
-    Today's state comes back unchanged.
+
+    Only a key that names none of the program's ``parameters`` (``named_parameters()`` names)
+    is renamed, and only to one that does; today's state, and a user's own bare predictors,
+    come back unchanged.
 
     Example:
-        >>> sorted(migrate_state({"assess": {"demos": [], "signature": {}}, "metadata": {}}))
-        ['metadata', 'sufficiency.predict']
+        >>> sorted(migrate_state({"assess": {"demos": []}, "mine": {"demos": []}, "metadata": {}},
+        ...                      parameters={"sufficiency.predict", "mine"}))
+        ['metadata', 'mine', 'sufficiency.predict']
     """
     out: dict[str, Any] = {}
     for key, value in state.items():
-        is_bare_predictor = "." not in key and isinstance(value, dict) and "demos" in value and "signature" in value
-        out[f"{LEGACY_STEP_NAMES.get(key, key)}.predict" if is_bare_predictor else key] = value
+        renamed = f"{LEGACY_STEP_NAMES.get(key, key)}.predict"
+        out[renamed if key not in parameters and renamed in parameters else key] = value
     return out
 
 
@@ -148,9 +153,11 @@ def load_program(program: Any, path: str | Path) -> Any:
         )
     saved = {LEGACY_STEP_NAMES.get(name, name): sig for name, sig in (header.get("signatures") or {}).items()}
     current = step_signatures(program)
-    # A step saved but gone now is ignored (CombinedRAG's unused delete predictor, in format 2).
-    changed = [f"{name} ({saved.get(name, 'absent')!r} saved, {current[name]!r} now)"
-               for name in sorted(current) if saved.get(name) != current[name]]
+    names = set(saved) | set(current)
+    if header.get("format") == 2:  # format 2 also saved CombinedRAG's unused delete predictor, gone now
+        names = set(current)
+    changed = [f"{name} ({saved.get(name, 'absent')!r} saved, {current.get(name, 'absent')!r} now)"
+               for name in sorted(names) if saved.get(name) != current.get(name)]
     if changed:
         raise InputError(
             f"compiled by ragnet {header.get('version')} for steps whose fields changed in ragnet "

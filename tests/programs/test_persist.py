@@ -200,3 +200,30 @@ def test_the_committed_format_2_showcase_still_loads():
     assert read_header(path)["format"] == 2
     loaded = load_program(IterativeRAG(NoIndex()), path)
     assert loaded.sufficiency.predict.demos == json.loads(path.read_text())["assess"]["demos"]
+
+
+def test_a_users_own_bare_predictor_round_trips(records, tmp_path):
+    """The format-2 renaming touches only keys that name no parameter of the program: a
+    subclass's own ``dspy.Predict`` keeps its key."""
+    import dspy
+
+    class WithNote(BasicRAG):
+        def __init__(self, index):
+            super().__init__(index)
+            self.note = dspy.Predict("question -> note")
+
+    program = WithNote(FakeIndex(records))
+    program.note.demos = [dspy.Example(question="q", note="n")]
+    program.save(str(tmp_path / "state.json"))
+    loaded = WithNote(FakeIndex(records))
+    loaded.load(str(tmp_path / "state.json"))
+    assert loaded.note.demos and loaded.note.demos[0]["note"] == "n"
+
+
+def test_a_format_3_file_with_a_step_this_program_lacks_is_refused(compiled, records):
+    _, path = compiled
+    state = json.loads(path.read_text())
+    state["metadata"]["ragnet"]["signatures"]["judge"] = "question -> match"
+    path.write_text(json.dumps(state))
+    message = _load_error(path, IterativeRAG(FakeIndex(records)))
+    assert "judge ('question -> match' saved, 'absent' now)" in message
