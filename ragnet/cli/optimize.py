@@ -54,7 +54,8 @@ def optimize(
     index_dir: Optional[Path] = index_dir_option(),
     context_budget: Optional[int] = typer.Option(None, "--context-budget", help="Token budget of the answer prompt (oneshot, combined)."),
     paragraphs: int = typer.Option(4, help="Paragraphs per sufficiency case (gold + distractors)."),
-    max_words: Optional[int] = typer.Option(None, "--max-words", help="Longest paragraph used in step cases, in words (default 200 for sufficiency, 250 for crop, 120 words of gold sentences for answer)."),
+    max_words: Optional[int] = typer.Option(None, "--max-words", help="Longest paragraph used in step cases, in words (default 200 for sufficiency, 250 for crop, 60 words of gold sentences for answer)."),
+    demo_tokens: Optional[int] = typer.Option(None, "--demo-tokens", help="Cap on each compiled predictor's few-shot demos, in prompt tokens (default 300 with --step answer, whose demos share the reader's budget; otherwise no cap). 0 keeps no demos."),
     threads: int = typer.Option(1, help="Parallel program calls (the local model runs one at a time)."),
 ) -> None:
     """Compile prompts against dev questions; print before/after scores; save the program as JSON."""
@@ -74,7 +75,8 @@ def optimize(
             program_spec=program, data=data, split=split, metric=metric, optimizer=optimizer,
             effort=effort or budget or "light", lm=lm, teacher_lm=teacher_lm, out=out, step=step, n=n,
             val_fraction=val_fraction, seed=seed, data_dir=data_dir, index_dir=index_dir,
-            context_budget=context_budget, paragraphs=paragraphs, max_words=max_words, threads=threads,
+            context_budget=context_budget, paragraphs=paragraphs, max_words=max_words, demo_tokens=demo_tokens,
+            threads=threads,
             command=command_line(ctx), lm_options=lm_settings(api_base, api_key, api_key_env, timeout),
         )
     typer.echo(result.table(result.label))

@@ -184,6 +184,10 @@ def format_report(summary: dict[str, Any]) -> str:
         f"{meta.get('created')}."),
         "",
     ]
+    if meta.get("left_out_trained"):
+        lines += [f"Left out: {meta['left_out_trained']} questions that a compiled program was trained on "
+                  "(`ragnet optimize` records them in its file), so every column is scored on held-out questions.",
+                  ""]
     if meta.get("split") == "acceptance":
         lines += ["> Acceptance split: for final measurement only. Do not tune anything on these figures.", ""]
     programs = meta.get("programs") or {}

@@ -58,7 +58,7 @@ from ragnet.eval.records import get_field
 from ragnet.eval.run_folder import RESULTS, RUN_FILE, RunFolder, read_rows  # noqa: F401 - RUN_FILE re-exported
 
 __all__ = ["QAEvaluator", "StrategyRun", "iter_rows", "parse_program_args", "plan_strategies", "read_results",
-           "run_eval"]
+           "run_eval", "trained_questions"]
 
 #: Run settings that must match for rows in an existing results file to be reused.
 _COMPAT_KEYS = ("set", "mode", "lm", "answer_lm", "judge", "judge_lm", "programs")
@@ -163,6 +163,20 @@ def parse_program_args(values: Sequence[str] | None, strategies: Sequence[str]) 
         if header.get("program") != expected:
             raise InputError(f"compiled for {header.get('program')}, not {expected} ({spec})", path=file)
         out[spec] = file
+    return out
+
+
+def trained_questions(plan: Sequence[StrategyRun]) -> dict[str, set[str]]:
+    """``{program file: question ids it was compiled on}`` for the compiled programs in ``plan``
+    (the ``train_questions`` that ``ragnet optimize`` records in a file's header). Scores on
+    those questions are not held-out, so the evaluator leaves them out."""
+    from ragnet.programs.persist import read_header
+
+    out: dict[str, set[str]] = {}
+    for run in plan:
+        if run.program and run.program not in out:
+            optimization = read_header(run.program).get("optimization") or {}
+            out[run.program] = {str(q) for q in optimization.get("train_questions") or ()}
     return out
 
 
@@ -285,6 +299,16 @@ class QAEvaluator(Evaluator):
             if index is None:
                 raise InputError("questions without an EvalSet need the index to answer them over", argument="index")
             self.eval_set, self.questions = None, list(data)
+        # A compiled program's training questions would flatter it: every strategy skips them,
+        # so the columns stay paired on the same questions.
+        trained = set().union(*trained_questions(self.plan).values())
+        kept = [q for q in self.questions if str(q.id) not in trained]
+        #: Questions left out because a compiled program in the plan was trained on them.
+        self.left_out = len(self.questions) - len(kept)
+        if self.left_out:
+            log(f"left out {self.left_out} of {len(self.questions)} questions that a compiled program (--program) "
+                f"was trained on; {len(kept)} remain")
+        self.questions = kept
         self.index = index
         self.set_name = data.name if isinstance(data, EvalSet) else (name or "questions")
         from ragnet.programs.base import AnswerLM
@@ -323,6 +347,7 @@ class QAEvaluator(Evaluator):
             "judge_lm": _lm_name(self.judge_lm or program_lm) if self.judge else None,
             "programs": {r.label: {"file": r.program, "sha256": sha256_file(r.program)} for r in self.plan
                          if r.program},
+            "left_out_trained": self.left_out,
             "command": self.command,
         }
 

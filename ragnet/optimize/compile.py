@@ -41,6 +41,7 @@ import dspy
 
 from ragnet.errors import InputError, require
 from ragnet.lm.usage import track_usage
+from ragnet.optimize.demos import cap_demos, check_demo_tokens
 from ragnet.optimize.metrics import Metric
 from ragnet.optimize.split import train_val_split
 
@@ -258,6 +259,8 @@ class CompileResult:
     seconds: float
     step: str | None = None
     step_program: Any = None
+    demo_cap: int | None = None  # the per-predictor demo token cap applied after compiling
+    demos: dict[str, dict[str, int]] | None = None  # cap_demos's report: kept/dropped demos and tokens
     before_results: list = field(default_factory=list, repr=False)
     after_results: list = field(default_factory=list, repr=False)
 
@@ -282,6 +285,8 @@ class CompileResult:
             "input_tokens": self.usage.get("input_tokens", 0),
             "output_tokens": self.usage.get("output_tokens", 0),
             "seconds": round(self.seconds, 1),
+            "demo_tokens": self.demo_cap,
+            "demos": self.demos,
         }
 
     def breakdown(self, label: str) -> dict[str, dict[str, float]]:
@@ -315,6 +320,9 @@ class CompileResult:
                      f"{self.compile_usage.get('lm_calls', 0):,} while compiling; {self.expected.total:,} expected at "
                      f"most), {u.get('input_tokens', 0):,} tokens in, {u.get('output_tokens', 0):,} out, "
                      f"{self.seconds:.0f} s")
+        for name, row in (self.demos or {}).items():
+            lines.append(f"demos of {name}: {row['kept']} kept, {row['dropped']} dropped; {row['tokens']} prompt tokens "
+                         f"(cap {self.demo_cap}, {row['tokens_before']} before the cap)")
         return "\n".join(lines)
 
 
@@ -377,6 +385,7 @@ def compile(  # noqa: A001 - the name the optimizer API is known by
     progress: bool = True,
     log: Callable[[str], None] | None = None,
     calls_per_example: float | None = None,
+    demo_tokens: int | None = None,
 ) -> CompileResult:
     """Compile ``program`` on ``trainset``; score it before and after on the validation part.
 
@@ -398,6 +407,8 @@ def compile(  # noqa: A001 - the name the optimizer API is known by
         log: where stage messages go (default: standard error).
         calls_per_example: LM calls per program call, for the estimate
             (default :func:`lm_calls_per_example`).
+        demo_tokens: cap on each predictor's demo tokens, applied before the "after" score
+            (:func:`ragnet.optimize.demos.cap_demos`); None keeps every demo the optimizer chose.
 
     Returns:
         A :class:`CompileResult`.
@@ -407,6 +418,8 @@ def compile(  # noqa: A001 - the name the optimizer API is known by
     """
     _check_choice(optimizer, OPTIMIZERS, "optimizer")
     _check_choice(budget, BUDGETS, "budget")
+    if demo_tokens is not None:
+        check_demo_tokens(demo_tokens)
     if not isinstance(metric, Metric):
         raise InputError("expected a ragnet.optimize.metrics.Metric (e.g. program_metric('f1'))", argument="metric")
     if dspy.settings.lm is None:
@@ -436,6 +449,12 @@ def compile(  # noqa: A001 - the name the optimizer API is known by
         opt = _optimizer(optimizer, budget, metric, teacher_lm=teacher_lm, seed=seed, threads=threads)
         with track_usage() as compile_meter:
             compiled = _run_optimizer(opt, optimizer, program.deepcopy(), train, seed)
+        demos = None
+        if demo_tokens is not None:  # before scoring, so "after" is the program that is saved
+            demos = cap_demos(compiled, demo_tokens)
+            for name, row in demos.items():
+                say(f"      {name}: kept {row['kept']} of {row['kept'] + row['dropped']} demos, {row['tokens']} "
+                    f"prompt tokens (cap {demo_tokens}; {row['tokens_before']} before)")
         say(f"[3/3] scoring the compiled program on the {len(val)} validation examples")
         after, after_results = _evaluate(compiled, val, metric, threads=threads, progress=progress)
         say(f"      {metric.name} after: {after:.3f}")
@@ -443,5 +462,5 @@ def compile(  # noqa: A001 - the name the optimizer API is known by
         program=compiled, metric=metric.name, optimizer=optimizer, budget=budget, seed=seed,
         train_ids=_ids(train), val_ids=_ids(val), before=before, after=after, expected=estimate,
         usage=meter.to_dict(), compile_usage=compile_meter.to_dict(), seconds=time.perf_counter() - started,
-        before_results=before_results, after_results=after_results,
+        before_results=before_results, after_results=after_results, demo_cap=demo_tokens, demos=demos,
     )

@@ -61,6 +61,7 @@ def run_optimize(
     context_budget: Optional[int] = None,
     paragraphs: int = 4,
     max_words: Optional[int] = None,
+    demo_tokens: Optional[int] = None,
     threads: int = 1,
     progress: bool = True,
     command: Optional[str] = None,
@@ -87,6 +88,8 @@ def run_optimize(
         index_dir: pooled index for whole-program compiles (default: the cached one).
         context_budget: token budget of the answer prompt (oneshot, combined).
         paragraphs, max_words: shape of sufficiency/crop step cases.
+        demo_tokens: cap on each compiled predictor's demo prompt tokens (default: the step's
+            own, 300 for ``answer``; no cap for whole programs).
         threads: parallel program calls.
         progress: progress bars.
         command: the command line recorded in the file's header.
@@ -103,6 +106,7 @@ def run_optimize(
     from ragnet.lm.config import make_lm
     from ragnet.optimize.cases import qa_examples
     from ragnet.optimize.compile import BUDGETS, OPTIMIZERS, compile as compile_program
+    from ragnet.optimize.demos import check_demo_tokens
     from ragnet.optimize.metrics import PROGRAM_METRICS, program_metric
     from ragnet.programs.persist import save_program
     from ragnet.optimize.steps import STEPS, compile_step
@@ -135,6 +139,10 @@ def run_optimize(
                              f"leave out --metric", argument="metric")
     elif (metric or "f1") not in PROGRAM_METRICS:
         raise InputError(f"unknown metric {metric!r}; choose from {', '.join(PROGRAM_METRICS)}", argument="metric")
+    if demo_tokens is None and spec is not None:
+        demo_tokens = spec.demo_tokens
+    if demo_tokens is not None:
+        check_demo_tokens(demo_tokens)
 
     # -- data: seeded question split, then examples ------------------------------------------
     qpath = resolve_dataset(data, data_dir)
@@ -161,7 +169,8 @@ def run_optimize(
             f"(from {len(val_q)} questions)")
         program = build_program(program_spec, NoIndex(), budget=context_budget)
         result = compile_step(program, step, train, valset=val, optimizer=optimizer, budget=effort,
-                              teacher_lm=teacher, seed=seed, threads=threads, progress=progress, log=say)
+                              teacher_lm=teacher, seed=seed, threads=threads, progress=progress, log=say,
+                              demo_tokens=demo_tokens)
         label = spec.label
     else:
         index, _ = load_pooled(data, data_dir=data_dir, path=index_dir, log=say)
@@ -170,7 +179,7 @@ def run_optimize(
         metric_obj = program_metric(metric or "f1", index=index, judge_lm=judge)
         result = compile_program(program, qa_examples(train_q), metric_obj, optimizer=optimizer,
                                  valset=qa_examples(val_q), budget=effort, teacher_lm=teacher, seed=seed,
-                                 threads=threads, progress=progress, log=say)
+                                 threads=threads, progress=progress, log=say, demo_tokens=demo_tokens)
         label = None
 
     record = {

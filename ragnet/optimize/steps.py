@@ -16,7 +16,9 @@ Steps:
   metric: gold-sentence F2;
 * ``answer``: GenerateAnswer (every program), cases from
   :func:`ragnet.optimize.cases.answer_cases` (short contexts of gold sentences and
-  distractors), metric: answer F1. Its demos teach a small reader the short-answer form.
+  distractors), metric: answer F1. Its demos teach a small reader the short-answer form; they are
+  capped at 300 prompt tokens (``StepSpec.demo_tokens``), since the answer prompt is the reader's
+  whole budget.
 
 Example:
     >>> from ragnet.programs import IterativeRAG
@@ -64,14 +66,17 @@ class StepSpec:
     metric: Callable[[], Metric]
     cases: Callable[..., list[dspy.Example]]
     label: str | None = None  # the case field holding a categorical gold label, for per-label breakdowns
+    demo_tokens: int | None = None  # default cap on the compiled step's demo tokens (None: no cap)
 
 
 STEPS: dict[str, StepSpec] = {
     "sufficiency": StepSpec("sufficiency", ("iterative", "reflective", "combined"), SufficiencyStep,
                             verdict_metric, sufficiency_cases, label="verdict"),
     "crop": StepSpec("crop", ("oneshot",), CropStep, crop_metric, crop_cases),
+    # The answer prompt is the reader's budget (PromptBudget counts demos in it): uncapped, four
+    # demos took ~600 of 1,000 tokens. 300 keeps about two compact demos (median 174 tokens each).
     "answer": StepSpec("answer", ("basic", "oneshot", "iterative", "reflective", "combined"), AnswerStep,
-                       answer_metric, answer_cases),
+                       answer_metric, answer_cases, demo_tokens=300),
 }
 
 

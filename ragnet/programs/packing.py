@@ -30,10 +30,12 @@ _BLOCK_SLACK = 2
 TOKENIZER_SLACK = 1.15
 
 
-def prompt_tokens(predictor: Any, **inputs: Any) -> int:
-    """Tokens of the prompt ``predictor`` would send for ``inputs`` (all messages, all demos)."""
+def prompt_tokens(predictor: Any, demos: Sequence[Any] | None = None, **inputs: Any) -> int:
+    """Tokens of the prompt ``predictor`` would send for ``inputs`` (all messages, all demos;
+    ``demos`` replaces the predictor's own)."""
     adapter = dspy.settings.adapter or dspy.ChatAdapter()
-    messages = adapter.format(predictor.signature, list(getattr(predictor, "demos", []) or []), inputs)
+    shown = list(getattr(predictor, "demos", []) or []) if demos is None else list(demos)
+    messages = adapter.format(predictor.signature, shown, inputs)
     total = 0
     for message in messages:
         content = message.get("content", "")

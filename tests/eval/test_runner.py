@@ -273,6 +273,26 @@ def test_a_compiled_program_is_loaded_for_its_strategy(run, tmp_path, data, inde
     assert "Compiled programs: basic" in (tmp_path / "out" / "report.md").read_text()
 
 
+def test_questions_a_compiled_program_was_trained_on_are_left_out_of_every_column(run, tmp_path, data, index_root,
+                                                                                  embedder):
+    from ragnet.eval.index_cache import cached_index
+    from ragnet.programs.persist import save_program
+
+    ev = load_eval_set("tiny", data_dir=data)
+    ids = [str(q.id) for q in ev.questions]
+    index = cached_index(ev.documents, "tiny-pooled", root=index_root, embedder=embedder, show_progress=False)
+    saved = save_program(BasicRAG(index), tmp_path / "basic.json",
+                         optimization={"train_questions": [ids[0], "not-in-this-set"]})
+    programs = parse_program_args([f"basic={saved}"], ["basic", "oneshot"])
+    summary, _, logs = run(tmp_path / "out", ["basic", "oneshot"], programs=programs, plots=False)
+    rows = read_results(tmp_path / "out" / "results.jsonl")
+    assert {r["id"] for r in rows} == set(ids[1:])  # both columns, paired on the held-out questions
+    assert {r["strategy"] for r in rows} == {"basic", "oneshot"}
+    assert summary["meta"]["left_out_trained"] == 1 and summary["meta"]["questions"] == len(ids) - 1
+    assert any("left out 1 of" in line for line in logs)
+    assert "Left out: 1 questions that a compiled program was trained on" in (tmp_path / "out" / "report.md").read_text()
+
+
 def test_dspy_evaluate_runs_a_program_on_the_examples(data, index_root, embedder):
     from ragnet.eval.index_cache import cached_index
 

@@ -80,6 +80,24 @@ def test_optimize_sufficiency_step_saves_a_compiled_program_with_its_record(data
     assert rerun["train_ids"] == run["train_ids"] and rerun["val_ids"] == run["val_ids"]  # deterministic
 
 
+@pytest.mark.parametrize("cap", [None, "0"])
+def test_optimize_answer_step_caps_its_demos_and_records_the_cap(dataset, engine, tmp_path, cap):
+    root, _ = dataset
+    out = tmp_path / "basic-answer.json"
+    extra = ["--demo-tokens", cap] if cap else []
+    result = runner.invoke(app, ["optimize", "--program", "basic", "--step", "answer", "--data", "toyset",
+                                 "--data-dir", str(root), "--lm", "scripted", "-n", "16", "--out", str(out), *extra])
+    assert result.exit_code == 0, result.output
+    state = json.loads(out.read_text())
+    run = state["metadata"]["ragnet"]["optimization"]
+    assert run["demo_tokens"] == (300 if cap is None else 0)  # the answer step's default cap, or the one given
+    kept = run["demos"]["predict"]
+    assert kept["kept"] == len(state["answer.predict"]["demos"]) and kept["tokens"] <= run["demo_tokens"]
+    assert f"cap {run['demo_tokens']}" in result.stdout
+    if cap == "0":
+        assert state["answer.predict"]["demos"] == [] and kept["tokens"] == 0
+
+
 @pytest.mark.parametrize("extra, message", [
     (["--split", "acceptance"], "acceptance split is for final measurement only"),
     (["--optimizer", "adam"], "unknown optimizer 'adam'"),
@@ -89,6 +107,7 @@ def test_optimize_sufficiency_step_saves_a_compiled_program_with_its_record(data
     (["--step", "crop"], "iterative has no crop step; programs with it: oneshot"),
     (["--program", "basic"], "basic has no sufficiency step"),
     (["-n", "1"], "argument 'n'"),
+    (["--demo-tokens", "-1"], "argument 'demo-tokens'"),
 ])
 def test_bad_options_fail_with_one_clear_line(dataset, engine, tmp_path, extra, message):
     root, _ = dataset

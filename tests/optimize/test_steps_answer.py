@@ -45,3 +45,52 @@ def test_compiled_answer_step_lands_in_any_program(scripted):
 
     install_step(basic, "answer", result.step_program)
     assert basic.answer.predict.demos == demos
+
+
+def test_demo_cap_keeps_the_answer_prompt_for_evidence(scripted):
+    """The cap is applied before the 'after' score, and the installed step carries exactly the
+    capped demos: a first-fit prefix-order subset whose tokens are what the answer prompt grows by."""
+    from ragnet.optimize.demos import demo_tokens
+    from ragnet.programs.packing import prompt_tokens
+
+    records = make_records(12)
+    train, val = answer_cases(records[:8]), answer_cases(records[8:])
+    uncapped = OneShotRAG(FakeIndex(records), budget=4000)
+    capped = OneShotRAG(FakeIndex(records), budget=4000)
+    with scripted(OptimizeLM(answer=_gold_reader)):
+        full = compile_step(uncapped, "answer", train, valset=val, optimizer="bootstrap", progress=False,
+                            log=lambda m: None)
+        before = uncapped.answer.predict.demos
+        costs_before = demo_tokens(uncapped.answer.predict)
+        cap = costs_before[0] + min(costs_before[1:]) - 1  # room for the first demo and no other
+        cut = compile_step(capped, "answer", train, valset=val, optimizer="bootstrap", progress=False,
+                           log=lambda m: None, demo_tokens=cap)
+    after = capped.answer.predict.demos
+    assert full.demos is None and len(before) >= 2 and after == before[:1]
+    costs = demo_tokens(capped.answer.predict)
+    assert cut.demos == {"predict": {"kept": 1, "dropped": len(before) - 1, "tokens": costs[0],
+                                     "tokens_before": sum(costs_before)}}
+    empty = {"question": "", "context": ""}
+    grown = prompt_tokens(capped.answer.predict, **empty) - prompt_tokens(capped.answer.predict, demos=[], **empty)
+    assert grown == costs[0]  # the reader's budget (PromptBudget) sees the demo's tokens
+    assert cut.to_dict()["demo_tokens"] == cap and f"(cap {cap}," in cut.table()
+    assert STEPS["answer"].demo_tokens == 300
+
+
+def test_demo_cap_zero_drops_every_demo_and_bad_caps_are_refused(scripted):
+    import pytest
+
+    from ragnet.errors import InputError
+    from ragnet.optimize.demos import cap_demos
+
+    records = make_records(12)
+    train, val = answer_cases(records[:8]), answer_cases(records[8:])
+    program = BasicRAG(FakeIndex(records))
+    with scripted(OptimizeLM(answer=_gold_reader)):
+        result = compile_step(program, "answer", train, valset=val, optimizer="bootstrap", progress=False,
+                              log=lambda m: None, demo_tokens=0)
+        with pytest.raises(InputError, match="demo-tokens"):
+            compile_step(program, "answer", train, valset=val, progress=False, log=lambda m: None, demo_tokens=-1)
+    assert program.answer.predict.demos == [] and result.demos["predict"]["kept"] == 0
+    with pytest.raises(InputError, match="non-negative"):
+        cap_demos(program, True)
