@@ -235,9 +235,9 @@ def answer_cases(
     non-gold paragraphs. Block order is shuffled with ``seed``.
 
     Returns:
-        ``dspy.Example``s with inputs ``question`` and ``context``, label ``answer`` (the first gold
-        answer, what a labelled demo shows), and ``answers`` (plus ``id``, ``gold_titles``) for the
-        answer metrics.
+        ``dspy.Example``s with inputs ``question`` and ``context``, labels ``answer`` (the first
+        gold answer, what a labelled demo shows) and ``evidence_ids`` (the short ids of the gold
+        blocks), and ``answers`` (plus ``id``, ``gold_titles``) for the answer metrics.
 
     Raises:
         InputError: no record has sentence-level gold.
@@ -253,8 +253,8 @@ def answer_cases(
         [c1] Paris: Paris is in France.
         <BLANKLINE>
         [c2] Rome: Rome is in Italy.
-        >>> case.answers
-        ['France']
+        >>> case.answers, case.evidence_ids
+        (['France'], ['c1'])
     """
     rng = random.Random(seed)
     cases: list[dspy.Example] = []
@@ -280,11 +280,15 @@ def answer_cases(
             if lead:
                 blocks.append({"id": title, "title": title, "text": lead})
         rng.shuffle(blocks)
-        context, _ = format_chunks(blocks)
-        # `answer` (the first gold answer) makes a labelled demo show the short form to copy
+        context, id_map = format_chunks(blocks)
+        # `answer` (the first gold answer) makes a labelled demo show the short form to copy, and
+        # `evidence_ids` (the gold blocks) makes it complete: a demo missing an output field is
+        # shown as "Not supplied for this particular example", which a 0.5B reader copied into
+        # its own evidence ids while bootstrapping.
         cases.append(dspy.Example(id=str(rec.id), question=str(rec.question), context=context,
-                                  answer=str(rec.answers[0]) if rec.answers else "", answers=list(rec.answers),
-                                  gold_titles=list(rec.gold_titles or []))
+                                  answer=str(rec.answers[0]) if rec.answers else "",
+                                  evidence_ids=[short for short, title in id_map.items() if title in gold],
+                                  answers=list(rec.answers), gold_titles=list(rec.gold_titles or []))
                      .with_inputs("question", "context"))
     if seen and not cases:
         raise InputError("no question yields an answer case: the data needs gold_sentences and context paragraphs "
