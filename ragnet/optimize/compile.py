@@ -323,6 +323,10 @@ class CompileResult:
         for name, row in (self.demos or {}).items():
             lines.append(f"demos of {name}: {row['kept']} kept, {row['dropped']} dropped; {row['tokens']} prompt tokens "
                          f"(cap {self.demo_cap}, {row['tokens_before']} before the cap)")
+        if self.after < self.before:
+            lines.append(f"warning: the compiled program scores {self.before - self.after:.3f} below the uncompiled one "
+                         "on the validation part; keep the uncompiled program, or try --effort medium (its search "
+                         "includes the demo-free candidate) or a stronger --teacher-lm")
         return "\n".join(lines)
 
 

@@ -49,6 +49,28 @@ def test_bootstrap_step_compile_changes_only_the_step_and_improves_it(records, s
     assert 0 < result.usage["lm_calls"] <= result.expected.total
     table = result.table("verdict")
     assert "0.500" in table and "1.000" in table and "+0.500" in table and "verdict=Refine" in table
+    assert "warning" not in table
+
+
+def test_a_compile_that_scores_worse_says_so(scripted):
+    """A reader that copies its demos' style answers wrong once it has demos: the table warns."""
+    import re
+
+    from ragnet.optimize.cases import answer_cases
+    from tests.optimize.conftest import _n_demos, make_records
+
+    def worse_with_demos(prompt, n, request=None):
+        number = int(re.findall(r"fact two of q(\d+)", prompt)[-1])
+        return {"answer": f"answer {number}" if _n_demos(request) == 0 else "yes", "evidence_ids": ["c1"]}
+
+    worse_with_demos.wants_request = True  # OptimizeLM then passes the request, whose messages hold the demos
+
+    records = make_records(12)
+    with scripted(OptimizeLM(answer=worse_with_demos)):
+        result = compile_step(BasicRAG(FakeIndex(records)), "answer", answer_cases(records[:8]),
+                              valset=answer_cases(records[8:]), progress=False, log=lambda m: None)
+    assert result.before == 1.0 and result.after == 0.0
+    assert "warning: the compiled program scores 1.000 below the uncompiled one" in result.table()
 
 
 def test_compile_does_not_modify_its_input_program(records, scripted):
