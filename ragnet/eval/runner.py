@@ -166,17 +166,16 @@ def parse_program_args(values: Sequence[str] | None, strategies: Sequence[str]) 
     return out
 
 
-def trained_questions(plan: Sequence[StrategyRun]) -> dict[str, set[str]]:
-    """``{program file: question ids it was compiled on}`` for the compiled programs in ``plan``
-    (the ``train_questions`` that ``ragnet optimize`` records in a file's header). Scores on
-    those questions are not held-out, so the evaluator leaves them out."""
+def trained_questions(plan: Sequence[StrategyRun]) -> set[str]:
+    """Question ids the compiled programs in ``plan`` were compiled on (the ``train_questions``
+    that ``ragnet optimize`` records in a file's header). Scores on those questions are not
+    held-out, so the evaluator leaves them out."""
     from ragnet.programs.persist import read_header
 
-    out: dict[str, set[str]] = {}
-    for run in plan:
-        if run.program and run.program not in out:
-            optimization = read_header(run.program).get("optimization") or {}
-            out[run.program] = {str(q) for q in optimization.get("train_questions") or ()}
+    out: set[str] = set()
+    for file in {run.program for run in plan if run.program}:
+        optimization = read_header(file).get("optimization") or {}
+        out.update(str(q) for q in optimization.get("train_questions") or ())
     return out
 
 
@@ -301,7 +300,7 @@ class QAEvaluator(Evaluator):
             self.eval_set, self.questions = None, list(data)
         # A compiled program's training questions would flatter it: every strategy skips them,
         # so the columns stay paired on the same questions.
-        trained = set().union(*trained_questions(self.plan).values())
+        trained = trained_questions(self.plan)
         kept = [q for q in self.questions if str(q.id) not in trained]
         #: Questions left out because a compiled program in the plan was trained on them.
         self.left_out = len(self.questions) - len(kept)

@@ -41,9 +41,10 @@ import dspy
 
 from ragnet.errors import InputError, require
 from ragnet.lm.usage import track_usage
-from ragnet.optimize.demos import cap_demos, check_demo_tokens
+from ragnet.optimize.demos import cap_demos
 from ragnet.optimize.metrics import Metric
 from ragnet.optimize.split import train_val_split
+from ragnet.programs.base import check_positive_int
 
 __all__ = [
     "BUDGETS",
@@ -423,7 +424,7 @@ def compile(  # noqa: A001 - the name the optimizer API is known by
     _check_choice(optimizer, OPTIMIZERS, "optimizer")
     _check_choice(budget, BUDGETS, "budget")
     if demo_tokens is not None:
-        check_demo_tokens(demo_tokens)
+        check_positive_int(demo_tokens, "demo-tokens", minimum=0)
     if not isinstance(metric, Metric):
         raise InputError("expected a ragnet.optimize.metrics.Metric (e.g. program_metric('f1'))", argument="metric")
     if dspy.settings.lm is None:

@@ -29,16 +29,9 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ragnet.errors import InputError
+from ragnet.programs.base import check_positive_int
 
-__all__ = ["cap_demos", "check_demo_tokens", "demo_tokens"]
-
-
-def check_demo_tokens(value: Any) -> int:
-    """``value`` if it is a valid demo token cap (an integer >= 0), else an :class:`InputError`."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InputError(f"must be a non-negative integer, got {value!r}", argument="demo-tokens")
-    return value
+__all__ = ["cap_demos", "demo_tokens"]
 
 
 def demo_tokens(predictor: Any, demos: Sequence[Any] | None = None) -> list[int]:
@@ -65,7 +58,7 @@ def cap_demos(program: Any, max_tokens: int) -> dict[str, dict[str, int]]:
     Raises:
         InputError: ``max_tokens`` is negative or not an integer.
     """
-    check_demo_tokens(max_tokens)
+    check_positive_int(max_tokens, "demo-tokens", minimum=0)
     report: dict[str, dict[str, int]] = {}
     for name, predictor in program.named_predictors():
         demos = list(predictor.demos or [])

@@ -106,8 +106,8 @@ def run_optimize(
     from ragnet.lm.config import make_lm
     from ragnet.optimize.cases import qa_examples
     from ragnet.optimize.compile import BUDGETS, OPTIMIZERS, compile as compile_program
-    from ragnet.optimize.demos import check_demo_tokens
     from ragnet.optimize.metrics import PROGRAM_METRICS, program_metric
+    from ragnet.programs.base import check_positive_int
     from ragnet.programs.persist import save_program
     from ragnet.optimize.steps import STEPS, compile_step
     from ragnet.programs.registry import build_program, parse_spec
@@ -142,7 +142,7 @@ def run_optimize(
     if demo_tokens is None and spec is not None:
         demo_tokens = spec.demo_tokens
     if demo_tokens is not None:
-        check_demo_tokens(demo_tokens)
+        check_positive_int(demo_tokens, "demo-tokens", minimum=0)
 
     # -- data: seeded question split, then examples ------------------------------------------
     qpath = resolve_dataset(data, data_dir)

@@ -92,5 +92,5 @@ def test_demo_cap_zero_drops_every_demo_and_bad_caps_are_refused(scripted):
         with pytest.raises(InputError, match="demo-tokens"):
             compile_step(program, "answer", train, valset=val, progress=False, log=lambda m: None, demo_tokens=-1)
     assert program.answer.predict.demos == [] and result.demos["predict"]["kept"] == 0
-    with pytest.raises(InputError, match="non-negative"):
+    with pytest.raises(InputError, match="must be an integer >= 0, got True"):
         cap_demos(program, True)
