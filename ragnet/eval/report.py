@@ -181,6 +181,8 @@ def format_report(summary: dict[str, Any]) -> str:
         (f"{meta['questions']} questions × {len(labels)} strategies; LM {meta.get('lm')}"
          + (f" (answers: {meta['answer_lm']})" if meta.get("answer_lm") else "") + f"; {judge}; "
         f"threads {meta.get('threads')}; index `{meta.get('index')}`; rows in `{meta.get('results')}`; "
+        + (f"question ids in `{meta['ids_file']}` (`--ids @` that file asks the same questions); "
+           if meta.get("ids_file") else "") +
         f"{meta.get('created')}."),
         "",
     ]

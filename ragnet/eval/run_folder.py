@@ -13,6 +13,10 @@ Every ``ragnet eval`` command writes the same files (:class:`RunFolder`):
     the settings of the run. Rows are reused only by a run whose settings match
     (:meth:`RunFolder.start`); a mismatch is refused with a message naming the differing
     settings, unless ``fresh`` discards the old rows first.
+``ids.txt``
+    the ids of the questions the report covers, one per line, so ``--ids @OUT/ids.txt`` asks
+    exactly these again (:meth:`RunFolder.write_ids`; an ``--ids @/tmp/file`` does not outlive
+    the machine, the folder does).
 ``report.md`` and ``summary.json``
     written atomically (temporary file, then rename) by :meth:`RunFolder.write_outputs`.
 
@@ -43,12 +47,13 @@ from typing import Any
 
 from ragnet.errors import InputError
 
-__all__ = ["REPORT", "RESULTS", "RUN_FILE", "SUMMARY", "RowWriter", "RunFolder", "read_rows"]
+__all__ = ["IDS", "REPORT", "RESULTS", "RUN_FILE", "SUMMARY", "RowWriter", "RunFolder", "read_rows"]
 
 RESULTS = "results.jsonl"
 RUN_FILE = "run.json"
 REPORT = "report.md"
 SUMMARY = "summary.json"
+IDS = "ids.txt"
 
 
 def _stderr(message: str) -> None:
@@ -205,6 +210,14 @@ class RunFolder:
         except (OSError, ValueError):
             return None
         return old if isinstance(old, dict) else None
+
+    def write_ids(self, ids: Sequence[str]) -> Path:
+        """Write ``ids.txt`` (one question id per line, atomically); return its path."""
+        from ragnet._atomic import write_text
+
+        path = self.path / IDS
+        write_text(path, "".join(f"{i}\n" for i in ids))
+        return path
 
     def write_outputs(self, report: str, summary: dict[str, Any]) -> None:
         """Write ``report.md`` (as given) and ``summary.json``, each atomically."""

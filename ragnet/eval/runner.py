@@ -492,6 +492,8 @@ class QAEvaluator(Evaluator):
             "threads": self.threads,
             "index": indexes.path,
             "results": str(results_path),
+            # the question set, kept beside the rows: `--ids @OUT/ids.txt` asks exactly these again
+            "ids_file": str(folder.write_ids([str(q.id) for q in questions])) if folder is not None else None,
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
         timing = {"setup_s": setup_s, "loop_s": loop_s, "threads": self.threads, "new_rows": new_rows}

@@ -13,7 +13,7 @@ import dspy
 import pytest
 
 from ragnet.errors import InputError
-from ragnet.eval.datasets import load_eval_set, to_examples
+from ragnet.eval.datasets import load_eval_set, parse_ids, to_examples
 from ragnet.eval.program_metrics import program_metric
 from ragnet.eval.runner import (
     parse_program_args,
@@ -131,6 +131,7 @@ def test_resume_skips_finished_rows_and_runs_only_new_questions(run, tmp_path):
     assert summary["overhead"]["rows"] == 1 and engine.steps().count("answer") == 1
     assert any("resuming: 2 of 3 rows" in line for line in logs)
     assert len(_lines(out / "results.jsonl")) == 3 and summary["strategies"]["basic"]["n"] == 3
+    assert _lines(out / "ids.txt") == ["q1", "q2", "q3"]  # rewritten for the set the report now covers
 
 
 def test_a_truncated_last_line_is_dropped_with_a_warning_and_recomputed(run, tmp_path):
@@ -290,7 +291,12 @@ def test_questions_a_compiled_program_was_trained_on_are_left_out_of_every_colum
     assert {r["strategy"] for r in rows} == {"basic", "oneshot"}
     assert summary["meta"]["left_out_trained"] == 1 and summary["meta"]["questions"] == len(ids) - 1
     assert any("left out 1 of" in line for line in logs)
-    assert "Left out: 1 questions that a compiled program was trained on" in (tmp_path / "out" / "report.md").read_text()
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "Left out: 1 questions that a compiled program was trained on" in report
+    # ids.txt holds the questions the report covers, so `--ids @OUT/ids.txt` repeats exactly them
+    assert _lines(tmp_path / "out" / "ids.txt") == ids[1:]
+    assert f"question ids in `{tmp_path / 'out' / 'ids.txt'}`" in report
+    assert parse_ids(f"@{tmp_path / 'out' / 'ids.txt'}") == ids[1:]
 
 
 def test_dspy_evaluate_runs_a_program_on_the_examples(data, index_root, embedder):
