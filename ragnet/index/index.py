@@ -50,6 +50,7 @@ from ragnet.index.chunk_store import ChunkStore
 from ragnet.index.passages import PASSAGE_FORMAT, passage_text
 from ragnet.index.dense import KINDS, DenseIndex
 from ragnet.index.embedder import Embedder
+from ragnet.index.file_array import file_backed
 from ragnet.index.onnx_backend import resolve_backend
 from ragnet.index.sentences import FOLDER as SENTENCES_DIR
 from ragnet.index.sentences import FORMAT as SENTENCES_FORMAT
@@ -124,7 +125,7 @@ class Index:
         self.path = Path(path)
         self.manifest = manifest
         self._chunks = chunks
-        self._emb = embeddings  # float32 in RAM, or a float16 memmap for the on-disk kind
+        self._emb = embeddings  # float32 in RAM, or float16 rows read from disk (FileArray) for the on-disk kind
         self._emb_torch: Any = None  # zero-copy torch view, made on first flat search
         self._dense = dense
         self._sparse = sparse
@@ -474,6 +475,9 @@ class Index:
                 f"index at {path} is corrupt: {vec_file} has shape {embeddings.shape} {embeddings.dtype}, "
                 f"expected ({count}, {dim}) {vec_dtype}; {_REBUILD}"
             )
+        # Re-scoring reads a few hundred rows per query: pread them (ragnet.index.file_array) so
+        # the rows of past queries do not accumulate in resident memory as mapped pages would.
+        embeddings = file_backed(embeddings)
         nprobe = (manifest.get("ivfpq") or {}).get("nprobe")
         dense = DenseIndex.load(path / DENSE, manifest["faiss_index"], nprobe=nprobe)
         if dense.ntotal != count or dense.dimension != dim:

@@ -11,7 +11,9 @@ Persistence is bm25s's native ``save`` (NumPy ``.npy`` arrays written with
 same way it tokenised documents, and ``vocab.sorted.index.npy``: the vocabulary as a
 sorted ``(term bytes, id)`` table. ``load(folder, mmap=True)`` memory-maps the score
 arrays and that table, so neither the CSC matrix nor a ``term -> id`` dict is read into
-RAM (a folder without the table derives it from ``vocab.index.json``).
+RAM (a folder without the table derives it from ``vocab.index.json``); a query then reads its
+terms' posting lists with ``pread`` (:mod:`ragnet.index.file_array`), so they do not pile up in
+the process's resident memory.
 
 Large corpora can be indexed shard by shard (``ragnet.index.sparse_shards.build_sharded``, or
 ``ragnet.index.sparse_shards`` to tokenise shards elsewhere) with the same scores as
@@ -36,6 +38,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ragnet.errors import IndexFormatError, MissingDependencyError, require
+from ragnet.index.file_array import file_backed
 
 TOKEN_PATTERN = r"(?u)\b\w\w+\b"
 TOKENIZER_FILE = "tokenizer.json"
@@ -190,8 +193,10 @@ class SparseIndex:
         # shared with the retriever, not copied: at a million passages it is hundreds of MB
         self._vocab: Mapping[str, int] = vocab if vocab is not None else {}
         s = retriever.scores
-        self._data = np.asarray(s["data"])  # views of memory maps stay memory-mapped
-        self._indices = np.asarray(s["indices"])
+        # Memory-mapped posting lists are read with pread (ragnet.index.file_array), so the pages
+        # a query touches do not stay in this process's resident memory; indptr is small.
+        self._data = file_backed(s["data"])
+        self._indices = file_backed(s["indices"])
         self._indptr = np.asarray(s["indptr"])
         self._num_docs = int(s["num_docs"])
         self._dtype = np.dtype(retriever.dtype)

@@ -13,6 +13,7 @@ from ragnet.corpus.types import Document
 from ragnet.errors import IndexFormatError, InputError
 from ragnet.index import Index
 from ragnet.index.index import passage_text
+from ragnet.index.file_array import FileArray
 from ragnet.index.ivfpq import IVFPQParams
 
 DATA = "hotpotqa_dev_distractor/questions.jsonl"
@@ -106,7 +107,8 @@ def test_ivfpq_is_compressed_on_disk_and_rescored_exactly(flat_and_ivfpq):
     m = pq.manifest
     assert m["faiss_index"] == "ivfpq" and m["vectors"] == {"file": "vectors.f16.npy", "dtype": "float16"}
     assert m["ivfpq"]["nlist"] == 8 and m["ivfpq"]["m"] == 48 and m["ivfpq"]["nprobe"] == 4
-    assert isinstance(pq._emb, np.memmap) and pq._emb.dtype == np.float16
+    # float16 re-scoring rows are read from disk per query (pread), never loaded or kept mapped
+    assert isinstance(pq._emb, FileArray) and pq._emb.dtype == np.float16 and pq._emb.shape == (len(pq), 384)
     codes = (pq.path / "dense.ivfdata").stat().st_size
     assert codes < 0.25 * len(pq) * 384 * 4  # the dense index is under a quarter of the float32 vectors
     assert not (pq.path / "embeddings.npy").exists() and not (pq.path / ".ivfpq-shards").exists()

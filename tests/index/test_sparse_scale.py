@@ -16,6 +16,7 @@ import pytest
 from tests.required import SHARED_DATA, skip_or_fail
 
 from ragnet.errors import IndexFormatError
+from ragnet.index.file_array import FileArray
 from ragnet.index.sparse import SORTED_VOCAB_FILE, VOCAB_FILE, SortedVocab, SparseIndex
 from ragnet.index.sparse_shards import ShardCounts, build_sharded, merge, tokenize_shard
 
@@ -203,12 +204,15 @@ def test_mmap_load_gives_the_same_scores_and_ids(saved, corpus, whole):
     np.testing.assert_array_equal(idf_of(mapped), idf_of(in_ram))
 
 
-def test_mmap_arrays_are_memory_maps(saved):
+def test_mmap_load_reads_posting_lists_from_disk(saved):
     mapped = SparseIndex.load(saved, mmap=True)
     in_ram = SparseIndex.load(saved)
+    # postings are read per query with pread (nothing stays mapped); the small indptr is mapped
+    assert isinstance(mapped._data, FileArray) and mapped._data.path.name == "data.csc.index.npy"
+    assert isinstance(mapped._indices, FileArray) and mapped._indices.path.name == "indices.csc.index.npy"
+    assert is_mapped(mapped._indptr)
     for name in ("_data", "_indices", "_indptr"):
-        assert is_mapped(getattr(mapped, name)), name
-        assert not is_mapped(getattr(in_ram, name)), name
+        assert not is_mapped(getattr(in_ram, name)) and not isinstance(getattr(in_ram, name), FileArray), name
     assert isinstance(mapped._vocab, SortedVocab) and is_mapped(mapped._vocab.table)
     assert isinstance(in_ram._vocab, dict)
 
@@ -234,7 +238,7 @@ def test_old_folder_without_sorted_vocab_loads_with_mmap(saved, corpus, tmp_path
     (old / SORTED_VOCAB_FILE).unlink()
     mapped = SparseIndex.load(old, mmap=True)
     assert not (old / SORTED_VOCAB_FILE).exists()  # derived in memory, the folder is left as it was
-    assert is_mapped(mapped._data) and isinstance(mapped._vocab, SortedVocab)
+    assert isinstance(mapped._data, FileArray) and isinstance(mapped._vocab, SortedVocab)
     in_ram = SparseIndex.load(saved)
     assert [mapped.token_ids(q) for q in corpus[1]] == [in_ram.token_ids(q) for q in corpus[1]]
     np.testing.assert_array_equal(mapped.scores_batch(corpus[1]), in_ram.scores_batch(corpus[1]))
@@ -292,6 +296,6 @@ def test_sorted_vocab_lookup_edge_cases():
 def test_mmap_load_of_a_bm25s_built_index(whole, corpus, tmp_path):
     whole.save(tmp_path / "built")
     mapped = SparseIndex.load(tmp_path / "built", mmap=True)
-    assert is_mapped(mapped._data) and isinstance(mapped._vocab, SortedVocab)
+    assert isinstance(mapped._data, FileArray) and isinstance(mapped._vocab, SortedVocab)
     assert [mapped.token_ids(q) for q in corpus[1]] == [whole.token_ids(q) for q in corpus[1]]
     np.testing.assert_array_equal(mapped.scores_batch(corpus[1]), whole.scores_batch(corpus[1]))
