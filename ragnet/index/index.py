@@ -608,12 +608,13 @@ class Index:
 
         with dir_lock(self.path):
             clean_stale(self.path)
-            store = SentenceStore.build(self._chunks, self.embedder, self._sparse, show_progress=show_progress)
             target = self.path / SENTENCES_DIR
             staging = Path(tempfile.mkdtemp(prefix=f".{self.path.name}.{os.getpid()}.", suffix=".tmp",
                                             dir=self.path.parent))
             try:
-                store.save(staging / SENTENCES_DIR)
+                # block by block, vectors straight to disk: an index of any size fits in memory
+                written = SentenceStore.write(self._chunks, self.embedder, self._sparse, staging / SENTENCES_DIR,
+                                              count=len(self), show_progress=show_progress)
                 if target.exists():  # stale data of an older splitter, a crashed run's, or someone else's
                     info = target / "info.json"
                     if not info.is_file() or SENTENCES_FORMAT not in info.read_text(encoding="utf-8", errors="replace"):
@@ -629,7 +630,7 @@ class Index:
                 if f.is_file():
                     files[f.relative_to(self.path).as_posix()] = sha256_file(f)
             manifest["files"] = files
-            manifest["sentences"] = store.info
+            manifest["sentences"] = written
             write_json(self.path / MANIFEST, manifest)
             self.manifest = manifest
         self._sentences = SentenceStore.load(target, len(self), self.dimension)

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from collections.abc import Iterable, Iterator
 from typing import Any, Sequence
 
 import numpy as np
@@ -82,7 +83,7 @@ class SentenceStore:
     # -- building ----------------------------------------------------------------------
     @classmethod
     def build(cls, chunks: Sequence[Any], embedder: Any, sparse: Any, show_progress: bool = False) -> "SentenceStore":
-        """Split, count, tokenise and embed the sentences of ``chunks`` (in index row order).
+        """Split, count, tokenise and embed the sentences of ``chunks`` (in index row order), in memory.
 
         Args:
             chunks: the index's chunks.
@@ -90,45 +91,60 @@ class SentenceStore:
             sparse: the index's ``SparseIndex`` (its tokenizer and vocabulary give the terms).
             show_progress: an embedding progress bar.
         """
-        from ragnet.corpus.sentences import sentence_spans
-        from ragnet.corpus.tokens import count_tokens_batch
+        arrays = _sentence_arrays(chunks, embedder, sparse, show_progress=show_progress)
+        return cls(arrays, _info(len(chunks), arrays["term_offsets"]))
 
-        offsets = [0]
-        spans: list[tuple[int, int]] = []
-        texts: list[str] = []
-        embedded: list[str] = []
-        for chunk in chunks:
-            found = sentence_spans(chunk.text) or [(0, len(chunk.text))]
-            for a, b in found:
-                spans.append((a, b))
-                texts.append(chunk.text[a:b])
-                embedded.append(embedded_text(chunk.title, chunk.text[a:b]))
-            offsets.append(len(spans))
-        term_lists = [sparse.token_ids(t) for t in texts]
-        term_offsets = np.zeros(len(texts) + 1, dtype=np.int64)
-        term_offsets[1:] = np.cumsum([len(t) for t in term_lists])
-        first: dict[str, int] = {}
-        inverse = np.fromiter((first.setdefault(t, len(first)) for t in embedded), dtype=np.int64, count=len(embedded))
-        vectors = embedder.encode(list(first), show_progress=show_progress, desc="Embedding sentences") if first else \
-            np.zeros((0, embedder.dimension), dtype=np.float32)
-        arrays = {
-            "offsets": np.asarray(offsets, dtype=np.int64),
-            "spans": np.asarray(spans, dtype=np.int32).reshape(-1, 2),
-            "tokens": np.asarray(count_tokens_batch(texts) if texts else [], dtype=np.int32),
-            "terms": np.asarray([t for ts in term_lists for t in ts], dtype=np.int32),
-            "term_offsets": term_offsets,
-            "vectors": np.ascontiguousarray(vectors[inverse], dtype=np.float16),
-        }
-        lengths = np.diff(term_offsets)
-        info = {
-            "format": FORMAT,
-            "splitter": SPLITTER,
-            "embedded_as": EMBEDDED_AS,
-            "chunks": len(chunks),
-            "sentences": len(texts),
-            "mean_terms": float(lengths.mean()) if lengths.size else 1.0,
-        }
-        return cls(arrays, info)
+    @classmethod
+    def write(cls, chunks: Iterable[Any], embedder: Any, sparse: Any, folder: str | Path, count: int | None = None,
+              show_progress: bool = False, block: int = 20_000) -> dict[str, Any]:
+        """What ``build(...).save(folder)`` writes, computed ``block`` chunks at a time.
+
+        The vectors of each block go straight to disk, so memory holds one block's sentences and
+        vectors plus the small per-sentence arrays, not every vector (a million passages have
+        about four million sentences: 3 GB of float16 vectors). Use it for large indexes
+        (``Index.add_sentences``).
+
+        Args:
+            chunks: the index's chunks, in row order (an iterable: a ``ChunkStore`` is read block by block).
+            embedder, sparse: as for :meth:`build`.
+            folder: the folder to write (created; inside a staging folder that is moved in afterwards).
+            count: number of chunks, for the progress bar.
+            show_progress: one progress bar over the chunks.
+            block: chunks per block.
+
+        Returns:
+            The store's ``info`` (as written to ``info.json``).
+        """
+        from tqdm.auto import tqdm
+
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        parts: dict[str, list[np.ndarray]] = {name: [] for name in _ARRAYS if name != "vectors"}
+        n_chunks = n_sentences = n_terms = 0
+        raw = folder / "vectors.raw.part"
+        with open(raw, "wb") as out, tqdm(total=count, desc="Sentences", unit="chunk", disable=not show_progress) as bar:
+            for batch in _blocks(chunks, block):
+                arrays = _sentence_arrays(batch, embedder, sparse)
+                # offsets within the block -> offsets within the store (one leading 0 in all)
+                skip = 1 if n_chunks else 0
+                parts["offsets"].append(arrays["offsets"][skip:] + n_sentences)
+                parts["term_offsets"].append(arrays["term_offsets"][skip:] + n_terms)
+                for name in ("spans", "tokens", "terms"):
+                    parts[name].append(arrays[name])
+                out.write(arrays["vectors"].tobytes())
+                n_chunks += len(batch)
+                n_sentences += len(arrays["tokens"])
+                n_terms += len(arrays["terms"])
+                bar.update(len(batch))
+        empty = {"offsets": np.zeros(1, np.int64), "term_offsets": np.zeros(1, np.int64),
+                 "spans": np.zeros((0, 2), np.int32), "tokens": np.zeros(0, np.int32), "terms": np.zeros(0, np.int32)}
+        arrays = {name: np.concatenate(pieces) if pieces else empty[name] for name, pieces in parts.items()}
+        for name, array in arrays.items():
+            np.save(folder / f"{name}.npy", array, allow_pickle=False)
+        _npy_from_raw(raw, folder / "vectors.npy", np.float16, (n_sentences, int(embedder.dimension)))
+        info = _info(n_chunks, arrays["term_offsets"])
+        (folder / "info.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+        return info
 
     # -- persistence -------------------------------------------------------------------
     def save(self, folder: str | Path) -> None:
@@ -230,3 +246,75 @@ def idf_of(sparse: Any) -> np.ndarray:
     df = np.diff(np.asarray(sparse._indptr)).astype(np.float64)
     n = float(len(sparse))
     return np.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+
+def _sentence_arrays(chunks: Sequence[Any], embedder: Any, sparse: Any, show_progress: bool = False
+                     ) -> dict[str, np.ndarray]:
+    """The store's arrays for ``chunks`` alone (offsets start at 0)."""
+    from ragnet.corpus.sentences import sentence_spans
+    from ragnet.corpus.tokens import count_tokens_batch
+
+    offsets = [0]
+    spans: list[tuple[int, int]] = []
+    texts: list[str] = []
+    embedded: list[str] = []
+    for chunk in chunks:
+        found = sentence_spans(chunk.text) or [(0, len(chunk.text))]
+        for a, b in found:
+            spans.append((a, b))
+            texts.append(chunk.text[a:b])
+            embedded.append(embedded_text(chunk.title, chunk.text[a:b]))
+        offsets.append(len(spans))
+    term_lists = [sparse.token_ids(t) for t in texts]
+    term_offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+    term_offsets[1:] = np.cumsum([len(t) for t in term_lists])
+    first: dict[str, int] = {}
+    inverse = np.fromiter((first.setdefault(t, len(first)) for t in embedded), dtype=np.int64, count=len(embedded))
+    vectors = embedder.encode(list(first), show_progress=show_progress, desc="Embedding sentences") if first else \
+        np.zeros((0, embedder.dimension), dtype=np.float32)
+    return {
+        "offsets": np.asarray(offsets, dtype=np.int64),
+        "spans": np.asarray(spans, dtype=np.int32).reshape(-1, 2),
+        "tokens": np.asarray(count_tokens_batch(texts) if texts else [], dtype=np.int32),
+        "terms": np.asarray([t for ts in term_lists for t in ts], dtype=np.int32),
+        "term_offsets": term_offsets,
+        "vectors": np.ascontiguousarray(vectors[inverse], dtype=np.float16),
+    }
+
+
+def _info(chunks: int, term_offsets: np.ndarray) -> dict[str, Any]:
+    lengths = np.diff(np.asarray(term_offsets))
+    return {
+        "format": FORMAT,
+        "splitter": SPLITTER,
+        "embedded_as": EMBEDDED_AS,
+        "chunks": chunks,
+        "sentences": int(lengths.size),
+        "mean_terms": float(lengths.mean()) if lengths.size else 1.0,
+    }
+
+
+def _blocks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    block: list[Any] = []
+    for item in items:
+        block.append(item)
+        if len(block) == size:
+            yield block
+            block = []
+    if block:
+        yield block
+
+
+def _npy_from_raw(raw: Path, path: Path, dtype: Any, shape: tuple[int, ...], step: int = 1 << 26) -> None:
+    """Write ``path`` as a ``.npy`` of ``shape`` whose data are the bytes of ``raw`` (then removed);
+    the count of rows is known only after the last block, so the header is written last."""
+    dtype = np.dtype(dtype)
+    expected = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if raw.stat().st_size != expected:
+        raise IndexFormatError(f"{raw} holds {raw.stat().st_size} bytes, expected {expected}")
+    with open(path, "wb") as out, open(raw, "rb") as src:
+        np.lib.format.write_array_header_1_0(out, {"descr": np.lib.format.dtype_to_descr(dtype),
+                                                   "fortran_order": False, "shape": shape})
+        while chunk := src.read(step):
+            out.write(chunk)
+    raw.unlink()

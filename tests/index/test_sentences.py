@@ -11,7 +11,7 @@ import pytest
 from ragnet.corpus.sentences import split_sentences
 from ragnet.errors import IndexFormatError
 from ragnet.index import Index
-from ragnet.index.sentences import K1, B, embedded_text
+from ragnet.index.sentences import K1, B, SentenceStore, embedded_text
 from tests.index.conftest import make_docs
 
 
@@ -129,3 +129,30 @@ def test_add_sentences_replaces_data_of_an_older_splitter(tmp_path, embedder):
     assert reloaded.sentences_current()
     files = json.loads((path / "manifest.json").read_text())["files"]
     assert files["sentences/spans.npy"] == hashlib.sha256((path / "sentences" / "spans.npy").read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize("block", [1, 3, 10_000])
+def test_written_block_by_block_equals_built_in_memory(tmp_path, built, embedder, block):
+    chunks = list(built.chunks)
+    assert len(chunks) > 3  # several blocks for block sizes 1 and 3
+    SentenceStore.build(chunks, embedder, built.sparse).save(tmp_path / "built")
+    info = SentenceStore.write(iter(chunks), embedder, built.sparse, tmp_path / "written", count=len(chunks),
+                               block=block)
+    assert sorted(p.name for p in (tmp_path / "written").iterdir()) == sorted(p.name for p in (tmp_path / "built").iterdir())
+    assert info == json.loads((tmp_path / "built" / "info.json").read_text())
+    for name in ("offsets", "spans", "tokens", "terms", "term_offsets"):
+        assert np.array_equal(np.load(tmp_path / "written" / f"{name}.npy"), np.load(tmp_path / "built" / f"{name}.npy")), name
+    written = np.load(tmp_path / "written" / "vectors.npy")
+    assert written.dtype == np.float16 and written.shape == (info["sentences"], built.dimension)
+    # blocks embed in other batches (and repeat a text shared across blocks): float noise only
+    np.testing.assert_allclose(written.astype(np.float32), np.load(tmp_path / "built" / "vectors.npy").astype(np.float32),
+                               atol=2e-3)
+    store = SentenceStore.load(tmp_path / "written", len(chunks), built.dimension)
+    assert len(store) == info["sentences"] and store.mean_terms == info["mean_terms"]
+
+
+def test_writing_no_chunks_gives_an_empty_store_that_loads(tmp_path, built, embedder):
+    info = SentenceStore.write([], embedder, built.sparse, tmp_path / "empty")
+    assert info["chunks"] == info["sentences"] == 0
+    store = SentenceStore.load(tmp_path / "empty", 0, built.dimension)
+    assert len(store) == 0 and store.offsets.tolist() == [0]
