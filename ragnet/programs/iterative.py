@@ -50,10 +50,15 @@ class IterativeRAG(AgentRAG):
         sufficiency: stop when AssessSufficiency says "Sufficient".
         rewrite: write search queries with RewriteQuery (off: every turn searches the question).
         n_queries: sub-queries sampled per rewrite (verbalized sampling).
-        protect: ``chunk_delete`` may not remove the best hit of any search, nor the ``protect``
-            context chunks closest to the question (embedding cosine); refused deletions are
-            recorded. 0 lets the LM delete anything, as in the study (a 0.5B model then deleted
-            40% of the gold it had retrieved on HotpotQA dev).
+        protect: ``chunk_delete`` may not remove the question's own top-``k`` hits (what
+            BasicRAG reads), the best hit of any search, nor the ``protect`` context chunks
+            closest to the question (embedding cosine); refused deletions are recorded. With the
+            turn-1 fallback search the question's top-``k`` are all in the context after turn 1,
+            so the final context holds every chunk BasicRAG would read: its gold recall is never
+            below basic's, whatever the LM deletes. 0 lets the LM delete anything, as in the
+            study (a 0.5B model then deleted 40% of the gold it had retrieved on HotpotQA dev;
+            protecting only the best hits and the 2 closest chunks still lost 30 points of
+            all-gold recall on the first 10 dev questions, 70% retrieved -> 40% kept).
         lam: hybrid BM25 weight.
 
     Example:
@@ -108,16 +113,19 @@ class IterativeRAG(AgentRAG):
 
     def _protected(self, question: str, context: list[Chunk], trace: Trace) -> set[str]:
         """Chunks the evidence signals rank highest, which ``chunk_delete`` may not remove: the
-        best hit of every search so far, and the ``protect`` chunks closest to the question."""
+        question's own top-``k`` hits, the best hit of every search so far, and the ``protect``
+        chunks closest to the question."""
         if not self.protect or not context:
             return set()
         ids = [c.id for c in context]
+        # the same search BasicRAG makes (not recorded as a search: the agent did not ask for it)
+        question_hits = {c.id for c in self.index.search(question, k=self.k, lam=self.lam)}
         best_hits = {e["retrieved"][0] for e in trace.of("search") if e.get("retrieved")}
         closest: set[str] = set()
         if hasattr(self.index, "vectors"):  # any ragnet.Index; a bare search backend only protects best hits
             cos = self.index.vectors(ids) @ self.index.embed_query(question)
             closest = {ids[i] for i in np.argsort(-cos, kind="stable")[: self.protect].tolist()}
-        return (best_hits | closest) & set(ids)
+        return (question_hits | best_hits | closest) & set(ids)
 
     def _chunk_delete(self, question: str, context: list[Chunk], turn: int, trace: Trace) -> list[Chunk]:
         protected = self._protected(question, context, trace)

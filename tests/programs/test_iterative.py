@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from ragnet.corpus.tokens import count_tokens
-from ragnet.programs import CombinedRAG, IterativeRAG, ReflectiveRAG
+from ragnet.programs import BasicRAG, CombinedRAG, IterativeRAG, ReflectiveRAG
 from tests.programs.scripted import ProgramLM
 
 Q = "Which city had more hospital beds in 2022, Aldermoor or Brightwater?"
@@ -213,3 +213,19 @@ def test_delete_cannot_remove_what_the_evidence_ranks_highest(yearbook_index, ru
     assert len(final) >= 2 and np.isfinite(cos).all()
     refused = [e for e in events(pred, "lm_error") if e["failed_step"] == "delete" and "protected" in e["error"]]
     assert refused and all(e["action"] == "repaired" for e in refused)
+    # what BasicRAG reads (the question's top-5) all survives: gold recall never below basic's
+    with run_with(ProgramLM()):
+        basic = BasicRAG(yearbook_index)(question=Q)
+    assert len(basic.context) == 5 and set(basic.context) <= set(final)
+    assert set(basic.context) <= set(events(pred, "delete")[0]["protected"])
+
+
+def test_unguarded_delete_can_remove_what_basic_reads(yearbook_index, run_with):
+    """protect=0 is the study's loop: the same LM then deletes chunks of the question's top-5."""
+    all_but_last = lambda p, n: {"delete_ids": [f"c{i}" for i in range(1, 40) if f"[c{i + 1}]" in p]}
+    with run_with(ProgramLM(delete=all_but_last)):
+        pred = IterativeRAG(yearbook_index, max_turns=3, protect=0)(question=Q)
+    with run_with(ProgramLM()):
+        basic = BasicRAG(yearbook_index)(question=Q)
+    assert not set(basic.context) <= set(pred.context)
+    assert all(e["protected"] == [] for e in events(pred, "delete"))
