@@ -482,6 +482,8 @@ class QAEvaluator(Evaluator):
         # -- summary (report.md, summary.json: written by Evaluator.__call__)
         t_report = time.perf_counter()
         rows = [latest[(label, str(q.id))] for label in labels for q in questions if (label, str(q.id)) in latest]
+        # the question set, kept beside the rows: `--ids @OUT/ids.txt` asks exactly these again
+        ids_file = folder.write_ids([str(q.id) for q in questions]) if folder is not None else None
         budgets = self.budgets
         meta = {
             **config,
@@ -492,8 +494,7 @@ class QAEvaluator(Evaluator):
             "threads": self.threads,
             "index": indexes.path,
             "results": str(results_path),
-            # the question set, kept beside the rows: `--ids @OUT/ids.txt` asks exactly these again
-            "ids_file": str(folder.write_ids([str(q.id) for q in questions])) if folder is not None else None,
+            "ids_file": str(ids_file) if ids_file is not None else None,
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
         timing = {"setup_s": setup_s, "loop_s": loop_s, "threads": self.threads, "new_rows": new_rows}

@@ -50,7 +50,7 @@ class FileArray:
     """
 
     def __init__(self, array: np.memmap) -> None:
-        if not isinstance(array, np.memmap) or array.filename is None or not array.flags.c_contiguous:
+        if not _is_file_map(array):
             raise TypeError("FileArray needs a C-ordered np.memmap of a file (np.load(path, mmap_mode='r'))")
         self.path = Path(array.filename)
         self.shape: tuple[int, ...] = tuple(array.shape)
@@ -63,10 +63,6 @@ class FileArray:
 
     def __len__(self) -> int:
         return self.shape[0]
-
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
 
     def __getitem__(self, key: Any) -> np.ndarray:
         n = self.shape[0]
@@ -109,7 +105,9 @@ class FileArray:
 def file_backed(array: np.ndarray) -> np.ndarray | FileArray:
     """``array`` as a :class:`FileArray` when it is a memory map that can be read that way
     (``os.preadv`` exists, C order); otherwise ``array`` itself."""
-    if isinstance(array, np.memmap) and array.filename is not None and array.flags.c_contiguous \
-            and hasattr(os, "preadv"):
-        return FileArray(array)
-    return array
+    return FileArray(array) if hasattr(os, "preadv") and _is_file_map(array) else array
+
+
+def _is_file_map(array: Any) -> bool:
+    """Whether ``array`` is a C-ordered memory map of a file (what :class:`FileArray` reads)."""
+    return isinstance(array, np.memmap) and array.filename is not None and array.flags.c_contiguous

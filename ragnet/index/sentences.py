@@ -136,9 +136,9 @@ class SentenceStore:
                 n_sentences += len(arrays["tokens"])
                 n_terms += len(arrays["terms"])
                 bar.update(len(batch))
-        empty = {"offsets": np.zeros(1, np.int64), "term_offsets": np.zeros(1, np.int64),
-                 "spans": np.zeros((0, 2), np.int32), "tokens": np.zeros(0, np.int32), "terms": np.zeros(0, np.int32)}
-        arrays = {name: np.concatenate(pieces) if pieces else empty[name] for name, pieces in parts.items()}
+        if not n_chunks:  # no chunks: the arrays of an empty store
+            parts = {name: [array] for name, array in _sentence_arrays([], embedder, sparse).items() if name in parts}
+        arrays = {name: np.concatenate(pieces) for name, pieces in parts.items()}
         for name, array in arrays.items():
             np.save(folder / f"{name}.npy", array, allow_pickle=False)
         _npy_from_raw(raw, folder / "vectors.npy", np.float16, (n_sentences, int(embedder.dimension)))
