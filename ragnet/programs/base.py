@@ -106,16 +106,20 @@ class RAGProgram(dspy.Module):
             ``"openai/gpt-4o-mini"``, or a ``dspy.BaseLM``); None answers with the configured LM,
             like every other step. A stronger reader for the answer and a small, fast LM for the
             agent's steps is the usual split.
+        answer_reasoning: the answer step reasons before it answers (chain of thought; see
+            :class:`ragnet.signatures.AnswerStep`), recorded as ``reasoning`` in the trace's
+            ``answer`` event. It costs output tokens on every question.
     """
 
-    def __init__(self, index: Any, *, lam: float = 0.4, retries: int = 1, answer_lm: Any = None) -> None:
+    def __init__(self, index: Any, *, lam: float = 0.4, retries: int = 1, answer_lm: Any = None,
+                 answer_reasoning: bool = False) -> None:
         super().__init__()
         if index is None or not hasattr(index, "search"):
             raise InputError("expected a ragnet.Index (from Index.build or Index.load)", argument="index")
         self.index = index
         self.lam = check_fraction(lam, "lam")
         self.retries = retries
-        self.answer = AnswerStep(retries=self.retries)
+        self.answer = AnswerStep(reasoning=answer_reasoning, retries=self.retries)
         self.answer_lm = answer_lm if answer_lm is None or isinstance(answer_lm, AnswerLM) else AnswerLM(answer_lm)
 
     @property
@@ -234,5 +238,6 @@ class RAGProgram(dspy.Module):
             fallback=bool(getattr(pred, "fallback", False)),
             context=[c.id for c in chunks],
             lm=self.answer_lm.name if self.answer_lm is not None else None,
+            **({"reasoning": str(getattr(pred, "reasoning", "") or "")} if self.answer.reasoning else {}),
         )
         return str(pred.answer or ""), evidence

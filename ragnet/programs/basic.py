@@ -25,8 +25,9 @@ class BasicRAG(RAGProgram):
         ('Rome', ['rome#0', 'paris#0'], ['rome#0'])
     """
 
-    def __init__(self, index: Any, k: int = 5, *, lam: float = 0.4, retries: int = 1, answer_lm: Any = None) -> None:
-        super().__init__(index, lam=lam, retries=retries, answer_lm=answer_lm)
+    def __init__(self, index: Any, k: int = 5, *, lam: float = 0.4, retries: int = 1, answer_lm: Any = None,
+                 answer_reasoning: bool = False) -> None:
+        super().__init__(index, lam=lam, retries=retries, answer_lm=answer_lm, answer_reasoning=answer_reasoning)
         self.k = check_positive_int(k, "k")
 
     def _run(self, question: str, trace: Trace) -> RunResult:

@@ -100,9 +100,10 @@ class OneShotRAG(RAGProgram):
         lam: float = 0.4,
         retries: int = 1,
         answer_lm: Any = None,
+        answer_reasoning: bool = False,
         llm_filter: bool | None = None,
     ) -> None:
-        super().__init__(index, lam=lam, retries=retries, answer_lm=answer_lm)
+        super().__init__(index, lam=lam, retries=retries, answer_lm=answer_lm, answer_reasoning=answer_reasoning)
         if llm_filter is not None:
             warnings.warn("OneShotRAG(llm_filter=...) is now OneShotRAG(filter=...), named like its step",
                           DeprecationWarning, stacklevel=2)

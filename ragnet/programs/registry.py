@@ -16,7 +16,8 @@ from ragnet.errors import InputError
 from ragnet.programs import STRATEGIES
 
 PRESETS: dict[str, dict[str, dict[str, Any]]] = {
-    "basic": {"k3": {"k": 3}, "k10": {"k": 10}},
+    # "cot" presets: the answer step reasons before it answers (``answer_reasoning``).
+    "basic": {"k3": {"k": 3}, "k10": {"k": 10}, "cot": {"answer_reasoning": True}},
     "oneshot": {
         "no-filter": {"rules": False},
         "rank-fill": {"method": "rank"},
@@ -26,6 +27,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "crop": {"crop": True},
         "full": {"filter": True, "crop": True},
         "sentences": {"sentences": True},
+        "sentences-cot": {"sentences": True, "answer_reasoning": True},
     },
     "iterative": {
         "no-fallback": {"fallback": False},

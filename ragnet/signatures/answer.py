@@ -22,7 +22,7 @@ import dspy
 from ragnet.signatures.formatting import format_context, resolve_ids
 from ragnet.signatures.step import Step, StepOutputError
 
-__all__ = ["AnswerStep", "GenerateAnswer", "answer_default", "answer_validator"]
+__all__ = ["REASONING", "AnswerStep", "GenerateAnswer", "answer_default", "answer_validator"]
 
 
 class GenerateAnswer(dspy.Signature):
@@ -72,17 +72,52 @@ def answer_validator(id_map: Mapping[str, str]) -> Callable[[dspy.Prediction], t
     return validate
 
 
+#: The reasoning field of an answer step that reasons first (``AnswerStep(reasoning=True)``).
+REASONING = dspy.OutputField(
+    desc="think step by step in two or three short sentences: which chunks state the facts the question "
+         "needs, and how they connect (the entity one chunk names is often the subject of another)"
+)
+
+
 class AnswerStep(Step):
     """GenerateAnswer over notes + chunks; returns ``answer``, ``evidence_ids`` (real ids),
     ``unknown_ids`` (cited ids that name no chunk) and ``fallback``.
 
     ``context`` is the chunks the reader sees (formatted here with short ids), or text already
     formatted with ``[c1]``-style ids (the answer step's compile cases), whose ids are kept as given.
+
+    ``reasoning=True`` makes it a chain-of-thought step: the signature gains a ``reasoning``
+    output before ``answer``, exactly as ``dspy.ChainOfThought`` extends a signature, but the
+    predictor stays the step's one ``dspy.Predict`` (``answer.predict``), so the prompt budget
+    counts the real prompt, compiled state keeps its path and the optimizers see one predictor.
+    The prediction then carries ``reasoning`` too. Multi-hop questions are where it should help:
+    the reader has to join two chunks, not copy one.
+
+    Example:
+        >>> import dspy
+        >>> from dspy.utils import DummyLM
+        >>> step = AnswerStep(reasoning=True)
+        >>> list(step.predict.signature.output_fields)
+        ['reasoning', 'answer', 'evidence_ids']
+        >>> lm = DummyLM([{"reasoning": "c1 says so.", "answer": "Paris", "evidence_ids": ["c1"]}])
+        >>> with dspy.context(lm=lm):
+        ...     out = step(question="Capital of France?", context="[c1] Paris: the capital of France.")
+        >>> out.reasoning, out.answer, out.evidence_ids
+        ('c1 says so.', 'Paris', ['c1'])
     """
 
     name = "answer"
     signature = GenerateAnswer
     max_tokens = 256  # a short answer; a rambling small model would cost minutes on CPU
+    reasoning_max_tokens = 512  # room for a few sentences of reasoning before the answer
+
+    def __init__(self, *, reasoning: bool = False, retries: int = 1, enabled: bool = True,
+                 max_tokens: int | None = None) -> None:
+        reasoning = bool(reasoning)
+        signature = GenerateAnswer.prepend("reasoning", REASONING, str) if reasoning else GenerateAnswer
+        cap = max_tokens if max_tokens is not None else (self.reasoning_max_tokens if reasoning else None)
+        super().__init__(signature, retries=retries, enabled=enabled, max_tokens=cap)
+        self.reasoning = reasoning
 
     def forward(self, question: str, context: str | Sequence[Any] = (), notes: str = "",
                 default_answer: str = "") -> dspy.Prediction:
