@@ -21,7 +21,7 @@ def index(
     faiss_index: str = typer.Option("auto", help="auto | flat | hnsw | ivf | ivfpq (compressed, on disk; auto picks it from 200k chunks)."),
     nprobe: int = typer.Option(32, help="ivfpq: inverted lists scanned per query."),
     embed_backend: Optional[str] = typer.Option(None, help="torch | onnx | onnx-int8 (default: $RAGNET_EMBED_BACKEND, else torch)."),
-    ray: Optional[str] = typer.Option(None, "--ray", help="Build on a Ray cluster: 'local' starts one on this machine, 'auto' or ray://HOST:10001 joins one (needs ragnet[scale]; no sentence data)."),
+    ray: Optional[str] = typer.Option(None, "--ray", help="Build on a Ray cluster: 'local' starts one on this machine, 'auto' or ray://HOST:10001 joins one (needs ragnet[scale])."),
     workers: Optional[int] = typer.Option(None, help="With --ray: embedding workers (default: the cluster's CPUs)."),
     gazetteer: Optional[Path] = typer.Option(None, help="File of place names, one per line, for chunk metadata."),
     sentences: bool = typer.Option(True, "--sentences/--no-sentences", help="Also embed every sentence, for sentence-level context selection (about doubles the embedding time)."),
@@ -45,7 +45,7 @@ def index(
     gaz = Gazetteer.from_file(gazetteer) if gazetteer else None
     idx = Index.build(docs, out, chunk_tokens=chunk_tokens, overlap=overlap, embedder=emb,
                       faiss_index=faiss_index, gazetteer=gaz, show_progress=True,
-                      sentences=sentences and ray is None, ivfpq=params,
+                      sentences=sentences, ivfpq=params,
                       engine="ray" if ray else "local", ray_address=ray, workers=workers)
     typer.echo(f"indexed {len(docs)} documents as {len(idx)} chunks -> {out}")
     if idx.kept_files:

@@ -187,9 +187,8 @@ class Index:
             disk_threshold: chunk count from which ``"auto"`` builds ``ivfpq``.
             engine: ``"local"`` (this process) or ``"ray"``: chunk, embed and tokenise on a
                 Ray cluster with Ray Data (``ragnet.index.ray_build``; needs ``ragnet[scale]``).
-                The result equals a local build with ``sentences=False`` (same chunk ids and
-                BM25 scores, vectors up to float rounding); Ray builds write no sentence data
-                (add it with :meth:`add_sentences`).
+                The result equals a local build (same chunk ids and BM25 scores, chunk and
+                sentence vectors up to float rounding); the workers embed the sentences too.
             ray_address: the cluster (``"auto"``, ``"ray://head:10001"``); None or ``"local"``
                 starts a local one.
             workers: embedding actors (one model each); default: the cluster's CPUs.
@@ -217,7 +216,7 @@ class Index:
             check_output_folder(path)  # re-checked under the lock: another process may have written it
             if engine == "ray":
                 return cls._build_ray(docs, path, chunk_tokens, overlap, emb, faiss_index, show_progress, gazetteer,
-                                      faiss_threshold, ivfpq, disk_threshold, ray_address, workers)
+                                      faiss_threshold, sentences, ivfpq, disk_threshold, ray_address, workers)
             return cls._build_locked(docs, path, chunk_tokens, overlap, emb, faiss_index, show_progress,
                                      gazetteer, faiss_threshold, sentences, ivfpq, disk_threshold)
 
@@ -271,8 +270,8 @@ class Index:
 
     @classmethod
     def _build_ray(cls, docs: list[Document], path: Path, chunk_tokens: int, overlap: int, emb: Embedder,
-                   faiss_index: str, show_progress: bool, gazetteer: Any, faiss_threshold: int, ivfpq_params: Any,
-                   disk_threshold: int, ray_address: str | None, workers: int | None) -> "Index":
+                   faiss_index: str, show_progress: bool, gazetteer: Any, faiss_threshold: int, sentences: bool,
+                   ivfpq_params: Any, disk_threshold: int, ray_address: str | None, workers: int | None) -> "Index":
         from ragnet.index import ray_build
 
         t_all = time.perf_counter()
@@ -280,14 +279,25 @@ class Index:
         workers = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
         names = sorted(gazetteer.names) if gazetteer is not None else None
         t0 = time.perf_counter()
+        sink: list | None = [] if sentences else None  # (chunks, sentence vectors) per shard, embedded by the workers
         count, parts = ray_build.shards(docs, embedder=emb.name, backend=getattr(emb, "backend", None),
                                         chunk_tokens=chunk_tokens, overlap=overlap, gazetteer_names=names,
-                                        workers=workers)
+                                        workers=workers, sentence_sink=sink)
         stats = {"chunk_s": time.perf_counter() - t0, "workers": float(workers)}
         settings = {"chunk_tokens": chunk_tokens, "overlap": overlap, "doc_count": len(docs), "gazetteer": names}
-        index = cls._write(path, parts, count, emb, faiss_index, faiss_threshold, ivfpq_params, settings,
-                           stats=stats, t_all=t_all, disk_threshold=disk_threshold, show_progress=show_progress)
-        return index
+
+        def sentences_from(sparse: SparseIndex) -> SentenceStore:
+            # spans, tokens and BM25 terms here (they need the corpus vocabulary); vectors from the workers
+            t0 = time.perf_counter()
+            chunks = [c for shard, _ in sink for c in shard]
+            vectors = np.concatenate([v for _, v in sink]) if sink else None
+            store = SentenceStore.build(chunks, emb, sparse, vectors=vectors)
+            stats["sentences_s"] = time.perf_counter() - t0
+            return store
+
+        return cls._write(path, parts, count, emb, faiss_index, faiss_threshold, ivfpq_params, settings,
+                          sentences_from=sentences_from if sentences else None, stats=stats, t_all=t_all,
+                          disk_threshold=disk_threshold, show_progress=show_progress)
 
     @classmethod
     def build_from_shards(

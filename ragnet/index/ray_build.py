@@ -64,14 +64,17 @@ def _chunk_rows(row: dict[str, Any], chunk_tokens: int, overlap: int, gazetteer_
 
 
 class EmbedAndTokenize:
-    """A Ray Data actor: embeds a batch of chunks and counts its BM25 terms."""
+    """A Ray Data actor: embeds a batch of chunks and counts its BM25 terms, and with
+    ``sentences`` also embeds every sentence of the chunks (``"Title: sentence"``, as
+    :mod:`ragnet.index.sentences` stores them)."""
 
-    def __init__(self, embedder: str, backend: str | None, threads: int) -> None:
+    def __init__(self, embedder: str, backend: str | None, threads: int, sentences: bool = False) -> None:
         from ragnet._threads import pin_threads
         from ragnet.index.embedder import Embedder
 
         pin_threads(threads)
         self.embedder = Embedder(embedder, backend=backend).load()
+        self.sentences = sentences
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, Any]:
         from ragnet.index.passages import passage_text
@@ -93,7 +96,19 @@ class EmbedAndTokenize:
         out["bm25_tfs"] = per_doc_tfs
         out["bm25_len"] = counts.doc_lengths
         out["bm25_stemmer"] = [counts.stemmer or ""] * len(texts)
+        if self.sentences:
+            out["sentence_vectors"] = self._sentence_vectors(batch)
         return out
+
+    def _sentence_vectors(self, batch: dict[str, np.ndarray]) -> list[bytes]:
+        """Each chunk's sentence vectors as float16 bytes (a fixed Arrow type, whatever the count)."""
+        from ragnet.index.sentences import chunk_sentences, embed_unique
+
+        per_chunk = [chunk_sentences(Chunk(id="", doc_id="", title=str(t), text=str(x), tokens=0))[1]
+                     for t, x in zip(batch["title"], batch["text"])]
+        vectors = embed_unique([s for texts in per_chunk for s in texts], self.embedder)
+        ends = np.cumsum([len(texts) for texts in per_chunk])
+        return [part.tobytes() for part in np.split(vectors, ends[:-1])]
 
 
 def counts_from_rows(terms: Sequence[Sequence[str]], tfs: Sequence[Sequence[int]], lengths: Sequence[int],
@@ -123,11 +138,15 @@ def counts_from_rows(terms: Sequence[Sequence[str]], tfs: Sequence[Sequence[int]
 
 def shards(docs: Sequence[Document], *, embedder: str, backend: str | None, chunk_tokens: int, overlap: int,
            gazetteer_names: list[str] | None, workers: int, batch_size: int = 64,
-           progress: Callable[[int], None] | None = None
+           progress: Callable[[int], None] | None = None, sentence_sink: list | None = None,
            ) -> tuple[int, Iterator[tuple[list[Chunk], np.ndarray, Any]]]:
     """The chunk count, and ``(chunks, vectors, bm25 counts)`` shards in document order,
     computed on the cluster. Chunking runs (and is counted) first: the writer sizes its
-    vector file with the count."""
+    vector file with the count.
+
+    With a ``sentence_sink`` list, the workers also embed every chunk's sentences, and each
+    shard read appends ``(chunks, sentence vectors)`` to it (float16, one row per sentence in
+    order), for ``SentenceStore.build(..., vectors=...)`` once the corpus BM25 exists."""
     if not docs:
         raise InputError("no documents to index", argument="docs")
     ray = ray_module()
@@ -142,7 +161,8 @@ def shards(docs: Sequence[Document], *, embedder: str, backend: str | None, chun
                                                   "gazetteer_names": gazetteer_names}).materialize()
     count = chunked.count()
     embedded = chunked.map_batches(EmbedAndTokenize, fn_constructor_kwargs={"embedder": embedder, "backend": backend,
-                                                                            "threads": 1},
+                                                                            "threads": 1,
+                                                                            "sentences": sentence_sink is not None},
                                    concurrency=workers, batch_size=batch_size, num_cpus=1, batch_format="numpy")
 
     def read() -> Iterator[tuple[list[Chunk], np.ndarray, Any]]:
@@ -157,6 +177,10 @@ def shards(docs: Sequence[Document], *, embedder: str, backend: str | None, chun
             counts = counts_from_rows(batch["bm25_terms"], batch["bm25_tfs"], batch["bm25_len"], stemmer)
             vectors = batch["vector"]
             vectors = np.stack(vectors) if vectors.dtype == object else vectors
+            if sentence_sink is not None:
+                dim = int(np.shape(vectors)[1])
+                sentence_sink.append((chunks, np.concatenate(
+                    [np.frombuffer(b, dtype=np.float16).reshape(-1, dim) for b in batch["sentence_vectors"]])))
             if progress is not None:
                 progress(len(chunks))
             yield chunks, np.asarray(vectors, dtype=np.float32), counts

@@ -82,7 +82,8 @@ class SentenceStore:
 
     # -- building ----------------------------------------------------------------------
     @classmethod
-    def build(cls, chunks: Sequence[Any], embedder: Any, sparse: Any, show_progress: bool = False) -> "SentenceStore":
+    def build(cls, chunks: Sequence[Any], embedder: Any, sparse: Any, show_progress: bool = False,
+              vectors: np.ndarray | None = None) -> "SentenceStore":
         """Split, count, tokenise and embed the sentences of ``chunks`` (in index row order), in memory.
 
         Args:
@@ -90,8 +91,11 @@ class SentenceStore:
             embedder: the index's ``Embedder`` (sentences share the chunks' vector space).
             sparse: the index's ``SparseIndex`` (its tokenizer and vocabulary give the terms).
             show_progress: an embedding progress bar.
+            vectors: the sentences' embeddings when they were computed elsewhere (a Ray build's
+                workers embed them with :func:`chunk_sentences`), one row per sentence in order;
+                ``embedder`` is then not run.
         """
-        arrays = _sentence_arrays(chunks, embedder, sparse, show_progress=show_progress)
+        arrays = _sentence_arrays(chunks, embedder, sparse, show_progress=show_progress, vectors=vectors)
         return cls(arrays, _info(len(chunks), arrays["term_offsets"]))
 
     @classmethod
@@ -248,10 +252,32 @@ def idf_of(sparse: Any) -> np.ndarray:
     return np.log(1.0 + (n - df + 0.5) / (df + 0.5))
 
 
-def _sentence_arrays(chunks: Sequence[Any], embedder: Any, sparse: Any, show_progress: bool = False
-                     ) -> dict[str, np.ndarray]:
-    """The store's arrays for ``chunks`` alone (offsets start at 0)."""
+def chunk_sentences(chunk: Any) -> tuple[list[tuple[int, int]], list[str]]:
+    """A chunk's sentence spans and the text embedded for each (``"Title: sentence"``).
+
+    Example:
+        >>> from ragnet.corpus.types import Chunk
+        >>> chunk_sentences(Chunk(id="d#0", doc_id="d", title="Ed Wood", text="A director. He was American.", tokens=6))
+        ([(0, 11), (12, 28)], ['Ed Wood: A director.', 'Ed Wood: He was American.'])
+    """
     from ragnet.corpus.sentences import sentence_spans
+
+    spans = sentence_spans(chunk.text) or [(0, len(chunk.text))]
+    return spans, [embedded_text(chunk.title, chunk.text[a:b]) for a, b in spans]
+
+
+def embed_unique(texts: Sequence[str], embedder: Any, show_progress: bool = False) -> np.ndarray:
+    """float16 embeddings of ``texts``, each distinct text embedded once."""
+    first: dict[str, int] = {}
+    inverse = np.fromiter((first.setdefault(t, len(first)) for t in texts), dtype=np.int64, count=len(texts))
+    vectors = embedder.encode(list(first), show_progress=show_progress, desc="Embedding sentences") if first else \
+        np.zeros((0, embedder.dimension), dtype=np.float32)
+    return np.ascontiguousarray(vectors[inverse], dtype=np.float16)
+
+
+def _sentence_arrays(chunks: Sequence[Any], embedder: Any, sparse: Any, show_progress: bool = False,
+                     vectors: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """The store's arrays for ``chunks`` alone (offsets start at 0); ``vectors``: see ``SentenceStore.build``."""
     from ragnet.corpus.tokens import count_tokens_batch
 
     offsets = [0]
@@ -259,26 +285,27 @@ def _sentence_arrays(chunks: Sequence[Any], embedder: Any, sparse: Any, show_pro
     texts: list[str] = []
     embedded: list[str] = []
     for chunk in chunks:
-        found = sentence_spans(chunk.text) or [(0, len(chunk.text))]
-        for a, b in found:
-            spans.append((a, b))
-            texts.append(chunk.text[a:b])
-            embedded.append(embedded_text(chunk.title, chunk.text[a:b]))
+        found, as_embedded = chunk_sentences(chunk)
+        spans.extend(found)
+        texts.extend(chunk.text[a:b] for a, b in found)
+        embedded.extend(as_embedded)
         offsets.append(len(spans))
+    if vectors is None:
+        vectors = embed_unique(embedded, embedder, show_progress=show_progress)
+    elif np.ndim(vectors) != 2 or len(vectors) != len(embedded):
+        raise IndexFormatError(f"{len(vectors)} sentence vectors were given for the {len(embedded)} sentences of "
+                               f"{len(offsets) - 1} chunks; the sentence splitter differs between the workers and "
+                               "this process (install the same ragnet version everywhere)")
     term_lists = [sparse.token_ids(t) for t in texts]
     term_offsets = np.zeros(len(texts) + 1, dtype=np.int64)
     term_offsets[1:] = np.cumsum([len(t) for t in term_lists])
-    first: dict[str, int] = {}
-    inverse = np.fromiter((first.setdefault(t, len(first)) for t in embedded), dtype=np.int64, count=len(embedded))
-    vectors = embedder.encode(list(first), show_progress=show_progress, desc="Embedding sentences") if first else \
-        np.zeros((0, embedder.dimension), dtype=np.float32)
     return {
         "offsets": np.asarray(offsets, dtype=np.int64),
         "spans": np.asarray(spans, dtype=np.int32).reshape(-1, 2),
         "tokens": np.asarray(count_tokens_batch(texts) if texts else [], dtype=np.int32),
         "terms": np.asarray([t for ts in term_lists for t in ts], dtype=np.int32),
         "term_offsets": term_offsets,
-        "vectors": np.ascontiguousarray(vectors[inverse], dtype=np.float16),
+        "vectors": np.ascontiguousarray(vectors, dtype=np.float16),
     }
 
 

@@ -26,8 +26,7 @@ def ray_cluster():
 @pytest.fixture(scope="module")
 def both(ray_cluster, docs, embedder, tmp_path_factory):
     root = tmp_path_factory.mktemp("ray")
-    local = Index.build(docs, root / "local", chunk_tokens=64, overlap=8, embedder=embedder, sentences=False,
-                        show_progress=False)
+    local = Index.build(docs, root / "local", chunk_tokens=64, overlap=8, embedder=embedder, show_progress=False)
     on_ray = Index.build(docs, root / "ray", chunk_tokens=64, overlap=8, embedder=embedder, show_progress=False,
                          engine="ray", workers=2)
     return local, on_ray
@@ -43,8 +42,34 @@ def test_ray_build_equals_the_local_build(both):
     for q in QUERIES:
         np.testing.assert_array_equal(on_ray.sparse.scores(q), local.sparse.scores(q))
         assert [c.id for c in on_ray.search(q, k=5)] == [c.id for c in local.search(q, k=5)]
-    assert on_ray.manifest["sentences"] is None and on_ray.manifest["chunk_count"] == len(local)
+    assert on_ray.manifest["chunk_count"] == len(local)
     assert on_ray.build_stats["workers"] == 2
+
+
+@pytest.mark.slow
+def test_ray_build_writes_the_same_sentence_data(both):
+    """The workers embed the sentences; spans, tokens, BM25 terms and vectors equal a local build's."""
+    local, on_ray = both
+    assert on_ray.manifest["sentences"] == local.manifest["sentences"] and len(local.sentences) > len(local)
+    a, b = local.sentences, on_ray.sentences
+    for name in ("offsets", "spans", "tokens", "terms", "term_offsets"):
+        np.testing.assert_array_equal(getattr(b, name), getattr(a, name), err_msg=name)
+    np.testing.assert_allclose(np.asarray(b.vectors, dtype=np.float32), np.asarray(a.vectors, dtype=np.float32),
+                               atol=2e-3)  # float16 rows of vectors equal up to float rounding
+    assert on_ray.sentences_current
+
+
+def test_sentence_vectors_must_match_the_sentences(docs, embedder, tmp_path):
+    """Vectors computed elsewhere (Ray workers) that do not line up with this process's
+    sentence split are refused, not stored misaligned."""
+    from ragnet.errors import IndexFormatError
+    from ragnet.index.sentences import SentenceStore
+
+    index = Index.build(docs[:2], tmp_path / "i", chunk_tokens=64, overlap=8, embedder=embedder, sentences=False,
+                        show_progress=False)
+    chunks = list(index.chunks)
+    with pytest.raises(IndexFormatError, match="sentence vectors"):
+        SentenceStore.build(chunks, embedder, index.sparse, vectors=np.zeros((1, 384), dtype=np.float16))
 
 
 def test_unknown_engine_is_refused(docs, tmp_path):
