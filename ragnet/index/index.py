@@ -56,7 +56,7 @@ from ragnet.index.sentences import FOLDER as SENTENCES_DIR
 from ragnet.index.sentences import FORMAT as SENTENCES_FORMAT
 from ragnet.index.sentences import SPLITTER as SENTENCES_SPLITTER
 from ragnet.index.sentences import SentenceStore, idf_of
-from ragnet.index.sparse import SparseIndex, top_positive
+from ragnet.index.sparse import SparseIndex
 
 FORMAT_VERSION = 2
 READABLE_VERSIONS = (1, 2)
@@ -738,7 +738,7 @@ class Index:
         Scoring. A candidate pool is the union of the dense top-``pool`` (exact scan for a
         flat index, FAISS HNSW/IVF otherwise) and the BM25 top-``pool`` (BM25 score > 0)
         chunks; ``pool`` grows by ``len(exclude)`` and is at least ``k``. For every candidate, the raw cosine ``cos`` (exact, from the stored
-        embeddings) and the raw BM25 score ``bm25`` (from the full BM25 score vector) are
+        embeddings) and the raw BM25 score ``bm25`` (exact; ``SparseIndex.top_and_scores_at``) are
         min-max normalised over the pool of this query::
 
             norm(x) = (x - min_pool(x)) / (max_pool(x) - min_pool(x))   # 0 if all equal
@@ -767,10 +767,9 @@ class Index:
         _check_search_args(k, lam, pool)
         excluded = self._excluded_rows(exclude)
         qvec = self.embed_query(query)
-        bm25 = self._sparse.scores(query)
         n_pool = self._pool_size(k, pool, excluded)
         ids, cos_all = self._dense_top(qvec[None, :], n_pool)
-        return self._rank(qvec, bm25, ids[0], k, excluded, lam, n_pool, None if cos_all is None else cos_all[0])
+        return self._rank(qvec, query, ids[0], k, excluded, lam, n_pool, None if cos_all is None else cos_all[0])
 
     def search_batch(
         self,
@@ -812,7 +811,7 @@ class Index:
         ids, cos_all = self._dense_top(qvecs, max(sizes))
         return [
             self._rank(
-                qvecs[i], self._sparse.scores(q), ids[i, : sizes[i]], k, excluded[i], lam, sizes[i],
+                qvecs[i], q, ids[i, : sizes[i]], k, excluded[i], lam, sizes[i],
                 None if cos_all is None else cos_all[i],
             )
             for i, q in enumerate(queries)
@@ -831,7 +830,7 @@ class Index:
         """BM25-only retrieval (chunks with a positive score); ``score`` = ``bm25_score``."""
         _check_search_args(k, 0.0, 1)
         _check_query(query)
-        rows, scores = top_positive(self._sparse.scores(query), k)
+        rows, scores = self._sparse.top(query, k)
         return [c.with_scores(score=float(s), bm25_score=float(s)) for c, s in zip(self._chunks.take(rows), scores)]
 
     # -- internals ---------------------------------------------------------------------
@@ -889,7 +888,7 @@ class Index:
     def _rank(
         self,
         qvec: np.ndarray,
-        bm25: np.ndarray,
+        query: str,
         dense_ids: np.ndarray,
         k: int,
         excluded: np.ndarray,
@@ -901,14 +900,18 @@ class Index:
         want = min(k, n - excluded.size)
         if want <= 0:
             return []
-        sparse_rows, _ = top_positive(bm25, n_pool)
-        cands = np.union1d(dense_ids[dense_ids >= 0].astype(np.int64), sparse_rows)
+        dense_rows = dense_ids[dense_ids >= 0].astype(np.int64)
+        # BM25's top pool and its exact scores at the dense candidates, without scoring every chunk
+        sparse_rows, sparse_scores, dense_bm25 = self._sparse.top_and_scores_at(query, n_pool, dense_rows)
+        cands, first = np.unique(np.concatenate([dense_rows, sparse_rows]), return_index=True)
+        raw_bm25 = np.concatenate([dense_bm25, sparse_scores])[first]
         if excluded.size:
-            cands = cands[~np.isin(cands, excluded, assume_unique=True)]
+            keep = ~np.isin(cands, excluded, assume_unique=True)
+            cands, raw_bm25 = cands[keep], raw_bm25[keep]
         if cands.size < want:  # pool exhausted (tiny index, HNSW shortfall, huge exclude): score everything
             cands = np.setdiff1d(np.arange(n, dtype=np.int64), excluded, assume_unique=True)
+            raw_bm25 = self._sparse.scores(query)[cands]
         cos = cos_all[cands] if cos_all is not None else self._cosines(cands, qvec)
-        raw_bm25 = bm25[cands]
         score = lam * _normalise_scores(raw_bm25) + (1.0 - lam) * _normalise_scores(cos)
         order = np.lexsort((cands, -score))[:want]
         return [

@@ -256,18 +256,73 @@ class SparseIndex:
             return ids
         return [vocab[w] for w in self.tokenize(query) if w in vocab]
 
+    def _columns(self, query: str) -> list[tuple[np.ndarray, np.ndarray]]:
+        """``(rows, impacts)``: the posting list of each query term, in query order (a repeated
+        term twice, as bm25s counts it)."""
+        data, indices, indptr = self._data, self._indices, self._indptr
+        cols = []
+        for t in self.token_ids(query):
+            start, end = int(indptr[t]), int(indptr[t + 1])
+            if end > start:
+                cols.append((np.asarray(indices[start:end]), np.asarray(data[start:end])))
+        return cols
+
+    def _sum(self, cols: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+        out = np.zeros(self._num_docs, dtype=self._dtype)
+        for rows, impacts in cols:
+            # a column lists each document at most once, so plain fancy-index add is exact
+            out[rows] += impacts
+        return out
+
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every document for ``query`` (float32, length ``len(self)``).
 
         Same values as ``bm25s.BM25.get_scores`` (summing each term's precomputed column).
         """
-        out = np.zeros(self._num_docs, dtype=self._dtype)
-        data, indices, indptr = self._data, self._indices, self._indptr
-        for t in self.token_ids(query):
-            start, end = indptr[t], indptr[t + 1]
-            # a column lists each document at most once, so plain fancy-index add is exact
-            out[indices[start:end]] += data[start:end]
-        return out
+        return self._sum(self._columns(query))
+
+    def top_and_scores_at(self, query: str, n: int, rows: np.ndarray | None = None
+                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``top(query, n)`` and ``scores(query)[rows]`` in one pass, exact, without selecting
+        among every scored document.
+
+        Selecting the top ``n`` of a million scores costs more than scoring them. The ``n``-th
+        best score of any set of documents is at most the ``n``-th best overall, so the
+        documents of the query's rarest terms (a few hundred, most likely to score highest)
+        give a threshold, and only documents scoring at least that (a few hundred at a million
+        passages) are ranked. Same rows, ties and values as ``top_positive(scores(query), n)``.
+
+        Args:
+            query: the query.
+            n: how many top documents (positive score only, best first, ties by lower row).
+            rows: documents whose scores are also wanted (e.g. the dense candidates).
+
+        Returns:
+            ``(top rows, top scores, scores at rows)``.
+
+        Example:
+            >>> bm25 = SparseIndex.build(["Paris is in France.", "Berlin is in Germany.", "France and Germany"],
+            ...                          show_progress=False)
+            >>> top, vals, at = bm25.top_and_scores_at("France", 1, rows=np.array([1, 2]))
+            >>> top.tolist(), at.tolist() == bm25.scores("France")[[1, 2]].tolist()
+            ([0], True)
+        """
+        wanted = np.zeros(0, dtype=np.int64) if rows is None else np.asarray(rows, dtype=np.int64)
+        cols = self._columns(query)
+        scores = self._sum(cols)
+        threshold = 0.0
+        if n > 0:
+            probe, cap = np.zeros(0, dtype=np.int64), max(4 * n, 1024)
+            for col_rows, impacts in sorted(cols, key=lambda col: len(col[0])):  # rarest terms first
+                if len(col_rows) > cap:  # any subset gives a valid bound; keep it small, and likely high
+                    col_rows = col_rows[np.argpartition(impacts, len(impacts) - cap)[-cap:]]
+                probe = np.union1d(probe, col_rows)
+                if probe.size >= n:
+                    threshold = float(np.partition(scores[probe], probe.size - n)[probe.size - n])
+                    break
+        cand = np.flatnonzero(scores >= threshold) if threshold > 0 else np.flatnonzero(scores > 0)
+        top_rows, top_scores = top_positive(scores[cand], n, rows=cand)
+        return top_rows, top_scores, scores[wanted]
 
     def scores_batch(self, queries: Sequence[str]) -> np.ndarray:
         """``(len(queries), len(self))`` score matrix."""
@@ -286,8 +341,10 @@ class SparseIndex:
         Returns:
             ``(rows, scores)`` as int64 and float32 arrays.
         """
-        s = self.scores(query) if scores is None else scores
-        return top_positive(s, n)
+        if scores is not None:
+            return top_positive(scores, n)
+        top_rows, top_scores, _ = self.top_and_scores_at(query, n)
+        return top_rows, top_scores
 
     # -- persistence -------------------------------------------------------------------
     def save(self, folder: str | os.PathLike) -> None:
@@ -375,26 +432,34 @@ def _load_sorted_vocab(folder: Path, columns: int) -> SortedVocab:
     return vocab
 
 
-def top_positive(scores: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+def top_positive(scores: np.ndarray, n: int, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Rows of the ``n`` largest positive entries of ``scores``, best first, ties by lower row.
+
+    Args:
+        scores: the scores.
+        n: how many.
+        rows: the row each score belongs to (distinct; default ``0 .. len(scores) - 1``).
 
     Example:
         >>> top_positive(np.array([0.0, 2.0, 1.0, 2.0], dtype=np.float32), 2)[0].tolist()
         [1, 3]
+        >>> top_positive(np.array([2.0, 1.0, 2.0], dtype=np.float32), 2, rows=np.array([9, 4, 7]))[0].tolist()
+        [7, 9]
     """
     positive = np.flatnonzero(scores > 0)
     if n <= 0 or positive.size == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=scores.dtype)
+    vals = scores[positive]
+    at = positive if rows is None else np.asarray(rows)[positive]
     if positive.size > n:
-        vals = scores[positive]
         part = np.argpartition(-vals, n - 1)[:n]
         threshold = vals[part].min()
         # Everything strictly above the n-th value, then the lowest rows among its ties,
         # so the result does not depend on argpartition's arbitrary tie order.
-        above = positive[vals > threshold]
-        ties = positive[vals == threshold][: n - above.size]
-        positive = np.concatenate([above, ties])
-    vals = scores[positive]
-    order = np.lexsort((positive, -vals))
-    rows = positive[order].astype(np.int64)
-    return rows, scores[rows]
+        above = vals > threshold
+        ties = np.flatnonzero(vals == threshold)
+        ties = ties[np.argsort(at[ties], kind="stable")[: n - int(above.sum())]]
+        keep = np.concatenate([np.flatnonzero(above), ties])
+        vals, at = vals[keep], at[keep]
+    order = np.lexsort((at, -vals))
+    return at[order].astype(np.int64), vals[order]
