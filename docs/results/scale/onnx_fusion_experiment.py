@@ -1,0 +1,65 @@
+"""Experiment: does ONNX Runtime's offline transformer fusion speed up int8 MiniLM on this CPU?"""
+import json, statistics, time, sys
+import numpy as np
+from ragnet._threads import pin_threads
+pin_threads(2)
+from ragnet.eval.datasets import load_questions, pooled_documents, resolve_dataset
+from ragnet.index.passages import passage_text
+from ragnet.corpus.types import Chunk
+from ragnet.index.embedder import Embedder
+from ragnet.index.onnx_backend import onnx_cache_dir, OnnxEncoder, _normalise, int8_file, int8_flavour, _INT8_WEIGHTS
+
+recs = load_questions(resolve_dataset("hotpotqa_dev_distractor", "/work/shared/data"))
+docs = pooled_documents(recs)[:1000]
+texts = [passage_text(Chunk(id=d.id, doc_id=d.id, title=d.title, text=d.text, tokens=0)) for d in docs]
+torch_e = Embedder(backend="torch")
+e8 = Embedder(backend="onnx-int8")
+e8.encode(texts[:8])
+folder = next(p for p in onnx_cache_dir().iterdir() if (p / "model.onnx").exists())
+print("export", folder, flush=True)
+from onnxruntime.transformers import optimizer
+fused_path = folder / "fused.onnx"
+if not fused_path.exists():
+    m = optimizer.optimize_model(str(folder / "model.onnx"), model_type="bert", num_heads=12, hidden_size=384, opt_level=1, use_gpu=False)
+    print("fusions", m.get_fused_operator_statistics(), flush=True)
+    m.save_model_to_file(str(fused_path))
+from onnxruntime.quantization import QuantType, quantize_dynamic
+variants = {}
+for name, ops in (("fused_int8_mm", ["MatMul"]), ("fused_int8_mm_att", ["MatMul", "Attention"]), ("fused_int8_mm_add", ["MatMul", "Add"])):
+    out = folder / f"{name}.onnx"
+    if not out.exists():
+        try:
+            quantize_dynamic(str(fused_path), str(out), op_types_to_quantize=ops, per_channel=True, reduce_range=False,
+                             weight_type=getattr(QuantType, _INT8_WEIGHTS[int8_flavour()]),
+                             extra_options={"WeightSymmetric": True, "ActivationSymmetric": False, "DefaultTensorType": __import__("onnx").TensorProto.FLOAT})
+        except Exception as exc:
+            print(name, "failed", exc); continue
+    variants[name] = out.name
+files = {"int8": int8_file(int8_flavour()), **variants}
+ref = torch_e.encode(texts)
+order = np.argsort([-len(t) for t in texts], kind="stable")
+def run(enc, bs=64):
+    out = np.zeros((len(texts), 384), dtype=np.float32)
+    for s in range(0, len(order), bs):
+        rows = order[s:s + bs]
+        out[rows] = enc.forward([texts[i] for i in rows], enc.document_prompt)
+    return _normalise(out)
+encs = {k: OnnxEncoder(folder, f) for k, f in files.items()}
+for enc in encs.values():
+    enc.forward(texts[:16])
+times = {k: [] for k in ["torch", *encs]}
+cos = {}
+for rep in range(3):
+    t = time.perf_counter(); torch_e.encode(texts); times["torch"].append(time.perf_counter() - t)
+    for k, enc in encs.items():
+        t = time.perf_counter(); v = run(enc); times[k].append(time.perf_counter() - t)
+        c = (v * ref).sum(1); cos[k] = (float(c.min()), float(c.mean()))
+base = statistics.median(times["torch"])
+for k, ts in times.items():
+    m = statistics.median(ts)
+    print(f"{k:20s} {len(texts)/m:7.1f} texts/s  x{base/m:4.2f}  cos {cos.get(k, (1,1))}", flush=True)
+for bs in ():
+    for k in ("int8", "fused_int8_mm"):
+        if k in encs:
+            t = time.perf_counter(); run(encs[k], bs); m = time.perf_counter() - t
+            print(f"bs={bs} {k}: {len(texts)/m:.1f} texts/s (x{base/m:.2f})", flush=True)
