@@ -9,7 +9,7 @@ from ragnet.corpus.types import Chunk
 from ragnet.index.embedder import Embedder
 from ragnet.index.onnx_backend import onnx_cache_dir, OnnxEncoder, _normalise, int8_file, int8_flavour, _INT8_WEIGHTS
 
-recs = load_questions(resolve_dataset("hotpotqa_dev_distractor", "/work/shared/data"))
+recs = load_questions(resolve_dataset("hotpotqa_dev_distractor", None)  # $RAGNET_DATA or ../shared/data)
 docs = pooled_documents(recs)[:1000]
 texts = [passage_text(Chunk(id=d.id, doc_id=d.id, title=d.title, text=d.text, tokens=0)) for d in docs]
 torch_e = Embedder(backend="torch")
