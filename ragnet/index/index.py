@@ -55,7 +55,7 @@ from ragnet.index.onnx_backend import resolve_backend
 from ragnet.index.sentences import FOLDER as SENTENCES_DIR
 from ragnet.index.sentences import FORMAT as SENTENCES_FORMAT
 from ragnet.index.sentences import SPLITTER as SENTENCES_SPLITTER
-from ragnet.index.sentences import SentenceStore, idf_of
+from ragnet.index.sentences import SentenceStore, VectorSpill, embed_unique, idf_of
 from ragnet.index.sparse import SparseIndex
 
 FORMAT_VERSION = 2
@@ -247,20 +247,17 @@ class Index:
         stats["model_load_s"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         passages = [passage_text(c) for c in chunks]
-        first: dict[str, int] = {}
-        inverse = np.fromiter((first.setdefault(p, len(first)) for p in passages), dtype=np.int64, count=len(passages))
-        unique = list(first)
-        vectors = emb.encode(unique, show_progress=show_progress)
-        embeddings = vectors if len(unique) == len(passages) else np.ascontiguousarray(vectors[inverse])
+        embeddings = embed_unique(passages, emb, show_progress=show_progress, dtype=np.float32, desc="Embedding")
         stats["embed_s"] = time.perf_counter() - t0
 
         # 3. sentences (boundaries, tokens, BM25 terms, vectors) for sentence-level selection; built
         # once the writer has the corpus BM25, whose vocabulary the sentence terms index into
-        def sentences_from(sparse: SparseIndex) -> SentenceStore:
+        def sentences_from(sparse: SparseIndex, staging: Path) -> dict[str, Any]:
             t0 = time.perf_counter()
             store = SentenceStore.build(chunks, emb, sparse, show_progress=show_progress)
+            store.save(staging / SENTENCES_DIR)
             stats["sentences_s"] = time.perf_counter() - t0
-            return store
+            return store.info
 
         settings = {"chunk_tokens": chunk_tokens, "overlap": overlap, "doc_count": len(docs),
                     "gazetteer": sorted(gazetteer.names) if gazetteer is not None else None}
@@ -279,25 +276,30 @@ class Index:
         workers = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
         names = sorted(gazetteer.names) if gazetteer is not None else None
         t0 = time.perf_counter()
-        sink: list | None = [] if sentences else None  # (chunks, sentence vectors) per shard, embedded by the workers
+        # the workers' sentence vectors wait on disk (same file system as the index), not in memory
+        spill = VectorSpill(path.parent) if sentences else None
         count, parts = ray_build.shards(docs, embedder=emb.name, backend=getattr(emb, "backend", None),
                                         chunk_tokens=chunk_tokens, overlap=overlap, gazetteer_names=names,
-                                        workers=workers, sentence_sink=sink)
+                                        workers=workers, sentence_sink=spill)
         stats = {"chunk_s": time.perf_counter() - t0, "workers": float(workers)}
         settings = {"chunk_tokens": chunk_tokens, "overlap": overlap, "doc_count": len(docs), "gazetteer": names}
 
-        def sentences_from(sparse: SparseIndex) -> SentenceStore:
-            # spans, tokens and BM25 terms here (they need the corpus vocabulary); vectors from the workers
+        def sentences_from(sparse: SparseIndex, staging: Path) -> dict[str, Any]:
+            # spans, tokens and BM25 terms here (they need the corpus vocabulary), block by block from
+            # the chunks just written; vectors from the workers, read back from the spill in row order
             t0 = time.perf_counter()
-            chunks = [c for shard, _ in sink for c in shard]
-            vectors = np.concatenate([v for _, v in sink]) if sink else None
-            store = SentenceStore.build(chunks, emb, sparse, vectors=vectors)
+            with ChunkStore.open(staging, count) as chunks:
+                info = SentenceStore.write(chunks, emb, sparse, staging / SENTENCES_DIR, count=count, vectors=spill)
             stats["sentences_s"] = time.perf_counter() - t0
-            return store
+            return info
 
-        return cls._write(path, parts, count, emb, faiss_index, faiss_threshold, ivfpq_params, settings,
-                          sentences_from=sentences_from if sentences else None, stats=stats, t_all=t_all,
-                          disk_threshold=disk_threshold, show_progress=show_progress)
+        try:
+            return cls._write(path, parts, count, emb, faiss_index, faiss_threshold, ivfpq_params, settings,
+                              sentences_from=sentences_from if sentences else None, stats=stats, t_all=t_all,
+                              disk_threshold=disk_threshold, show_progress=show_progress)
+        finally:
+            if spill is not None:
+                spill.close()
 
     @classmethod
     def build_from_shards(
@@ -357,7 +359,7 @@ class Index:
     def _write(cls, path: Path, shards: Iterable[tuple[Sequence[Chunk], np.ndarray, Sequence[str] | None]],
                count: int, emb: Embedder, faiss_index: str, faiss_threshold: int, ivfpq_params: Any,
                settings: dict[str, Any], *,
-               sentences_from: Callable[[SparseIndex], SentenceStore] | None = None,
+               sentences_from: Callable[[SparseIndex, Path], dict[str, Any]] | None = None,
                stats: dict[str, float] | None = None, t_all: float | None = None,
                disk_threshold: int = DISK_THRESHOLD, show_progress: bool = False) -> "Index":
         """Stream ``shards`` through an :class:`~ragnet.index.writer.IndexWriter` into a
@@ -387,9 +389,8 @@ class Index:
             dense, sparse, fields = writer.finish()
             stats.update(writer.stats)
             stats["finish_s"] = time.perf_counter() - t0
-            sentence_store = sentences_from(sparse) if sentences_from is not None else None
-            if sentence_store is not None:
-                sentence_store.save(tmp / SENTENCES_DIR)
+            # the sentence store needs the corpus BM25 vocabulary: written once BM25 is merged
+            sentence_info = sentences_from(sparse, tmp) if sentences_from is not None else None
             manifest = {
                 "format": MANIFEST_FORMAT,
                 "format_version": FORMAT_VERSION,
@@ -410,7 +411,7 @@ class Index:
                 # Place names used for chunk metadata; questions must be read with the same list.
                 "gazetteer": settings["gazetteer"],
                 "bm25": {"method": "lucene", "stopwords": "en", "stemmer": sparse.stemmer_name},
-                "sentences": sentence_store.info if sentence_store is not None else None,
+                "sentences": sentence_info,
                 "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
                 "files": {},
             }
@@ -427,7 +428,6 @@ class Index:
         stats["total_s"] = time.perf_counter() - t_all
         index.build_stats = stats
         index.kept_files = swap.kept
-        index._sentences = sentence_store
         return index
 
     # -- loading -----------------------------------------------------------------------

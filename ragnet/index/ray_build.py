@@ -138,15 +138,16 @@ def counts_from_rows(terms: Sequence[Sequence[str]], tfs: Sequence[Sequence[int]
 
 def shards(docs: Sequence[Document], *, embedder: str, backend: str | None, chunk_tokens: int, overlap: int,
            gazetteer_names: list[str] | None, workers: int, batch_size: int = 64,
-           progress: Callable[[int], None] | None = None, sentence_sink: list | None = None,
+           progress: Callable[[int], None] | None = None, sentence_sink: Any = None,
            ) -> tuple[int, Iterator[tuple[list[Chunk], np.ndarray, Any]]]:
     """The chunk count, and ``(chunks, vectors, bm25 counts)`` shards in document order,
     computed on the cluster. Chunking runs (and is counted) first: the writer sizes its
     vector file with the count.
 
-    With a ``sentence_sink`` list, the workers also embed every chunk's sentences, and each
-    shard read appends ``(chunks, sentence vectors)`` to it (float16, one row per sentence in
-    order), for ``SentenceStore.build(..., vectors=...)`` once the corpus BM25 exists."""
+    With a ``sentence_sink`` (a :class:`ragnet.index.sentences.VectorSpill`), the workers also
+    embed every chunk's sentences, and each shard read appends its sentence vectors to the sink
+    (float16, one row per sentence in order), for ``SentenceStore.write(..., vectors=sink)``
+    once the corpus BM25 exists."""
     if not docs:
         raise InputError("no documents to index", argument="docs")
     ray = ray_module()
@@ -179,8 +180,8 @@ def shards(docs: Sequence[Document], *, embedder: str, backend: str | None, chun
             vectors = np.stack(vectors) if vectors.dtype == object else vectors
             if sentence_sink is not None:
                 dim = int(np.shape(vectors)[1])
-                sentence_sink.append((chunks, np.concatenate(
-                    [np.frombuffer(b, dtype=np.float16).reshape(-1, dim) for b in batch["sentence_vectors"]])))
+                sentence_sink.append(np.concatenate(
+                    [np.frombuffer(b, dtype=np.float16).reshape(-1, dim) for b in batch["sentence_vectors"]]))
             if progress is not None:
                 progress(len(chunks))
             yield chunks, np.asarray(vectors, dtype=np.float32), counts

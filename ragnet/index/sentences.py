@@ -32,8 +32,9 @@ Example:
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Sequence
 
 import numpy as np
@@ -82,8 +83,7 @@ class SentenceStore:
 
     # -- building ----------------------------------------------------------------------
     @classmethod
-    def build(cls, chunks: Sequence[Any], embedder: Any, sparse: Any, show_progress: bool = False,
-              vectors: np.ndarray | None = None) -> "SentenceStore":
+    def build(cls, chunks: Sequence[Any], embedder: Any, sparse: Any, show_progress: bool = False) -> "SentenceStore":
         """Split, count, tokenise and embed the sentences of ``chunks`` (in index row order), in memory.
 
         Args:
@@ -91,16 +91,13 @@ class SentenceStore:
             embedder: the index's ``Embedder`` (sentences share the chunks' vector space).
             sparse: the index's ``SparseIndex`` (its tokenizer and vocabulary give the terms).
             show_progress: an embedding progress bar.
-            vectors: the sentences' embeddings when they were computed elsewhere (a Ray build's
-                workers embed them with :func:`chunk_sentences`), one row per sentence in order;
-                ``embedder`` is then not run.
         """
-        arrays = _sentence_arrays(chunks, embedder, sparse, show_progress=show_progress, vectors=vectors)
+        arrays = _sentence_arrays(chunks, embedder, sparse, show_progress=show_progress)
         return cls(arrays, _info(len(chunks), arrays["term_offsets"]))
 
     @classmethod
     def write(cls, chunks: Iterable[Any], embedder: Any, sparse: Any, folder: str | Path, count: int | None = None,
-              show_progress: bool = False, block: int = 20_000) -> dict[str, Any]:
+              show_progress: bool = False, block: int = 20_000, vectors: "VectorSpill | None" = None) -> dict[str, Any]:
         """What ``build(...).save(folder)`` writes, computed ``block`` chunks at a time.
 
         The vectors of each block go straight to disk, so memory holds one block's sentences and
@@ -115,9 +112,15 @@ class SentenceStore:
             count: number of chunks, for the progress bar.
             show_progress: one progress bar over the chunks.
             block: chunks per block.
+            vectors: the sentences' embeddings when they were computed elsewhere (a Ray build's
+                workers embed them with :func:`chunk_sentences`), read in row order from a
+                :class:`VectorSpill`; ``embedder`` is then not run.
 
         Returns:
             The store's ``info`` (as written to ``info.json``).
+
+        Raises:
+            IndexFormatError: ``vectors`` holds more or fewer rows than the chunks have sentences.
         """
         from tqdm.auto import tqdm
 
@@ -128,7 +131,8 @@ class SentenceStore:
         raw = folder / "vectors.raw.part"
         with open(raw, "wb") as out, tqdm(total=count, desc="Sentences", unit="chunk", disable=not show_progress) as bar:
             for batch in _blocks(chunks, block):
-                arrays = _sentence_arrays(batch, embedder, sparse)
+                take = vectors.take if vectors is not None else None
+                arrays = _sentence_arrays(batch, embedder, sparse, vectors=take)
                 # offsets within the block -> offsets within the store (one leading 0 in all)
                 skip = 1 if n_chunks else 0
                 parts["offsets"].append(arrays["offsets"][skip:] + n_sentences)
@@ -140,12 +144,15 @@ class SentenceStore:
                 n_sentences += len(arrays["tokens"])
                 n_terms += len(arrays["terms"])
                 bar.update(len(batch))
+        if vectors is not None and vectors.remaining:
+            raise _misaligned(vectors.rows, n_sentences, n_chunks)
         if not n_chunks:  # no chunks: the arrays of an empty store
             parts = {name: [array] for name, array in _sentence_arrays([], embedder, sparse).items() if name in parts}
         arrays = {name: np.concatenate(pieces) for name, pieces in parts.items()}
         for name, array in arrays.items():
             np.save(folder / f"{name}.npy", array, allow_pickle=False)
-        _npy_from_raw(raw, folder / "vectors.npy", np.float16, (n_sentences, int(embedder.dimension)))
+        dimension = vectors.dimension if vectors is not None and vectors.dimension else embedder.dimension
+        _npy_from_raw(raw, folder / "vectors.npy", np.float16, (n_sentences, int(dimension)))
         info = _info(n_chunks, arrays["term_offsets"])
         (folder / "info.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
         return info
@@ -239,6 +246,72 @@ class SentenceStore:
         return (idf[terms][None, :] * tf * (K1 + 1) / (tf + norm[:, None])).sum(axis=1)
 
 
+class VectorSpill:
+    """float16 vector rows appended in order and read back once in the same order, held in an
+    anonymous file on disk.
+
+    A Ray build's workers embed the sentences while the chunks stream past, but the store's
+    other arrays need the corpus BM25 vocabulary, which exists only after the last shard. The
+    vectors wait here instead of in the driver's memory (about four million sentences, 3 GB of
+    float16, at a million passages). The file has no name: the OS frees it when it is closed or
+    the process dies, so an interrupted build leaves nothing behind.
+
+    Example:
+        >>> spill = VectorSpill()
+        >>> spill.append(np.ones((3, 2))); spill.append(np.zeros((1, 2)))
+        >>> spill.take(2).tolist(), spill.remaining
+        ([[1.0, 1.0], [1.0, 1.0]], 2)
+        >>> spill.take(5).shape                    # fewer rows than asked: only what is left
+        (2, 2)
+        >>> spill.close()
+    """
+
+    def __init__(self, folder: str | Path | None = None) -> None:
+        self._file = tempfile.TemporaryFile(dir=folder)
+        self.dimension: int | None = None
+        self.rows = 0  # rows appended
+        self._taken = 0
+        self._reading = False
+
+    @property
+    def remaining(self) -> int:
+        """Rows appended and not yet taken."""
+        return self.rows - self._taken
+
+    def append(self, vectors: np.ndarray) -> None:
+        """Add rows (any float dtype; stored as float16) after the ones already appended."""
+        block = np.ascontiguousarray(vectors, dtype=np.float16)
+        if self._reading:
+            raise ValueError("VectorSpill: append after take")
+        if block.ndim != 2 or (self.dimension is not None and block.shape[1] != self.dimension):
+            raise IndexFormatError(f"sentence vectors of shape {block.shape} do not continue rows of dimension "
+                                   f"{self.dimension}")
+        self.dimension = int(block.shape[1])
+        self._file.write(block.tobytes())
+        self.rows += len(block)
+
+    def take(self, n: int) -> np.ndarray:
+        """The next ``n`` rows (fewer when fewer are left)."""
+        if not self._reading:
+            self._file.flush()
+            self._file.seek(0)
+            self._reading = True
+        n = max(0, min(int(n), self.remaining))
+        dim = self.dimension or 0
+        data = self._file.read(n * dim * 2)
+        self._taken += n
+        return np.frombuffer(data, dtype=np.float16).reshape(n, dim)
+
+    def close(self) -> None:
+        self._file.close()
+
+    def __enter__(self) -> "VectorSpill":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
 def idf_of(sparse: Any) -> np.ndarray:
     """Lucene IDF of every vocabulary term of a ``SparseIndex`` (document = chunk).
 
@@ -266,18 +339,23 @@ def chunk_sentences(chunk: Any) -> tuple[list[tuple[int, int]], list[str]]:
     return spans, [embedded_text(chunk.title, chunk.text[a:b]) for a, b in spans]
 
 
-def embed_unique(texts: Sequence[str], embedder: Any, show_progress: bool = False) -> np.ndarray:
-    """float16 embeddings of ``texts``, each distinct text embedded once."""
+def embed_unique(texts: Sequence[str], embedder: Any, show_progress: bool = False, dtype: Any = np.float16,
+                 desc: str = "Embedding sentences") -> np.ndarray:
+    """Embeddings of ``texts`` as ``dtype``, each distinct text embedded once (corpora repeat
+    boilerplate passages and sentences)."""
     first: dict[str, int] = {}
     inverse = np.fromiter((first.setdefault(t, len(first)) for t in texts), dtype=np.int64, count=len(texts))
-    vectors = embedder.encode(list(first), show_progress=show_progress, desc="Embedding sentences") if first else \
+    vectors = embedder.encode(list(first), show_progress=show_progress, desc=desc) if first else \
         np.zeros((0, embedder.dimension), dtype=np.float32)
-    return np.ascontiguousarray(vectors[inverse], dtype=np.float16)
+    if len(first) == len(texts):  # all distinct: inverse is the identity, no gather needed
+        return np.ascontiguousarray(vectors, dtype=dtype)
+    return np.ascontiguousarray(vectors[inverse], dtype=dtype)
 
 
 def _sentence_arrays(chunks: Sequence[Any], embedder: Any, sparse: Any, show_progress: bool = False,
-                     vectors: np.ndarray | None = None) -> dict[str, np.ndarray]:
-    """The store's arrays for ``chunks`` alone (offsets start at 0); ``vectors``: see ``SentenceStore.build``."""
+                     vectors: Callable[[int], np.ndarray] | None = None) -> dict[str, np.ndarray]:
+    """The store's arrays for ``chunks`` alone (offsets start at 0). ``vectors(n)`` gives the next
+    ``n`` sentence vectors when they were computed elsewhere (see ``SentenceStore.write``)."""
     from ragnet.corpus.tokens import count_tokens_batch
 
     offsets = [0]
@@ -291,11 +369,11 @@ def _sentence_arrays(chunks: Sequence[Any], embedder: Any, sparse: Any, show_pro
         embedded.extend(as_embedded)
         offsets.append(len(spans))
     if vectors is None:
-        vectors = embed_unique(embedded, embedder, show_progress=show_progress)
-    elif np.ndim(vectors) != 2 or len(vectors) != len(embedded):
-        raise IndexFormatError(f"{len(vectors)} sentence vectors were given for the {len(embedded)} sentences of "
-                               f"{len(offsets) - 1} chunks; the sentence splitter differs between the workers and "
-                               "this process (install the same ragnet version everywhere)")
+        found_vectors = embed_unique(embedded, embedder, show_progress=show_progress)
+    else:
+        found_vectors = vectors(len(embedded))
+        if len(found_vectors) != len(embedded):
+            raise _misaligned(len(found_vectors), len(embedded), len(offsets) - 1)
     term_lists = [sparse.token_ids(t) for t in texts]
     term_offsets = np.zeros(len(texts) + 1, dtype=np.int64)
     term_offsets[1:] = np.cumsum([len(t) for t in term_lists])
@@ -305,8 +383,14 @@ def _sentence_arrays(chunks: Sequence[Any], embedder: Any, sparse: Any, show_pro
         "tokens": np.asarray(count_tokens_batch(texts) if texts else [], dtype=np.int32),
         "terms": np.asarray([t for ts in term_lists for t in ts], dtype=np.int32),
         "term_offsets": term_offsets,
-        "vectors": np.ascontiguousarray(vectors, dtype=np.float16),
+        "vectors": np.ascontiguousarray(found_vectors, dtype=np.float16),
     }
+
+
+def _misaligned(given: int, sentences: int, chunks: int) -> IndexFormatError:
+    return IndexFormatError(f"{given} sentence vectors were given for the {sentences} sentences of {chunks} chunks; "
+                            "the sentence splitter differs between the workers and this process (install the same "
+                            "ragnet version everywhere)")
 
 
 def _info(chunks: int, term_offsets: np.ndarray) -> dict[str, Any]:

@@ -59,17 +59,40 @@ def test_ray_build_writes_the_same_sentence_data(both):
     assert on_ray.sentences_current
 
 
-def test_sentence_vectors_must_match_the_sentences(docs, embedder, tmp_path):
+@pytest.mark.parametrize("extra", [-1, 1])
+def test_sentence_vectors_must_match_the_sentences(docs, embedder, tmp_path, extra):
     """Vectors computed elsewhere (Ray workers) that do not line up with this process's
-    sentence split are refused, not stored misaligned."""
+    sentence split, one row short or one too many, are refused, not stored misaligned."""
     from ragnet.errors import IndexFormatError
-    from ragnet.index.sentences import SentenceStore
+    from ragnet.index.sentences import SentenceStore, VectorSpill, chunk_sentences
 
     index = Index.build(docs[:2], tmp_path / "i", chunk_tokens=64, overlap=8, embedder=embedder, sentences=False,
                         show_progress=False)
     chunks = list(index.chunks)
-    with pytest.raises(IndexFormatError, match="sentence vectors"):
-        SentenceStore.build(chunks, embedder, index.sparse, vectors=np.zeros((1, 384), dtype=np.float16))
+    n = sum(len(chunk_sentences(c)[1]) for c in chunks)
+    with VectorSpill(tmp_path) as spill:
+        spill.append(np.zeros((n + extra, 384), dtype=np.float16))
+        with pytest.raises(IndexFormatError, match=f"{n + extra} sentence vectors were given for the {n} sentences"):
+            SentenceStore.write(chunks, embedder, index.sparse, tmp_path / "s", vectors=spill)
+
+
+def test_spilled_vectors_come_back_in_order_and_leave_no_file(embedder, tmp_path):
+    """The driver's sentence vectors wait in an unnamed file: read back in append order, across
+    append boundaries, and nothing is left in the folder it was made in."""
+    from ragnet.errors import IndexFormatError
+    from ragnet.index.sentences import VectorSpill
+
+    rng = np.random.default_rng(0)
+    parts = [rng.standard_normal((k, 8)).astype(np.float16) for k in (5, 1, 7)]
+    with VectorSpill(tmp_path) as spill:
+        for part in parts:
+            spill.append(part)
+        assert list(tmp_path.iterdir()) == [] and spill.rows == 13
+        got = np.concatenate([spill.take(4), spill.take(6), spill.take(100)])
+        assert spill.remaining == 0
+    np.testing.assert_array_equal(got, np.concatenate(parts))
+    with VectorSpill(tmp_path) as spill, pytest.raises(IndexFormatError, match="dimension"):
+        spill.append(np.zeros(3))
 
 
 def test_unknown_engine_is_refused(docs, tmp_path):
