@@ -293,12 +293,6 @@ def format_report(summary: dict[str, Any]) -> str:
     lines += markdown_table(["strategy", "searches", "turns", "LM calls", "cached", "tokens in", "tokens out",
                              "context tokens", "p50 s", "p95 s", "LM errors", "judge calls"], table)
     lines.append("")
-    rechecked = [lb for lb in labels if aggs[lb].get("rechecks")]
-    if rechecked:
-        lines += ["Answer rechecks (an answer that only repeated an entity the question names was asked once "
-                  "more; kept = the second answer was used): "
-                  + ", ".join(f"{lb} {aggs[lb]['rechecks']} (kept {aggs[lb]['rechecks_kept']})" for lb in rechecked)
-                  + ".", ""]
 
     curves = summary.get("budget_curves") or {}
     if curves:

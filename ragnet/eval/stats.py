@@ -120,10 +120,6 @@ def aggregate(rows: Sequence[dict[str, Any]], extra: Sequence[str] = ()) -> dict
     # Sanity flag for weak judges: "match" for an answer sharing no token with any gold answer.
     out["judge_zero_f1_matches"] = sum(
         1 for r in ok if (r.get("judge") or {}).get("called") and r.get("llm_match") == 1.0 and not r.get("f1"))
-    # answer_recheck: answers that only echoed the question, asked again (kept: the new answer was used)
-    rechecks = [e for r in ok for e in r.get("trace") or [] if e.get("step") == "answer_recheck"]
-    out["rechecks"] = len(rechecks)
-    out["rechecks_kept"] = sum(1 for e in rechecks if e.get("kept"))
     out["turns_hist"] = _hist([u.get("turns", 0) or 0 for u in usage])
     out["searches_hist"] = _hist([u.get("searches", 0) or 0 for u in usage])
     out["stages"] = _aggregate_stages(ok)

@@ -72,17 +72,15 @@ class AgentRAG(RAGProgram):
 
     Args: as in :class:`ragnet.programs.IterativeRAG` (``max_turns``, ``k``, ``fallback``,
     ``dedup``, ``contextualize``, ``sufficiency``, ``rewrite``, ``n_queries``, ``lam``,
-    ``retries``, ``answer_lm``, ``answer_reasoning``, ``answer_recheck``).
+    ``retries``, ``answer_lm``, ``answer_reasoning``).
     """
 
     def __init__(
         self, index: Any, *, max_turns: int, k: int, fallback: bool, dedup: bool, contextualize: bool,
         sufficiency: bool, rewrite: bool, n_queries: int, lam: float, retries: int, answer_lm: Any,
         answer_reasoning: bool = False,
-        answer_recheck: bool = True,
     ) -> None:
-        super().__init__(index, lam=lam, retries=retries, answer_lm=answer_lm, answer_reasoning=answer_reasoning,
-                         answer_recheck=answer_recheck)
+        super().__init__(index, lam=lam, retries=retries, answer_lm=answer_lm, answer_reasoning=answer_reasoning)
         self.max_turns = check_positive_int(max_turns, "max_turns")
         self.k = check_positive_int(k, "k")
         self.n_queries = check_positive_int(n_queries, "n_queries")
@@ -96,7 +94,7 @@ class AgentRAG(RAGProgram):
         return sum(step.enabled for name, step in self.steps().items() if name != "answer")
 
     def max_lm_calls(self) -> int:
-        return self.max_turns * self._turn_calls() + self.answer_calls()
+        return self.max_turns * self._turn_calls() + 1
 
     # -- the loop ---------------------------------------------------------------------------
     def _turns(self, question: str, trace: Trace) -> Turns:

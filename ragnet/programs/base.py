@@ -22,7 +22,6 @@ from ragnet.errors import InputError
 from ragnet.lm.usage import track_usage
 from ragnet.programs.trace import Trace
 from ragnet.signatures import AnswerStep, Step, recording
-from ragnet.signatures.answer import echoes_question, recheck_question
 
 
 @dataclass
@@ -110,15 +109,10 @@ class RAGProgram(dspy.Module):
         answer_reasoning: the answer step reasons before it answers (chain of thought; see
             :class:`ragnet.signatures.AnswerStep`), recorded as ``reasoning`` in the trace's
             ``answer`` event. It costs output tokens on every question.
-        answer_recheck: ask the reader once more when its answer only repeats an entity the
-            question names (:func:`ragnet.signatures.answer.echoes_question`: "Which brother of
-            Eddie Murphy ...?" -> "Eddie Murphy"), with a note that rejects it. The second answer
-            is kept when it no longer echoes the question; both are recorded in the trace's
-            ``answer_recheck`` event. It costs one more LM call on the questions it fires on.
     """
 
     def __init__(self, index: Any, *, lam: float = 0.4, retries: int = 1, answer_lm: Any = None,
-                 answer_reasoning: bool = False, answer_recheck: bool = True) -> None:
+                 answer_reasoning: bool = False) -> None:
         super().__init__()
         if index is None or not hasattr(index, "search"):
             raise InputError("expected a ragnet.Index (from Index.build or Index.load)", argument="index")
@@ -127,7 +121,6 @@ class RAGProgram(dspy.Module):
         self.retries = retries
         self.answer = AnswerStep(reasoning=answer_reasoning, retries=self.retries)
         self.answer_lm = answer_lm if answer_lm is None or isinstance(answer_lm, AnswerLM) else AnswerLM(answer_lm)
-        self.answer_recheck = bool(answer_recheck)
 
     @property
     def retries(self) -> int:
@@ -182,11 +175,7 @@ class RAGProgram(dspy.Module):
     def max_lm_calls(self) -> int:
         """Upper bound of the LM calls one question costs with the current switches (retries
         not counted): what ``ragnet optimize`` multiplies to print its expected cost."""
-        return self.answer_calls()
-
-    def answer_calls(self) -> int:
-        """LM calls of the answer step at most: one, plus the recheck of an echoing answer."""
-        return 1 + int(self.answer_recheck)
+        return 1
 
     # -- the one method subclasses implement ---------------------------------------------
     def _run(self, question: str, trace: Trace) -> RunResult:  # pragma: no cover - abstract
@@ -240,14 +229,6 @@ class RAGProgram(dspy.Module):
         """Run GenerateAnswer; evidence = cited ids, or the whole context when nothing valid was cited."""
         with self.answer_settings():
             pred = self.answer(question=question, context=chunks, notes=notes)
-            first = str(pred.answer or "")
-            if self.answer_recheck and not getattr(pred, "fallback", False) and echoes_question(question, first):
-                again = self.answer(question=recheck_question(question, first), context=chunks, notes=notes)
-                second = str(again.answer or "")
-                kept = not getattr(again, "fallback", False) and not echoes_question(question, second)
-                trace.add("answer_recheck", echoed=first, answer=second, kept=kept)
-                if kept:
-                    pred = again
         cited = [cid for cid in (pred.evidence_ids or []) if cid in {c.id for c in chunks}]
         evidence = cited or [c.id for c in chunks]
         trace.add(

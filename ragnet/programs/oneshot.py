@@ -101,11 +101,9 @@ class OneShotRAG(RAGProgram):
         retries: int = 1,
         answer_lm: Any = None,
         answer_reasoning: bool = False,
-        answer_recheck: bool = True,
         llm_filter: bool | None = None,
     ) -> None:
-        super().__init__(index, lam=lam, retries=retries, answer_lm=answer_lm, answer_reasoning=answer_reasoning,
-                         answer_recheck=answer_recheck)
+        super().__init__(index, lam=lam, retries=retries, answer_lm=answer_lm, answer_reasoning=answer_reasoning)
         if llm_filter is not None:
             warnings.warn("OneShotRAG(llm_filter=...) is now OneShotRAG(filter=...), named like its step",
                           DeprecationWarning, stacklevel=2)
@@ -142,7 +140,7 @@ class OneShotRAG(RAGProgram):
         return self._select(candidates, budget, trace)
 
     def max_lm_calls(self) -> int:
-        return self.answer_calls() + int(self.filter.enabled) + (self.max_crops if self.crop.enabled else 0)
+        return 1 + int(self.filter.enabled) + (self.max_crops if self.crop.enabled else 0)
 
     def _run(self, question: str, trace: Trace) -> RunResult:
         selected = self.retrieve(question, trace)

@@ -68,10 +68,8 @@ class ReflectiveRAG(RAGProgram):
         retries: int = 1,
         answer_lm: Any = None,
         answer_reasoning: bool = False,
-        answer_recheck: bool = True,
     ) -> None:
-        super().__init__(index, lam=lam, retries=retries, answer_lm=answer_lm, answer_reasoning=answer_reasoning,
-                         answer_recheck=answer_recheck)
+        super().__init__(index, lam=lam, retries=retries, answer_lm=answer_lm, answer_reasoning=answer_reasoning)
         self.k = check_positive_int(k, "k")
         self.max_reflections = check_positive_int(max_reflections, "max_reflections", minimum=0)
         self.n_subqueries = check_positive_int(n_subqueries, "n_subqueries")
@@ -85,7 +83,7 @@ class ReflectiveRAG(RAGProgram):
 
     def max_lm_calls(self) -> int:
         # a verdict per reflection plus the last, a rewrite per reflection, the answer
-        return (self.max_reflections + 1) + self.max_reflections + self.answer_calls()
+        return (self.max_reflections + 1) + self.max_reflections + 1
 
     def _run(self, question: str, trace: Trace) -> RunResult:
         docs = self._search(question, trace, k=self.k, turn=1)

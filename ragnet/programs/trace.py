@@ -12,7 +12,6 @@ Conventional event keys (programs use these so eval can read any program's trace
     delete:   deleted (ids)
     sufficiency: verdict ("Sufficient"|"Refine"), confidence, missing
     answer:   evidence (ids)
-    answer_recheck: echoed (the first answer), answer (the second), kept (bool)
     lm_error: step, error, action ("retried"|"fallback")
 
 Example:

@@ -22,8 +22,7 @@ import dspy
 from ragnet.signatures.formatting import format_context, resolve_ids
 from ragnet.signatures.step import Step, StepOutputError
 
-__all__ = ["REASONING", "AnswerStep", "GenerateAnswer", "answer_default", "answer_validator", "echoes_question",
-           "recheck_question"]
+__all__ = ["REASONING", "AnswerStep", "GenerateAnswer", "answer_default", "answer_validator"]
 
 
 class GenerateAnswer(dspy.Signature):
@@ -71,60 +70,6 @@ def answer_validator(id_map: Mapping[str, str]) -> Callable[[dspy.Prediction], t
         return pred, problems
 
     return validate
-
-
-# A question whose answer may be a phrase of the question itself: yes/no questions (opening with
-# an auxiliary verb), choices ("A or B", "between A and B") and comparisons ("which ... first").
-_AUXILIARIES = frozenset("is are was were am do does did has have had can could will would should shall may might "
-                         "must".split())
-_CHOICE_WORDS = frozenset("or between either more most less least fewer first last earlier earliest later latest "
-                          "older oldest younger youngest longer longest shorter shortest larger largest bigger "
-                          "biggest smaller smallest higher highest lower lowest closer farther further".split())
-_FILLER = frozenset("a an the of in on at to for and by with from as".split())
-
-
-def _words(text: str) -> list[str]:
-    return "".join(ch if ch.isalnum() else " " for ch in str(text).lower()).split()
-
-
-def echoes_question(question: str, answer: str) -> bool:
-    """Whether ``answer`` only repeats a phrase of ``question`` that cannot be its answer.
-
-    A small reader given a two-hop question often answers with the entity the question names
-    ("Which brother of Eddie Murphy ...?" -> "Eddie Murphy") instead of the one the context
-    connects it to. Yes/no, choice and comparison questions are exempt: their answer is often a
-    phrase of the question. In 200 HotpotQA dev answers of the 1.5B local reader, 21 of the 23
-    echoes this flags were wrong (``docs/results/``).
-
-    Example:
-        >>> echoes_question("Which brother of Eddie Murphy starred in Twisted Fortune?", "Eddie Murphy")
-        True
-        >>> echoes_question("Which brother of Eddie Murphy starred in Twisted Fortune?", "Charlie Murphy")
-        False
-        >>> echoes_question("Who was born first, Al-Karaji or Ikeda?", "Al-Karaji")   # a choice
-        False
-        >>> echoes_question("Were Ed Wood and Scott Derrickson American?", "Ed Wood")  # yes/no
-        False
-    """
-    q, a = _words(question), _words(answer)
-    if not q or not a or all(w in _FILLER for w in a):
-        return False
-    if q[0] in _AUXILIARIES or _CHOICE_WORDS.intersection(q):
-        return False
-    n = len(a)
-    return any(q[i:i + n] == a for i in range(len(q) - n + 1))
-
-
-def recheck_question(question: str, answer: str) -> str:
-    """The question asked again after an answer that :func:`echoes_question`: the same question
-    with a note naming the rejected answer (the signature and context stay the same).
-
-    Example:
-        >>> recheck_question("Which brother of Eddie Murphy starred in it?", "Eddie Murphy")
-        'Which brother of Eddie Murphy starred in it? (Not "Eddie Murphy": the question itself names that. Answer with what the context says the question asks for.)'
-    """
-    return (f'{question} (Not "{answer}": the question itself names that. '
-            "Answer with what the context says the question asks for.)")
 
 
 #: The reasoning field of an answer step that reasons first (``AnswerStep(reasoning=True)``).

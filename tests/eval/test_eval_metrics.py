@@ -217,15 +217,6 @@ def test_aggregate_takes_tokens_and_latency_from_rows_that_ran_live():
     assert only_cached["cost_all_cached"] is True and agg["cost_all_cached"] is False
 
 
-def test_aggregate_counts_answer_rechecks():
-    rows = [_row("a", 1.0, 1.0, 1, 1.0), _row("b", 0.0, 1.0, 1, 1.0), _row("c", 0.0, 1.0, 1, 1.0)]
-    rows[0]["trace"] = [{"step": "answer_recheck", "echoed": "Ed Wood", "answer": "1924", "kept": True}]
-    rows[1]["trace"] = [{"step": "answer_recheck", "echoed": "Ed Wood", "answer": "Wood", "kept": False}]
-    agg = aggregate(rows)
-    assert (agg["rechecks"], agg["rechecks_kept"]) == (2, 1)
-    assert aggregate(rows[2:])["rechecks"] == 0
-
-
 def test_percentile_sign_test_and_paired_comparison():
     assert percentile([], 50) is None and percentile([3.0], 95) == 3.0
     assert sign_test(9, 1) == pytest.approx(2 * 11 / 1024, abs=1e-6)

@@ -23,7 +23,6 @@ from ragnet.eval.runner import (
 )
 from ragnet.programs.basic import BasicRAG
 from tests.eval.tiny_set import ANSWERS, tiny_lm, write_tiny_set
-from tests.programs.scripted import ProgramLM
 
 
 @pytest.fixture(scope="module")
@@ -119,24 +118,6 @@ def test_pooled_run_writes_rows_report_summary_and_plots(run, tmp_path):
         assert needle in report
     for name in ("accuracy_vs_budget.png", "gold_recall_vs_budget.png", "turns_hist.png", "searches_hist.png"):
         assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-
-
-def test_an_echoed_answer_is_rechecked_and_the_report_counts_it(run, tmp_path):
-    """q1's reader first answers "Japan" (the question's own entity), then "Tokyo" when asked again."""
-    from tests.eval.tiny_set import answer, judge
-
-    def reader(prompt, n):
-        if "What is the capital of Japan?" in prompt:
-            return {"answer": "Tokyo" if '(Not "Japan"' in prompt else "Japan", "evidence_ids": []}
-        return answer(prompt, n)
-
-    out = tmp_path / "out"
-    summary, engine, _ = run(out, ["basic"], engine=ProgramLM(answer=reader, judge=judge))
-    row = next(json.loads(line) for line in _lines(out / "results.jsonl") if '"q1"' in line)
-    assert row["answer"] == "Tokyo" and row["em"] == 1.0 and row["usage"]["lm_calls"] == 2
-    assert (summary["strategies"]["basic"]["rechecks"], summary["strategies"]["basic"]["rechecks_kept"]) == (1, 1)
-    assert "Answer rechecks (an answer that only repeated an entity the question names" in (out / "report.md").read_text()
-    assert "basic 1 (kept 1)" in (out / "report.md").read_text()
 
 
 def test_resume_skips_finished_rows_and_runs_only_new_questions(run, tmp_path):

@@ -49,16 +49,14 @@ def test_the_former_llm_filter_flag_still_works_and_warns():
 
 
 def test_max_lm_calls_follows_the_switches():
-    # the answer step costs 2 at most: its answer, and the recheck of an answer that echoes the question
-    assert BasicRAG(NoIndex()).max_lm_calls() == 2
-    assert BasicRAG(NoIndex(), answer_recheck=False).max_lm_calls() == 1
-    assert OneShotRAG(NoIndex()).max_lm_calls() == 2
-    assert OneShotRAG(NoIndex(), filter=True, crop=True, max_crops=4).max_lm_calls() == 7
-    assert IterativeRAG(NoIndex(), max_turns=3).max_lm_calls() == 3 * 4 + 2
-    assert IterativeRAG(NoIndex(), max_turns=3, delete=False, answer_recheck=False).max_lm_calls() == 3 * 3 + 1
-    assert CombinedRAG(NoIndex(), max_turns=2).max_lm_calls() == 2 * 3 + 2
-    assert ReflectiveRAG(NoIndex(), max_reflections=2).max_lm_calls() == 3 + 2 + 2
-    assert lm_calls_per_example(CombinedRAG(NoIndex(), max_turns=2)) == 8
+    assert BasicRAG(NoIndex()).max_lm_calls() == 1
+    assert OneShotRAG(NoIndex()).max_lm_calls() == 1
+    assert OneShotRAG(NoIndex(), filter=True, crop=True, max_crops=4).max_lm_calls() == 6
+    assert IterativeRAG(NoIndex(), max_turns=3).max_lm_calls() == 3 * 4 + 1
+    assert IterativeRAG(NoIndex(), max_turns=3, delete=False).max_lm_calls() == 3 * 3 + 1
+    assert CombinedRAG(NoIndex(), max_turns=2).max_lm_calls() == 2 * 3 + 1
+    assert ReflectiveRAG(NoIndex(), max_reflections=2).max_lm_calls() == 3 + 2 + 1
+    assert lm_calls_per_example(CombinedRAG(NoIndex(), max_turns=2)) == 7
 
 
 def test_retries_reach_every_step_and_are_checked():
