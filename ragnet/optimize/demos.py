@@ -4,9 +4,12 @@ Demos travel with every prompt a predictor sends. A budgeted program (OneShotRAG
 CombinedRAG) counts its whole answer prompt against the reader's budget
 (:class:`ragnet.programs.packing.PromptBudget`), so each demo token is a token of evidence the
 reader no longer sees: four bootstrapped answer demos took about 600 of a 1,000-token budget.
-:func:`cap_demos` keeps a predictor's demos in the optimizer's order (bootstrapped ones, which
-passed the metric, come first) while their tokens fit the cap, skips any that would overflow
-it, and reports what it kept.
+:func:`cap_demos` keeps a predictor's demos while their tokens fit the cap, skips any that would
+overflow it, and reports what it kept. It takes them in the optimizer's order (bootstrapped ones,
+which passed the metric, come first), except that answer demos take turns by answer kind, the
+commoner kind first: a cut-down set should look like the set it was cut from. A cap of 300 once
+kept only the first of four bootstrapped answer demos, a yes/no question, and the 0.5B reader
+then answered "yes" or "no" to 64 of 87 questions (``docs/results/hotpotqa-dev-compiled-reader/``).
 
 Tokens are counted as :func:`ragnet.programs.packing.prompt_tokens` counts them (cl100k, the
 messages the active DSPy adapter builds), as the difference a demo makes to an empty prompt.
@@ -23,6 +26,9 @@ Example:
     >>> report = cap_demos(step, 200)                # first fit: the long one is skipped
     >>> report["predict"]["kept"], report["predict"]["dropped"], len(step.predict.demos)
     (2, 1, 2)
+    >>> kinds = [dspy.Example(answer=a) for a in ("yes", "Paris", "no", "1912", "Ub Iwerks")]
+    >>> [d.answer for d in by_answer_kind(kinds)]    # spans (3) before yes/no (2), taking turns
+    ['Paris', 'yes', '1912', 'no', 'Ub Iwerks']
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from typing import Any, Sequence
 
 from ragnet.programs.base import check_positive_int
 
-__all__ = ["cap_demos", "demo_tokens"]
+__all__ = ["by_answer_kind", "cap_demos", "demo_tokens"]
 
 
 def demo_tokens(predictor: Any, demos: Sequence[Any] | None = None) -> list[int]:
@@ -44,11 +50,40 @@ def demo_tokens(predictor: Any, demos: Sequence[Any] | None = None) -> list[int]
     return [prompt_tokens(predictor, demos=[demo], **empty) - base for demo in shown]
 
 
+def _answer_kind(demo: Any) -> str | None:
+    """``"yes/no"`` or ``"span"`` for a demo with an ``answer``; None for other steps' demos."""
+    try:
+        answer = demo.get("answer")
+    except AttributeError:
+        return None
+    if answer is None:
+        return None
+    return "yes/no" if str(answer).strip().strip(".").lower() in ("yes", "no") else "span"
+
+
+def by_answer_kind(demos: Sequence[Any], kinds: Sequence[str | None] | None = None) -> list[Any]:
+    """``demos`` with answer kinds taking turns, the commoner kind first (ties: the kind seen
+    first), each kind in its own order; demos of other steps (no ``answer``) keep their order.
+    ``kinds`` gives each item's kind when the items are not demos themselves."""
+    kinds = list(kinds) if kinds is not None else [_answer_kind(d) for d in demos]
+    if any(k is None for k in kinds) or len(set(kinds)) < 2:
+        return list(demos)
+    groups: dict[str, list[Any]] = {}
+    for demo, kind in zip(demos, kinds):
+        groups.setdefault(kind, []).append(demo)
+    order = sorted(groups, key=lambda k: -len(groups[k]))  # stable: ties keep first appearance
+    out: list[Any] = []
+    for turn in range(max(len(g) for g in groups.values())):
+        out.extend(groups[k][turn] for k in order if turn < len(groups[k]))
+    return out
+
+
 def cap_demos(program: Any, max_tokens: int) -> dict[str, dict[str, int]]:
     """Drop demos from each predictor of ``program`` until they take at most ``max_tokens``.
 
-    Demos are kept in their order (first fit: a demo that would overflow the cap is skipped, a
-    later shorter one may still fit). ``max_tokens`` = 0 removes every demo. The cap is per
+    Demos that all fit are kept as they are. Otherwise they are taken in their order, answer kinds
+    taking turns (:func:`by_answer_kind`), first fit: a demo that would overflow the cap is
+    skipped, a later shorter one may still fit. ``max_tokens`` = 0 removes every demo. The cap is per
     predictor, since each predictor's demos go into its own prompts.
 
     Returns:
@@ -63,6 +98,9 @@ def cap_demos(program: Any, max_tokens: int) -> dict[str, dict[str, int]]:
     for name, predictor in program.named_predictors():
         demos = list(predictor.demos or [])
         costs = demo_tokens(predictor, demos)
+        if sum(costs) > max_tokens:  # some must go: let answer kinds take turns for the room
+            order = by_answer_kind(list(range(len(demos))), kinds=[_answer_kind(d) for d in demos])
+            demos, costs = [demos[i] for i in order], [costs[i] for i in order]
         kept, used = [], 0
         for demo, cost in zip(demos, costs):
             if used + cost <= max_tokens:

@@ -94,3 +94,27 @@ def test_demo_cap_zero_drops_every_demo_and_bad_caps_are_refused(scripted):
     assert program.answer.predict.demos == [] and result.demos["predict"]["kept"] == 0
     with pytest.raises(InputError, match="must be an integer >= 0, got True"):
         cap_demos(program, True)
+
+
+def test_a_cut_down_demo_set_keeps_the_commoner_answer_kind_first():
+    """Bootstrapped demos [yes/no, span, span, span] under a cap with room for one keep a span
+    demo, not the first (yes/no) one: the 0.5B reader given only a yes/no demo answered yes or no
+    to 64 of 87 questions. Demos that all fit keep the optimizer's order."""
+    import dspy
+
+    from ragnet.optimize.demos import cap_demos, demo_tokens
+    from ragnet.signatures import AnswerStep
+
+    context = "[c1] Vanessa: an opera in three acts. [c2] Le roi malgré lui: an opera in three acts."
+    demos = [dspy.Example(question="Do both operas have three acts?", context=context, answer="yes"),
+             dspy.Example(question="Who created Oswald?", context="[c1] Ub Iwerks: created Oswald.", answer="Ub Iwerks"),
+             dspy.Example(question="Who signed in 2011?", context="[c1] Wale: signed in 2011.", answer="Wale"),
+             dspy.Example(question="Which award?", context="[c1] RICBA: an award.", answer="RICBA")]
+    step = AnswerStep()
+    step.predict.demos = list(demos)
+    costs = demo_tokens(step.predict)
+    report = cap_demos(step, max(costs))  # room for any one demo, not two
+    assert [d.answer for d in step.predict.demos] == ["Ub Iwerks"] and report["predict"]["kept"] == 1
+    step.predict.demos = list(demos)
+    cap_demos(step, sum(costs))
+    assert step.predict.demos == demos
