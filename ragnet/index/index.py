@@ -31,6 +31,7 @@ On-disk layout (``format_version`` 2; format 1 folders still load; nothing is pi
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import os
@@ -277,29 +278,26 @@ class Index:
         names = sorted(gazetteer.names) if gazetteer is not None else None
         t0 = time.perf_counter()
         # the workers' sentence vectors wait on disk (same file system as the index), not in memory
-        spill = VectorSpill(path.parent) if sentences else None
-        count, parts = ray_build.shards(docs, embedder=emb.name, backend=getattr(emb, "backend", None),
-                                        chunk_tokens=chunk_tokens, overlap=overlap, gazetteer_names=names,
-                                        workers=workers, sentence_sink=spill)
-        stats = {"chunk_s": time.perf_counter() - t0, "workers": float(workers)}
-        settings = {"chunk_tokens": chunk_tokens, "overlap": overlap, "doc_count": len(docs), "gazetteer": names}
+        with VectorSpill(path.parent) if sentences else contextlib.nullcontext() as spill:
+            count, parts = ray_build.shards(docs, embedder=emb.name, backend=getattr(emb, "backend", None),
+                                            chunk_tokens=chunk_tokens, overlap=overlap, gazetteer_names=names,
+                                            workers=workers, sentence_sink=spill)
+            stats = {"chunk_s": time.perf_counter() - t0, "workers": float(workers)}
+            settings = {"chunk_tokens": chunk_tokens, "overlap": overlap, "doc_count": len(docs), "gazetteer": names}
 
-        def sentences_from(sparse: SparseIndex, staging: Path) -> dict[str, Any]:
-            # spans, tokens and BM25 terms here (they need the corpus vocabulary), block by block from
-            # the chunks just written; vectors from the workers, read back from the spill in row order
-            t0 = time.perf_counter()
-            with ChunkStore.open(staging, count) as chunks:
-                info = SentenceStore.write(chunks, emb, sparse, staging / SENTENCES_DIR, count=count, vectors=spill)
-            stats["sentences_s"] = time.perf_counter() - t0
-            return info
+            def sentences_from(sparse: SparseIndex, staging: Path) -> dict[str, Any]:
+                # spans, tokens and BM25 terms here (they need the corpus vocabulary), block by block from
+                # the chunks just written; vectors from the workers, read back from the spill in row order
+                t0 = time.perf_counter()
+                with ChunkStore.open(staging, count) as chunks:
+                    info = SentenceStore.write(chunks, emb, sparse, staging / SENTENCES_DIR, count=count,
+                                               vectors=spill)
+                stats["sentences_s"] = time.perf_counter() - t0
+                return info
 
-        try:
             return cls._write(path, parts, count, emb, faiss_index, faiss_threshold, ivfpq_params, settings,
                               sentences_from=sentences_from if sentences else None, stats=stats, t_all=t_all,
                               disk_threshold=disk_threshold, show_progress=show_progress)
-        finally:
-            if spill is not None:
-                spill.close()
 
     @classmethod
     def build_from_shards(

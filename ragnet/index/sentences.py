@@ -129,9 +129,9 @@ class SentenceStore:
         parts: dict[str, list[np.ndarray]] = {name: [] for name in _ARRAYS if name != "vectors"}
         n_chunks = n_sentences = n_terms = 0
         raw = folder / "vectors.raw.part"
+        take = vectors.take if vectors is not None else None
         with open(raw, "wb") as out, tqdm(total=count, desc="Sentences", unit="chunk", disable=not show_progress) as bar:
             for batch in _blocks(chunks, block):
-                take = vectors.take if vectors is not None else None
                 arrays = _sentence_arrays(batch, embedder, sparse, vectors=take)
                 # offsets within the block -> offsets within the store (one leading 0 in all)
                 skip = 1 if n_chunks else 0

@@ -61,11 +61,10 @@ def _answer_kind(demo: Any) -> str | None:
     return "yes/no" if str(answer).strip().strip(".").lower() in ("yes", "no") else "span"
 
 
-def by_answer_kind(demos: Sequence[Any], kinds: Sequence[str | None] | None = None) -> list[Any]:
+def by_answer_kind(demos: Sequence[Any]) -> list[Any]:
     """``demos`` with answer kinds taking turns, the commoner kind first (ties: the kind seen
-    first), each kind in its own order; demos of other steps (no ``answer``) keep their order.
-    ``kinds`` gives each item's kind when the items are not demos themselves."""
-    kinds = list(kinds) if kinds is not None else [_answer_kind(d) for d in demos]
+    first), each kind in its own order; demos of other steps (no ``answer``) keep their order."""
+    kinds = [_answer_kind(d) for d in demos]
     if any(k is None for k in kinds) or len(set(kinds)) < 2:
         return list(demos)
     groups: dict[str, list[Any]] = {}
@@ -99,8 +98,9 @@ def cap_demos(program: Any, max_tokens: int) -> dict[str, dict[str, int]]:
         demos = list(predictor.demos or [])
         costs = demo_tokens(predictor, demos)
         if sum(costs) > max_tokens:  # some must go: let answer kinds take turns for the room
-            order = by_answer_kind(list(range(len(demos))), kinds=[_answer_kind(d) for d in demos])
-            demos, costs = [demos[i] for i in order], [costs[i] for i in order]
+            cost_of = {id(demo): cost for demo, cost in zip(demos, costs)}
+            demos = by_answer_kind(demos)
+            costs = [cost_of[id(demo)] for demo in demos]
         kept, used = [], 0
         for demo, cost in zip(demos, costs):
             if used + cost <= max_tokens:
