@@ -3,14 +3,17 @@
 :func:`compile` runs one optimizer on the training part of a dev set and scores the program
 on the held-out validation part twice, uncompiled and compiled, in the same run (with
 ``dspy.Evaluate``). The optimizers never see the validation part: BootstrapFewShot bootstraps
-from the training part, and MIPROv2 and GEPA split the training part again for their own
-candidate selection.
+from the training part, and the random search, MIPROv2 and GEPA split the training part again
+for their own candidate selection (a candidate scored on the examples its demos came from would
+be flattered by them).
 
 Optimizers and budgets (``budget`` scales each one; :data:`SETTINGS` is the exact table):
 
 * ``bootstrap``: ``light`` is ``dspy.BootstrapFewShot`` (demos that the program, or a teacher
   LM, got right, plus labelled examples); ``medium``/``heavy`` are
-  ``dspy.BootstrapFewShotWithRandomSearch`` over 4 / 8 candidate demo sets.
+  ``dspy.BootstrapFewShotWithRandomSearch`` over 4 / 8 candidate demo sets plus the demo-free,
+  labelled-only and unshuffled ones. With a demo cap every candidate is capped before the
+  choice, so the search picks among the programs that can be saved.
 * ``mipro``: ``dspy.MIPROv2(auto=budget)``: bootstrapped demo sets plus instructions proposed
   by the teacher (prompt) LM, searched with Optuna (``pip install 'ragnet[optimize]'``).
 * ``gepa``: ``dspy.GEPA(auto=budget)``: instructions evolved by a reflection LM (the teacher,
@@ -52,6 +55,7 @@ __all__ = [
     "SETTINGS",
     "CallEstimate",
     "CompileResult",
+    "best_capped_candidate",
     "compile",
     "expected_lm_calls",
     "lm_calls_per_example",
@@ -120,7 +124,7 @@ def _check_choice(value: str, choices: Sequence[str], argument: str) -> str:
 
 
 def _inner_sizes(n_train: int) -> tuple[int, int]:
-    """(train, val) sizes of the split MIPROv2 and GEPA get from the training part."""
+    """(train, val) sizes of the split the random search, MIPROv2 and GEPA get from the training part."""
     n_val = n_train // 2
     return n_train - n_val, n_val
 
@@ -134,6 +138,7 @@ def expected_lm_calls(
     calls_per_example: float = 1.0,
     n_predictors: int = 1,
     evaluate: bool = True,
+    capped: bool = False,
 ) -> CallEstimate:
     """Upper estimate of the LM calls :func:`compile` makes with these settings.
 
@@ -144,10 +149,11 @@ def expected_lm_calls(
             :func:`lm_calls_per_example` for whole programs).
         n_predictors: predictors the optimizer tunes (MIPROv2 and GEPA scale with it).
         evaluate: count the before/after evaluations on the validation part.
+        capped: a demo cap is in force (the random search re-scores each candidate it shortens).
 
     Example:
         >>> str(expected_lm_calls("bootstrap", "medium", n_train=10, n_val=5))
-        'expected LM calls: up to 130 (before/after evaluation 10 + compilation 120); 7 candidate demo sets scored on the 10 training examples, 5 of them bootstrapped'
+        'expected LM calls: up to 70 (before/after evaluation 10 + compilation 60); 7 candidate demo sets scored on 5 of the 10 training examples, 5 of them bootstrapped from the other 5'
     """
     _check_choice(optimizer, OPTIMIZERS, "optimizer")
     _check_choice(budget, BUDGETS, "budget")
@@ -159,10 +165,14 @@ def expected_lm_calls(
         if c == 0:
             return CallEstimate(evaluation, math.ceil(n_train * cpe), 0,
                                 f"bootstrapping stops after {settings['bootstrapped']} successful traces")
-        runs = (c + 3) * n_train + (c + 1) * n_train
+        inner_train, inner_val = _inner_sizes(n_train)
+        # every candidate scored on the inner validation part, bootstrapped ones run on the inner
+        # training part; with a cap, the c + 2 candidates that have demos may be scored again
+        runs = (c + 3 + (c + 2 if capped else 0)) * inner_val + (c + 1) * inner_train
         return CallEstimate(evaluation, math.ceil(runs * cpe), 0,
-                            f"{c + 3} candidate demo sets scored on the {n_train} training examples, "
-                            f"{c + 1} of them bootstrapped")
+                            f"{c + 3} candidate demo sets scored on {inner_val} of the {n_train} training examples, "
+                            f"{c + 1} of them bootstrapped from the other {inner_train}"
+                            + (", capped ones scored again" if capped else ""))
     inner_train, inner_val = _inner_sizes(n_train)
     auto = _mipro_auto(budget)
     n = auto["n"]
@@ -325,9 +335,10 @@ class CompileResult:
             lines.append(f"demos of {name}: {row['kept']} kept, {row['dropped']} dropped; {row['tokens']} prompt tokens "
                          f"(cap {self.demo_cap}, {row['tokens_before']} before the cap)")
         if self.after < self.before:
+            advice = ("try a stronger --teacher-lm" if self.optimizer == "bootstrap" and self.budget != "light" else
+                      "try --effort medium (its search includes the demo-free candidate) or a stronger --teacher-lm")
             lines.append(f"warning: the compiled program scores {self.before - self.after:.3f} below the uncompiled one "
-                         "on the validation part; keep the uncompiled program, or try --effort medium (its search "
-                         "includes the demo-free candidate) or a stronger --teacher-lm")
+                         f"on the validation part; keep the uncompiled program, or {advice}")
         return "\n".join(lines)
 
 
@@ -366,13 +377,56 @@ def _optimizer(optimizer: str, budget: str, metric: Metric, *, teacher_lm: Any, 
                      seed=seed, num_threads=threads, track_stats=False)
 
 
-def _run_optimizer(opt: Any, optimizer: str, student: Any, train: list, seed: int) -> Any:
-    if optimizer == "bootstrap":
-        return opt.compile(student, trainset=train)
+def _run_optimizer(opt: Any, optimizer: str, student: Any, train: list, seed: int) -> tuple[Any, list, list]:
+    """The compiled program, and the random search's scored candidates with the examples they were
+    scored on (``[]`` and ``[]`` for the other optimizers)."""
+    if isinstance(opt, dspy.BootstrapFewShot):
+        return opt.compile(student, trainset=train), [], []
     inner_train, inner_val = split_examples(train, 0.5, seed) if len(train) >= 2 else (train, train)
     if optimizer == "mipro":
-        return opt.compile(student, trainset=inner_train, valset=inner_val, seed=seed)
-    return opt.compile(student, trainset=inner_train, valset=inner_val)
+        return opt.compile(student, trainset=inner_train, valset=inner_val, seed=seed), [], []
+    if optimizer == "gepa":
+        return opt.compile(student, trainset=inner_train, valset=inner_val), [], []
+    # the random search scores on its trainset unless given a valset: its demos' own sources
+    compiled = opt.compile(student, trainset=inner_train, valset=inner_val)
+    return compiled, list(getattr(compiled, "candidate_programs", None) or []), inner_val
+
+
+def best_capped_candidate(candidates: Sequence[Any], max_tokens: int,
+                          score: Callable[[Any], float]) -> tuple[Any, dict[str, dict[str, int]], float]:
+    """The best of a search's candidate programs once each is capped to ``max_tokens`` of demos.
+
+    A search scores its candidates with every demo they were given; a cap applied afterwards may
+    cut the winner down to a program that was never scored, and worse than the demo-free one.
+    Here each candidate is capped first: one the cap leaves whole keeps its search score, one it
+    shortens is scored again with ``score``. Ties go to the earlier candidate.
+
+    Args:
+        candidates: ``{"score", "program"}`` dicts, as ``dspy.BootstrapFewShotWithRandomSearch``
+            leaves in ``candidate_programs`` (any order; scores in percent or fractions, as long as
+            ``score`` uses the same scale).
+        max_tokens: the demo cap (see :func:`ragnet.optimize.demos.cap_demos`).
+        score: scores a program on the search's validation examples.
+
+    Returns:
+        ``(program, cap report, score)``: a capped copy of the winner.
+
+    Raises:
+        InputError: no candidates.
+    """
+    if not candidates:
+        raise InputError("the search left no candidate programs", argument="effort")
+    best: tuple[Any, dict[str, dict[str, int]], float] | None = None
+    for candidate in candidates:
+        program = candidate["program"].deepcopy()
+        vars(program).pop("candidate_programs", None)  # the search's list, hung on its winner
+        report = cap_demos(program, max_tokens)
+        shortened = any(row["dropped"] for row in report.values())
+        value = float(score(program)) if shortened else float(candidate["score"])
+        if best is None or value > best[2]:
+            best = (program, report, value)
+    assert best is not None
+    return best
 
 
 def compile(  # noqa: A001 - the name the optimizer API is known by
@@ -441,7 +495,7 @@ def compile(  # noqa: A001 - the name the optimizer API is known by
         raise InputError(f"{optimizer} needs at least 2 training examples, got {len(train)}", argument="n")
     cpe = lm_calls_per_example(program) if calls_per_example is None else calls_per_example
     estimate = expected_lm_calls(optimizer, budget, n_train=len(train), n_val=len(val), calls_per_example=cpe,
-                                 n_predictors=len(program.predictors()))
+                                 n_predictors=len(program.predictors()), capped=demo_tokens is not None)
     say(f"{optimizer} ({budget}) on {len(train)} training / {len(val)} validation examples, metric {metric.name}")
     say(str(estimate))
 
@@ -452,11 +506,18 @@ def compile(  # noqa: A001 - the name the optimizer API is known by
         say(f"      {metric.name} before: {before:.3f}")
         say(f"[2/3] compiling with {optimizer} ({budget})")
         opt = _optimizer(optimizer, budget, metric, teacher_lm=teacher_lm, seed=seed, threads=threads)
-        with track_usage() as compile_meter:
-            compiled = _run_optimizer(opt, optimizer, program.deepcopy(), train, seed)
         demos = None
+        with track_usage() as compile_meter:
+            compiled, candidates, search_val = _run_optimizer(opt, optimizer, program.deepcopy(), train, seed)
+            if demo_tokens is not None and candidates:
+                say(f"      capping the {len(candidates)} candidates to {demo_tokens} demo tokens; "
+                    "those the cap shortens are scored again")
+                compiled, demos, _ = best_capped_candidate(
+                    candidates, demo_tokens,
+                    lambda p: round(100 * _evaluate(p, search_val, metric, threads=threads, progress=False)[0], 2))
         if demo_tokens is not None:  # before scoring, so "after" is the program that is saved
-            demos = cap_demos(compiled, demo_tokens)
+            if demos is None:
+                demos = cap_demos(compiled, demo_tokens)
             for name, row in demos.items():
                 say(f"      {name}: kept {row['kept']} of {row['kept'] + row['dropped']} demos, {row['tokens']} "
                     f"prompt tokens (cap {demo_tokens}; {row['tokens_before']} before)")

@@ -10,7 +10,7 @@ import pytest
 
 from ragnet.errors import InputError
 from ragnet.optimize.cases import qa_examples, sufficiency_cases
-from ragnet.optimize.compile import compile, expected_lm_calls, lm_calls_per_example
+from ragnet.optimize.compile import best_capped_candidate, compile, expected_lm_calls, lm_calls_per_example
 from ragnet.optimize.metrics import program_metric, verdict_metric
 from ragnet.programs.persist import save_program
 from ragnet.optimize.steps import SufficiencyStep, compile_step, install_step
@@ -73,6 +73,73 @@ def test_a_compile_that_scores_worse_says_so(scripted):
     assert "warning: the compiled program scores 1.000 below the uncompiled one" in result.table()
 
 
+def _worst_with_one_demo(prompt, n, request=None):
+    """A reader right with no demos on even questions, right on all with two or more, wrong with one."""
+    import re
+
+    from tests.optimize.conftest import _n_demos
+
+    number = int(re.findall(r"fact two of q(\d+)", prompt)[-1])
+    shown = _n_demos(request)
+    right = shown >= 2 or (shown == 0 and number % 2 == 0)
+    return {"answer": f"answer {number}" if right else "yes", "evidence_ids": ["c1"]}
+
+
+_worst_with_one_demo.wants_request = True
+
+
+def test_random_search_chooses_among_capped_candidates(scripted):
+    """Uncapped, the search's winner has several demos; capped to one it answers wrong. The choice is
+    made after capping, so the demo-free candidate wins and the compile costs nothing."""
+    from ragnet.optimize.cases import answer_cases
+    from ragnet.optimize.demos import demo_tokens
+    from tests.optimize.conftest import make_records
+
+    records = make_records(16)
+    step = BasicRAG(FakeIndex(records))
+    with scripted(OptimizeLM(answer=_worst_with_one_demo)):
+        uncapped = compile_step(step.deepcopy(), "answer", answer_cases(records[:10]), valset=answer_cases(records[10:]),
+                                budget="medium", progress=False, log=lambda m: None)
+        demos = uncapped.program.answer.predict.demos
+        assert len(demos) >= 2 and uncapped.after == 1.0  # what the search picks without a cap
+        cap = max(demo_tokens(uncapped.program.answer.predict))  # room for one demo, not two
+        assert cap < sum(sorted(demo_tokens(uncapped.program.answer.predict))[:2])
+        logs: list[str] = []
+        capped = compile_step(step.deepcopy(), "answer", answer_cases(records[:10]), valset=answer_cases(records[10:]),
+                              budget="medium", demo_tokens=cap, progress=False, log=logs.append)
+    assert capped.program.answer.predict.demos == []
+    assert capped.before == capped.after == 0.5  # the old order (search, then cap) gave 0.0 here
+    assert any("those the cap shortens are scored again" in line for line in logs)
+    assert 0 < capped.usage["lm_calls"] <= capped.expected.total
+    assert "warning" not in capped.table()
+
+
+def test_best_capped_candidate_rescores_only_what_the_cap_shortens():
+    import dspy
+
+    from ragnet.signatures import AnswerStep
+
+    def with_demos(*lengths):
+        step = AnswerStep()
+        step.predict.demos = [dspy.Example(question="Who?", context="[c1] A: " + "word " * n, answer="A") for n in lengths]
+        return step
+
+    candidates = [{"score": 50.0, "program": with_demos()}, {"score": 90.0, "program": with_demos(200, 200)},
+                  {"score": 70.0, "program": with_demos(10)}]
+    scored: list[int] = []
+
+    def score(program):
+        scored.append(len(program.predict.demos))
+        return 40.0
+
+    program, report, value = best_capped_candidate(candidates, 300, score)
+    assert scored == [1]  # only the candidate the cap cut (two demos to one) was run again
+    assert value == 70.0 and len(program.predict.demos) == 1 and report["predict"]["dropped"] == 0
+    assert program is not candidates[2]["program"] and len(candidates[1]["program"].predict.demos) == 2
+    with pytest.raises(InputError):
+        best_capped_candidate([], 300, score)
+
+
 def test_compile_does_not_modify_its_input_program(records, scripted):
     step = SufficiencyStep()
     with scripted(OptimizeLM(sufficiency=demo_dependent_sufficiency)):
@@ -126,8 +193,11 @@ def test_expected_lm_calls_by_hand():
     assert expected_lm_calls("bootstrap", "light", n_train=24, n_val=40).to_dict() == {
         "total": 104, "evaluation": 80, "compile": 24, "proposer": 0,
         "detail": "bootstrapping stops after 2 successful traces"}
+    # 7 candidates scored on 5 inner-validation examples, 5 bootstrapped from the other 5
     medium = expected_lm_calls("bootstrap", "medium", n_train=10, n_val=5, calls_per_example=2)
-    assert (medium.evaluation, medium.compile) == (20, (7 * 10 + 5 * 10) * 2)
+    assert (medium.evaluation, medium.compile) == (20, (7 * 5 + 5 * 5) * 2)
+    capped = expected_lm_calls("bootstrap", "medium", n_train=10, n_val=5, calls_per_example=2, capped=True)
+    assert capped.compile == medium.compile + 6 * 5 * 2  # the 6 candidates with demos, scored again
     for optimizer in ("mipro", "gepa"):
         light, med, heavy = (expected_lm_calls(optimizer, b, n_train=40, n_val=10).total
                              for b in ("light", "medium", "heavy"))
