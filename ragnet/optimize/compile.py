@@ -512,9 +512,12 @@ def compile(  # noqa: A001 - the name the optimizer API is known by
             if demo_tokens is not None and candidates:
                 say(f"      capping the {len(candidates)} candidates to {demo_tokens} demo tokens; "
                     "those the cap shortens are scored again")
-                compiled, demos, _ = best_capped_candidate(
+                compiled, demos, chosen = best_capped_candidate(
                     candidates, demo_tokens,
                     lambda p: round(100 * _evaluate(p, search_val, metric, threads=threads, progress=False)[0], 2))
+                demo_free = [c["score"] for c in candidates if not any(p.demos for p in c["program"].predictors())]
+                say(f"      chose the candidate scoring {chosen:.1f} on {len(search_val)} search examples once capped"
+                    + (f" (demo-free: {demo_free[0]:.1f})" if demo_free else ""))
         if demo_tokens is not None:  # before scoring, so "after" is the program that is saved
             if demos is None:
                 demos = cap_demos(compiled, demo_tokens)

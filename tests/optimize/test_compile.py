@@ -110,6 +110,11 @@ def test_random_search_chooses_among_capped_candidates(scripted):
     assert capped.program.answer.predict.demos == []
     assert capped.before == capped.after == 0.5  # the old order (search, then cap) gave 0.0 here
     assert any("those the cap shortens are scored again" in line for line in logs)
+    import re
+
+    chose = [re.search(r"scoring ([\d.]+) on 5 search examples once capped \(demo-free: ([\d.]+)\)", line)
+             for line in logs]
+    assert [m.groups() for m in chose if m] == [("60.0", "60.0")]  # 3 of the 5 inner examples are even
     assert 0 < capped.usage["lm_calls"] <= capped.expected.total
     assert "warning" not in capped.table()
 
