@@ -30,6 +30,28 @@ def _tmp_prefix(path: Path) -> str:
     return f".{path.name}.{os.getpid()}."
 
 
+def _umask() -> int:
+    """The process umask, read without ``os.umask()`` (which changes it for every thread for a moment)."""
+    with contextlib.suppress(OSError, ValueError, StopIteration):
+        with open("/proc/self/status", encoding="ascii") as fh:
+            return next(int(line.split()[1], 8) for line in fh if line.startswith("Umask:"))
+    return 0o022  # not Linux: the usual default
+
+
+def usual_permissions(path: str | Path, recursive: bool = False) -> None:
+    """Give ``path`` the mode a plain ``open``/``mkdir`` would give it under the umask.
+
+    ``mkstemp`` and ``mkdtemp`` create owner-only entries; renamed into place as they are, a
+    report, a compiled program or an index would be unreadable to the user's group (a shared
+    server, a container running as another user). With ``recursive`` a folder's whole tree.
+    """
+    path = Path(path)
+    mask = _umask()
+    for entry in [path, *(path.rglob("*") if recursive and path.is_dir() else ())]:
+        if not entry.is_symlink():
+            entry.chmod((0o777 if entry.is_dir() else 0o666) & ~mask)
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | Path, suffix: str = "") -> Iterator[Path]:
     """Yield a temporary path next to ``path``; rename it over ``path`` on success.
@@ -49,6 +71,7 @@ def atomic_path(path: str | Path, suffix: str = "") -> Iterator[Path]:
     os.close(fd)
     tmp = Path(tmp_name)
     try:
+        usual_permissions(tmp)  # writers that reopen the path keep this mode
         yield tmp
         os.replace(tmp, path)
     finally:
@@ -338,6 +361,7 @@ def atomic_dir(path: str | Path, owned: Callable[[Path], set[str] | None] | None
     clean_stale(path)
     tmp = Path(tempfile.mkdtemp(prefix=_tmp_prefix(path), suffix=".tmp", dir=path.parent))
     try:
+        usual_permissions(tmp)  # entries made inside follow the umask already
         yield tmp
         backup = None
         if path.exists():

@@ -43,7 +43,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from ragnet._atomic import DirSwap, atomic_dir, check_writable_parent, dir_lock
+from ragnet._atomic import DirSwap, atomic_dir, check_writable_parent, dir_lock, usual_permissions
 from ragnet._hashing import sha256_file
 from ragnet.corpus.types import Chunk, Document
 from ragnet.errors import IndexFormatError, InputError
@@ -420,7 +420,7 @@ class Index:
             }
             stats["checksum_s"] = time.perf_counter() - t1
             (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-            _usual_permissions(tmp)
+            usual_permissions(tmp, recursive=True)
         stats["save_s"] = time.perf_counter() - t0
         index = cls.load(path, embedder=emb, verify=False)
         stats["total_s"] = time.perf_counter() - t_all
@@ -1020,15 +1020,6 @@ def _check_unique_ids(docs: list[Any]) -> None:
                 argument="docs",
             )
         seen[doc_id] = i
-
-
-def _usual_permissions(folder: Path) -> None:
-    """Give the index the modes a plain ``mkdir``/``open`` would (temp files start owner-only)."""
-    mask = os.umask(0o022)
-    os.umask(mask)
-    folder.chmod(0o777 & ~mask)
-    for p in folder.rglob("*"):
-        p.chmod((0o777 if p.is_dir() else 0o666) & ~mask)
 
 
 def _build_catalog(chunks: Sequence[Chunk]) -> Any:

@@ -42,7 +42,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ragnet._atomic import atomic_dir, atomic_path, dir_lock
+from ragnet._atomic import atomic_dir, atomic_path, dir_lock, usual_permissions
 from ragnet.errors import InputError, MissingDependencyError, RagnetError
 
 __all__ = ["BACKENDS", "ENV_BACKEND", "OnnxEncoder", "int8_flavour", "load_encoder", "onnx_cache_dir",
@@ -233,7 +233,7 @@ def ensure_export(name: str, target: str, int8: bool, load_model: Callable[[], A
         if not _complete(folder):
             with atomic_dir(folder, owned=_all_files) as tmp, _export_errors(name):
                 _export_fp32(*load_model(), name, target, tmp)
-                _share(tmp)
+                usual_permissions(tmp, recursive=True)
         if int8 and not (folder / int8_file(flavour)).is_file():
             with _export_errors(name):
                 _export_int8(folder, flavour)
@@ -370,17 +370,6 @@ def _export_int8(folder: Path, flavour: str) -> None:
         if cos < INT8_MIN_COS:
             raise RagnetError(f"the int8 ({flavour}) quantization of {folder.name} drifts too far from fp32 "
                               f"(cosine {cos:.3f} on probe texts); use backend='onnx'")
-        _share(tmp)
-
-
-def _share(path: Path) -> None:
-    """Give a finished temporary file or folder (private when created) the usual umask permissions."""
-    umask = 0o022  # read without os.umask(), which would change it for every thread for a moment
-    with contextlib.suppress(OSError, ValueError, StopIteration):
-        with open("/proc/self/status", encoding="ascii") as fh:
-            umask = next(int(line.split()[1], 8) for line in fh if line.startswith("Umask:"))
-    for entry in [path, *(path.iterdir() if path.is_dir() else ())]:
-        entry.chmod((0o777 if entry.is_dir() else 0o666) & ~umask)
 
 
 # -- running ------------------------------------------------------------------------------------

