@@ -79,6 +79,23 @@ def atomic_path(path: str | Path, suffix: str = "") -> Iterator[Path]:
             tmp.unlink()
 
 
+@contextlib.contextmanager
+def scratch_dir(path: str | Path) -> Iterator[Path]:
+    """A temporary folder beside ``path``, removed on exit, for work that precedes writing ``path``.
+
+    It is named as :func:`atomic_path` names its temporaries, so if this process is killed,
+    the next :func:`clean_stale` of ``path`` (every atomic write of it) removes it.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    clean_stale(path)
+    tmp = Path(tempfile.mkdtemp(prefix=_tmp_prefix(path), suffix=".tmp", dir=path.parent))
+    try:
+        yield tmp
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def write_text(path: str | Path, text: str) -> None:
     """Atomically write ``text`` (UTF-8) to ``path``."""
     with atomic_path(path) as tmp:

@@ -23,13 +23,11 @@ Example:
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from ragnet._atomic import write_json
+from ragnet._atomic import scratch_dir, write_json
 from ragnet.errors import InputError
 
 FORMAT_VERSION = 3  # 3: each step is a module (state key "sufficiency.predict"); 2: a bare Predict per step
@@ -98,15 +96,13 @@ def save_program(program: Any, path: str | Path, **extra: Any) -> Path:
     if path.suffix != ".json":
         raise InputError("compiled programs are saved as JSON; use a path ending in .json", argument="out")
     path.parent.mkdir(parents=True, exist_ok=True)
-    # DSPy picks its format from the suffix, so its own save goes to a scratch ``.json`` next to
-    # the target; the state plus the ragnet header is then written atomically (temp + rename).
-    fd, scratch = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".json", dir=path.parent)
-    os.close(fd)
-    try:
-        program.save(scratch)
-        state = json.loads(Path(scratch).read_text(encoding="utf-8"))
-    finally:
-        Path(scratch).unlink(missing_ok=True)
+    # DSPy picks its format from the suffix, so its own save goes to a scratch ``.json`` in a
+    # temporary folder next to the target, named as atomic writes name theirs (.NAME.PID.XXXX.tmp)
+    # so that the next save cleans it up if this process is killed; the state plus the ragnet
+    # header is then written atomically (temp + rename).
+    with scratch_dir(path) as scratch:
+        program.save(str(scratch / "state.json"))
+        state = json.loads((scratch / "state.json").read_text(encoding="utf-8"))
     state.setdefault("metadata", {})["ragnet"] = {**_header(program), **extra}
     write_json(path, state)
     return path

@@ -66,6 +66,18 @@ def test_saved_file_is_plain_json_with_a_ragnet_header(compiled, tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["compiled.json"]  # no temp files left behind
 
 
+def test_a_killed_saves_scratch_is_cleaned_up_by_the_next_save(compiled, tmp_path):
+    """DSPy's own save goes to a scratch folder named like every ragnet temporary, so one left by a
+    killed process (here pid 99999999, not running) goes with the next save, and nothing else does."""
+    program, path = compiled
+    stale = tmp_path / ".compiled.json.99999999.abcd1234.tmp"
+    stale.mkdir()
+    (stale / "state.json").write_text("{}")
+    (tmp_path / "notes.txt").write_text("mine")
+    save_program(program, path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["compiled.json", "notes.txt"]
+
+
 def _load_error(path, program) -> str:
     with pytest.raises(InputError) as err:
         load_program(program, path)
