@@ -374,10 +374,7 @@ def atomic_dir(path: str | Path, owned: Callable[[Path], set[str] | None] | None
             folder is left as it was.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    clean_stale(path)
-    tmp = Path(tempfile.mkdtemp(prefix=_tmp_prefix(path), suffix=".tmp", dir=path.parent))
-    try:
+    with scratch_dir(path) as tmp:  # removed on the way out unless renamed into place
         usual_permissions(tmp)  # entries made inside follow the umask already
         yield tmp
         backup = None
@@ -403,6 +400,3 @@ def atomic_dir(path: str | Path, owned: Callable[[Path], set[str] | None] | None
         os.replace(tmp, path)
         if backup is not None:
             shutil.rmtree(backup, ignore_errors=True)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)

@@ -612,14 +612,11 @@ class Index:
         """
         if self.sentences_current():
             return self.sentences
-        from ragnet._atomic import clean_stale, write_json
+        from ragnet._atomic import scratch_dir, write_json
 
         with dir_lock(self.path):
-            clean_stale(self.path)
             target = self.path / SENTENCES_DIR
-            staging = Path(tempfile.mkdtemp(prefix=f".{self.path.name}.{os.getpid()}.", suffix=".tmp",
-                                            dir=self.path.parent))
-            try:
+            with scratch_dir(self.path) as staging:  # cleans up what a killed run left
                 # block by block, vectors straight to disk: an index of any size fits in memory
                 written = SentenceStore.write(self._chunks, self.embedder, self._sparse, staging / SENTENCES_DIR,
                                               count=len(self), show_progress=show_progress)
@@ -630,8 +627,6 @@ class Index:
                                          path=target)
                     shutil.rmtree(target)
                 os.replace(staging / SENTENCES_DIR, target)
-            finally:
-                shutil.rmtree(staging, ignore_errors=True)
             manifest = dict(self.manifest)
             files = {k: v for k, v in manifest["files"].items() if not k.startswith(f"{SENTENCES_DIR}/")}
             for f in sorted(target.rglob("*")):

@@ -385,10 +385,10 @@ def _run_optimizer(opt: Any, optimizer: str, student: Any, train: list, seed: in
     inner_train, inner_val = split_examples(train, 0.5, seed) if len(train) >= 2 else (train, train)
     if optimizer == "mipro":
         return opt.compile(student, trainset=inner_train, valset=inner_val, seed=seed), [], []
-    if optimizer == "gepa":
-        return opt.compile(student, trainset=inner_train, valset=inner_val), [], []
-    # the random search scores on its trainset unless given a valset: its demos' own sources
+    # (the random search scores on its trainset unless given a valset: its demos' own sources)
     compiled = opt.compile(student, trainset=inner_train, valset=inner_val)
+    if not isinstance(opt, dspy.BootstrapFewShotWithRandomSearch):  # GEPA
+        return compiled, [], []
     return compiled, list(getattr(compiled, "candidate_programs", None) or []), inner_val
 
 
