@@ -20,7 +20,7 @@ def index(
     embedder: Optional[str] = typer.Option(None, help="sentence-transformers model name or path (default: bundled all-MiniLM-L6-v2)."),
     faiss_index: str = typer.Option("auto", help="auto | flat | hnsw | ivf | ivfpq (compressed, on disk; auto picks it from 200k chunks)."),
     nprobe: int = typer.Option(32, help="ivfpq: inverted lists scanned per query."),
-    embed_backend: Optional[str] = typer.Option(None, help="torch | onnx | onnx-int8 (default: $RAGNET_EMBED_BACKEND, else torch)."),
+    embed_backend: Optional[str] = typer.Option(None, help="torch | onnx | onnx-int8 | auto (default: $RAGNET_EMBED_BACKEND, else torch; auto: the cached fp32 ONNX export if there is one)."),
     ray: Optional[str] = typer.Option(None, "--ray", help="Build on a Ray cluster: 'local' starts one on this machine, 'auto' or ray://HOST:10001 joins one (needs ragnet[scale])."),
     workers: Optional[int] = typer.Option(None, help="With --ray: embedding workers (default: the cluster's CPUs)."),
     gazetteer: Optional[Path] = typer.Option(None, help="File of place names, one per line, for chunk metadata."),
@@ -47,6 +47,9 @@ def index(
                       faiss_index=faiss_index, gazetteer=gaz, show_progress=True,
                       sentences=sentences, ivfpq=params,
                       engine="ray" if ray else "local", ray_address=ray, workers=workers)
+    # Once per model and machine: later `ask`/`search` processes then query through ONNX Runtime
+    # (the same vectors) instead of spending 8-10 s importing torch (Index.embedder, backend "auto").
+    emb.prepare_onnx_export()
     typer.echo(f"indexed {len(docs)} documents as {len(idx)} chunks -> {out}")
     if idx.kept_files:
         say(f"kept {len(idx.kept_files)} file(s) in {out} that are not part of the index: " + ", ".join(idx.kept_files))

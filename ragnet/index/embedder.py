@@ -11,7 +11,9 @@ Three backends compute the same vectors: ``"torch"`` (sentence-transformers), ``
 (ONNX Runtime, fp32) and ``"onnx-int8"`` (dynamically quantized); the ONNX graphs are
 exported locally on first use and cached (see :mod:`ragnet.index.onnx_backend`). The
 embedder's ``name`` does not depend on the backend, so an index built with one can be
-searched with another.
+searched with another. ``backend="auto"`` (how ``Index.load`` queries) takes the fp32 ONNX
+graph when it is installed and already exported, else torch: the same vectors, and a cold
+process that never imports torch.
 
 Example:
     >>> emb = Embedder()                      # bundled all-MiniLM-L6-v2
@@ -26,6 +28,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import threading
 from collections import OrderedDict
@@ -34,8 +37,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ragnet.errors import InputError, require
-from ragnet.index.onnx_backend import load_encoder, resolve_backend
+from ragnet.errors import InputError, RagnetError, require
+from ragnet.index.onnx_backend import AUTO, auto_backend, ensure_export, load_encoder, onnx_installed, resolve_backend
 
 DEFAULT_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 _DEFAULT_ALIASES = {DEFAULT_MODEL_NAME, "all-MiniLM-L6-v2", "default"}
@@ -43,6 +46,7 @@ _DEFAULT_ALIASES = {DEFAULT_MODEL_NAME, "all-MiniLM-L6-v2", "default"}
 _MODELS: dict[tuple[str, str], Any] = {}
 _BERT: dict[tuple[str, str], Any] = {}  # compact BERT query encoder per model, or False
 _LOCK = threading.Lock()
+logger = logging.getLogger(__name__)
 
 
 def bundled_model_path() -> Path:
@@ -150,8 +154,11 @@ class Embedder:
         backend: ``"torch"``, ``"onnx"`` (ONNX Runtime, fp32: the same vectors to ~1e-6) or
             ``"onnx-int8"`` (int8 weights: cosine ~0.99 to the torch vectors, faster on CPU;
             activations are quantized per batch, so a vector moves by ~1e-3 with its batch
-            mates); ``None`` reads ``$RAGNET_EMBED_BACKEND``, else ``"torch"``. The ONNX
-            backends run on the CPU and need ``pip install 'ragnet[onnx]'``.
+            mates); ``None`` reads ``$RAGNET_EMBED_BACKEND``, else ``"torch"``. ``"auto"``
+            settles on ``"onnx"`` when ONNX Runtime is installed and this model's fp32 export is
+            already cached, else on ``"torch"`` (the same vectors either way; what a loaded
+            ``Index`` queries with). The ONNX backends run on the CPU and need
+            ``pip install 'ragnet[onnx]'``.
         cache_dir: where ONNX exports are kept (default ``$RAGNET_HOME/onnx``, that is
             ``~/.cache/ragnet/onnx``).
 
@@ -177,10 +184,13 @@ class Embedder:
         if not isinstance(batch_size, int) or batch_size < 1:
             raise InputError(f"batch_size must be a positive integer, got {batch_size!r}", argument="batch_size")
         self.backend = resolve_backend(backend)
-        if self.backend != "torch" and str(device) != "cpu":
+        if self.backend not in ("torch", AUTO) and str(device) != "cpu":
             raise InputError(f"the {self.backend} backend runs on the CPU; use device='cpu' or backend='torch' "
                              f"(got device={device!r})", argument="device")
         self.name, self._target = resolve_model(name_or_path)
+        self.auto = self.backend == AUTO  # may fall back to torch if the cached export will not load
+        if self.auto:
+            self.backend = auto_backend(self.name, self._target, cache_dir) if str(device) == "cpu" else "torch"
         self.device = str(device)
         self.cache_dir = cache_dir
         self.batch_size = batch_size
@@ -215,9 +225,43 @@ class Embedder:
         if self.backend == "torch":
             return None
         if self._onnx is None:
-            self._onnx = load_encoder(self.name, self._target, self.backend,
-                                      lambda: (self.model, _fast_path(self.model)), self.cache_dir)
+            try:
+                enc = load_encoder(self.name, self._target, self.backend, self._torch_parts, self.cache_dir)
+                if self.auto:
+                    enc.forward(["probe"], enc.query_prompt)  # the session opens lazily: fail here, not mid-query
+                self._onnx = enc
+            except Exception as exc:  # noqa: BLE001 - "auto" promised vectors, not a backend
+                if not self.auto:
+                    raise
+                logger.warning("the cached ONNX export of %s did not load (%s: %s); embedding with torch",
+                               self.name, type(exc).__name__, exc)
+                self.backend = "torch"
+                return None
         return self._onnx
+
+    def _torch_parts(self) -> tuple[Any, Any]:
+        """The torch model and its direct pipeline: what an ONNX export is made from."""
+        return self.model, _fast_path(self.model)
+
+    def prepare_onnx_export(self) -> Path | None:
+        """Export this model's fp32 ONNX graph to the cache now, if it is not there yet.
+
+        Later processes that load an index built with this model then query it through ONNX
+        Runtime (``backend="auto"``, what ``Index.load`` uses): the same vectors, without
+        importing torch, which saves 8-10 s of a cold ``ragnet ask`` on 2 cores. Costs about
+        5 s once per model and machine when the torch model is already loaded.
+
+        Returns:
+            The export folder, or None when ONNX Runtime is not installed or the model cannot
+            be exported (a debug log line says why); nothing is raised.
+        """
+        if self.device != "cpu" or not onnx_installed():
+            return None
+        try:
+            return ensure_export(self.name, self._target, False, self._torch_parts, self.cache_dir)
+        except RagnetError as exc:
+            logger.debug("no ONNX export of %s: %s", self.name, exc)
+            return None
 
     @property
     def model(self) -> Any:

@@ -52,7 +52,7 @@ from ragnet.index.passages import PASSAGE_FORMAT, passage_text
 from ragnet.index.dense import KINDS, DenseIndex
 from ragnet.index.embedder import Embedder
 from ragnet.index.file_array import file_backed
-from ragnet.index.onnx_backend import resolve_backend
+from ragnet.index.onnx_backend import AUTO, resolve_backend
 from ragnet.index.sentences import FOLDER as SENTENCES_DIR
 from ragnet.index.sentences import FORMAT as SENTENCES_FORMAT
 from ragnet.index.sentences import SPLITTER as SENTENCES_SPLITTER
@@ -528,6 +528,10 @@ class Index:
     def embedder(self) -> Embedder:
         """The query embedder (created from the manifest's name on first use).
 
+        Unless ``$RAGNET_EMBED_BACKEND`` names a backend, it is ``Embedder(name, backend="auto")``:
+        the model's fp32 ONNX export when ONNX Runtime is installed and the export is cached
+        (``ragnet index`` prepares it), else torch. Both give the same vectors.
+
         Raises:
             IndexFormatError: the model the manifest names cannot be loaded here (a renamed or
                 edited manifest, or a model this machine does not have).
@@ -535,7 +539,8 @@ class Index:
         if self._embedder is None:
             name = self.manifest["embedder"]
             try:
-                emb = Embedder(name)
+                # "auto": the fp32 ONNX export when one is cached (same vectors, no torch import), else torch
+                emb = Embedder(name, backend=resolve_backend(None, default=AUTO))
                 emb.load()  # now, so a bad name is reported as the index's problem
             except InputError as exc:
                 raise IndexFormatError(

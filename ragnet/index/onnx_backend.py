@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import hashlib
+import importlib.util
 import json
 import logging
 import os
@@ -45,10 +46,12 @@ import numpy as np
 from ragnet._atomic import atomic_dir, atomic_path, dir_lock, usual_permissions
 from ragnet.errors import InputError, MissingDependencyError, RagnetError
 
-__all__ = ["BACKENDS", "ENV_BACKEND", "OnnxEncoder", "int8_flavour", "load_encoder", "onnx_cache_dir",
-           "resolve_backend"]
+__all__ = ["AUTO", "BACKENDS", "ENV_BACKEND", "OnnxEncoder", "auto_backend", "int8_flavour", "load_encoder",
+           "onnx_cache_dir", "resolve_backend"]
 
 BACKENDS = ("torch", "onnx", "onnx-int8")
+# Not a backend but a choice between two that give the same vectors (see ``auto_backend``).
+AUTO = "auto"
 ENV_BACKEND = "RAGNET_EMBED_BACKEND"
 FORMAT_VERSION = 1
 OPSET = 17
@@ -78,25 +81,53 @@ _HASHES: dict[tuple, str] = {}
 _LOCK = threading.RLock()
 
 
-def resolve_backend(backend: str | None) -> str:
-    """The backend to use: ``backend``, else ``$RAGNET_EMBED_BACKEND``, else ``"torch"``.
+def resolve_backend(backend: str | None, default: str = "torch") -> str:
+    """The backend to use: ``backend``, else ``$RAGNET_EMBED_BACKEND``, else ``default``.
+
+    ``"auto"`` is returned as it is; ``Embedder`` settles it with :func:`auto_backend`.
 
     Raises:
-        InputError: not one of ``"torch"``, ``"onnx"``, ``"onnx-int8"`` (names ``backend``).
+        InputError: not one of ``"torch"``, ``"onnx"``, ``"onnx-int8"``, ``"auto"`` (names ``backend``).
 
     Example:
         >>> resolve_backend(None) in BACKENDS
         True
+        >>> resolve_backend("Auto")
+        'auto'
     """
     source = "backend"
     if backend is None:
-        backend = os.environ.get(ENV_BACKEND) or "torch"
+        backend = os.environ.get(ENV_BACKEND) or default
         source = f"${ENV_BACKEND}"
     value = str(backend).strip().lower()
-    if value not in BACKENDS:
+    if value not in (*BACKENDS, AUTO):
         raise InputError(f"unknown embedding backend {backend!r} (from {source}); choose one of "
-                         f"{', '.join(BACKENDS)}", argument="backend")
+                         f"{', '.join((*BACKENDS, AUTO))}", argument="backend")
     return value
+
+
+def onnx_installed() -> bool:
+    """Whether ONNX Runtime and ``onnx`` can be imported (without importing them)."""
+    return all(importlib.util.find_spec(m) is not None for m in ("onnxruntime", "onnx"))
+
+
+def auto_backend(name: str, target: str, cache_dir: str | os.PathLike | None = None) -> str:
+    """``"onnx"`` when ONNX Runtime is installed and the fp32 export of this model is already
+    cached, else ``"torch"``.
+
+    The fp32 graph gives the torch model's vectors (checked to ``FP32_ATOL`` when it was
+    exported; ~1e-6 measured), so the choice does not change what a search returns. What it
+    changes is the cost of a cold process: ONNX Runtime loads in about a second, torch and
+    sentence-transformers in 8-10 s on 2 cores. Nothing is exported here (that needs torch):
+    ``ragnet index`` prepares the export (``Embedder.prepare_onnx_export``).
+    """
+    if not onnx_installed():
+        return "torch"
+    try:
+        folder = export_dir(name, target, cache_dir)
+    except (InputError, OSError):
+        return "torch"
+    return "onnx" if _complete(folder) else "torch"
 
 
 def onnx_cache_dir() -> Path:

@@ -281,3 +281,99 @@ def test_an_onnx_query_never_imports_torch(exports, tmp_path):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["Mitochondria", "False"]
+
+
+def _home_with(cache: Path, tmp_path: Path) -> Path:
+    """A RAGNET_HOME whose ``onnx`` folder is ``cache`` (where Index.load's embedder looks)."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "onnx").symlink_to(cache, target_is_directory=True)
+    return home
+
+
+@pytest.mark.slow
+def test_auto_settles_on_onnx_only_when_the_export_is_cached(exports, onnx_emb, tmp_path, monkeypatch):
+    monkeypatch.delenv(ob.ENV_BACKEND, raising=False)
+    assert Embedder(backend="auto", cache_dir=tmp_path / "empty").backend == "torch"
+    assert Embedder(backend="auto", cache_dir=exports[0]).backend == "onnx"  # onnx_emb exported it
+    assert Embedder(backend="auto", cache_dir=exports[0], device="cuda").backend == "torch"
+    monkeypatch.setattr(ob, "onnx_installed", lambda: False)
+    assert Embedder(backend="auto", cache_dir=exports[0]).backend == "torch"
+
+
+@pytest.mark.slow
+def test_a_loaded_index_queries_through_the_cached_export_with_the_same_results(
+        exports, onnx_emb, embedder, tmp_path, monkeypatch):
+    """Index.load's embedder is "auto": with the fp32 export cached it is ONNX, and a search
+    returns what the torch embedder that built the index returns."""
+    monkeypatch.delenv(ob.ENV_BACKEND, raising=False)
+    built = Index.build(make_docs(), tmp_path / "idx", embedder=embedder, show_progress=False)
+    monkeypatch.setenv("RAGNET_HOME", str(_home_with(exports[0], tmp_path)))
+    loaded = Index.load(tmp_path / "idx")
+    assert loaded.embedder.backend == "onnx"
+    for query in QUERIES:
+        want, got = built.search(query, k=5), loaded.search(query, k=5)
+        assert [c.id for c in got] == [c.id for c in want]
+        np.testing.assert_allclose([c.score for c in got], [c.score for c in want], atol=1e-5)
+    monkeypatch.setenv(ob.ENV_BACKEND, "torch")  # an explicit choice wins over "auto"
+    assert Index.load(tmp_path / "idx").embedder.backend == "torch"
+
+
+@pytest.mark.slow
+def test_auto_falls_back_to_torch_when_the_cached_export_does_not_load(exports, onnx_emb, embedder, tmp_path,
+                                                                       caplog):
+    broken = tmp_path / "cache"
+    shutil.copytree(exports[0], broken, symlinks=True)
+    for folder in broken.iterdir():
+        (folder / ob.FP32_FILE).write_bytes(b"not an onnx graph")
+    emb = Embedder(backend="auto", cache_dir=broken)
+    assert emb.backend == "onnx"
+    with caplog.at_level("WARNING", logger="ragnet.index.embedder"):
+        vec = emb.encode_query(QUERIES[0])
+    assert emb.backend == "torch"
+    assert "did not load" in caplog.text and "embedding with torch" in caplog.text
+    np.testing.assert_allclose(vec, embedder.encode_query(QUERIES[0]), atol=1e-5)
+    with pytest.raises(Exception):  # an explicit "onnx" is not silently replaced
+        Embedder(backend="onnx", cache_dir=broken).encode_query(QUERIES[1])
+
+
+@pytest.mark.slow
+def test_a_cold_search_of_a_torch_built_index_never_imports_torch(exports, onnx_emb, embedder, tmp_path):
+    """What keeps a cold `ragnet ask` inside a hung server's time bound: the index was built with
+    torch, the export is cached, and the query side loads ONNX Runtime only."""
+    import subprocess
+
+    Index.build(make_docs(), tmp_path / "idx", embedder=embedder, show_progress=False)
+    env = {k: v for k, v in os.environ.items() if k != ob.ENV_BACKEND}
+    env["RAGNET_HOME"] = str(_home_with(exports[0], tmp_path))
+    code = (
+        "import sys\n"
+        "from ragnet.index import Index\n"
+        f"index = Index.load({str(tmp_path / 'idx')!r})\n"
+        "hits = index.search('Which organelle produces energy?', k=1)\n"
+        "print(hits[0].title, index.embedder.backend, 'torch' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    assert out.stdout.split() == ["Mitochondria", "onnx", "False"]
+
+
+@pytest.mark.slow
+def test_cli_index_prepares_the_export_once(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from ragnet.cli import app
+
+    monkeypatch.setenv("RAGNET_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv(ob.ENV_BACKEND, raising=False)
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text("\n".join(json.dumps({"id": f"d{i}", "title": f"T{i}", "text": f"Text number {i}."})
+                              for i in range(3)) + "\n")
+    result = CliRunner().invoke(app, ["index", str(docs), "--out", str(tmp_path / "idx"), "--no-sentences"])
+    assert result.exit_code == 0, result.output
+    exported = list((tmp_path / "home" / "onnx").glob(f"*/{ob.FP32_FILE}"))
+    assert len(exported) == 1
+    stamp = exported[0].stat().st_mtime_ns
+    assert Index.load(tmp_path / "idx").embedder.backend == "onnx"
+    result = CliRunner().invoke(app, ["index", str(docs), "--out", str(tmp_path / "idx2"), "--no-sentences"])
+    assert result.exit_code == 0, result.output
+    assert exported[0].stat().st_mtime_ns == stamp  # reused, not exported again
