@@ -289,6 +289,7 @@ class CompileResult:
             "val_ids": list(self.val_ids),
             "before": round(self.before, 4),
             "after": round(self.after, 4),
+            "change": self.change(),
             "expected_lm_calls": self.expected.to_dict(),
             "lm_calls": self.usage.get("lm_calls", 0),
             "cached_calls": self.usage.get("cached_calls", 0),
@@ -299,6 +300,33 @@ class CompileResult:
             "demo_tokens": self.demo_cap,
             "demos": self.demos,
         }
+
+    def change(self) -> dict[str, Any]:
+        """The after - before change on the validation part with its paired-bootstrap 95% interval.
+
+        ``mean``, ``low``, ``high`` and ``p_value`` as ``ragnet.eval.stats.paired_bootstrap``
+        gives them, plus ``n`` and ``resolvable_n``: about how many validation examples an
+        interval would need to exclude zero for a change of this size and spread (None when
+        the change is zero or the interval already excludes zero).
+
+        Example:
+            >>> r = CompileResult(program=None, metric="f1", optimizer="bootstrap", budget="light", seed=0,
+            ...     train_ids=[], val_ids=["a", "b", "c", "d"], before=0.25, after=0.5,
+            ...     expected=CallEstimate(0, 0, 0, ""), usage={}, compile_usage={}, seconds=0.0,
+            ...     before_results=[(None, None, s) for s in (0, 1, 0, 0)],
+            ...     after_results=[(None, None, s) for s in (1, 1, 0, 0)])
+            >>> c = r.change(); c["mean"], c["n"], c["low"] <= 0 <= c["high"], c["resolvable_n"]
+            (0.25, 4, True, 16)
+        """
+        from ragnet.eval.stats import paired_bootstrap
+
+        diffs = [float(a[2]) - float(b[2]) for b, a in zip(self.before_results, self.after_results)]
+        out = {**paired_bootstrap(diffs), "n": len(diffs), "resolvable_n": None}
+        if diffs and out["mean"] and out["low"] is not None and out["low"] <= 0 <= out["high"]:
+            mean = out["mean"]
+            sd = math.sqrt(sum((d - mean) ** 2 for d in diffs) / max(len(diffs) - 1, 1))
+            out["resolvable_n"] = max(len(diffs) + 1, math.ceil((1.96 * sd / abs(mean)) ** 2))
+        return out
 
     def breakdown(self, label: str) -> dict[str, dict[str, float]]:
         """Mean score before and after per value of the example field ``label`` (e.g. ``verdict``)."""
@@ -324,6 +352,13 @@ class CompileResult:
         lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
                  for r in rows]
         lines.insert(1, "-" * len(lines[0]))
+        change = self.change()
+        if change["n"]:
+            lines.append(f"change {change['mean']:+.3f}, 95% interval {change['low']:+.3f} … {change['high']:+.3f} "
+                         f"(paired bootstrap, p = {change['p_value']:.2f}, {change['n']} examples)")
+            if change["resolvable_n"]:
+                lines.append(f"note: {change['n']} validation examples cannot tell this change from noise; about "
+                             f"{change['resolvable_n']} would (raise -n or --val-fraction before trusting it)")
         u = self.usage
         lines.append(f"validation part: {len(self.val_ids)} examples, never seen by the optimizer; "
                      f"training part: {len(self.train_ids)}")

@@ -50,6 +50,9 @@ def test_bootstrap_step_compile_changes_only_the_step_and_improves_it(records, s
     table = result.table("verdict")
     assert "0.500" in table and "1.000" in table and "+0.500" in table and "verdict=Refine" in table
     assert "warning" not in table
+    change = result.change()  # paired per validation example: 4 Refine cases gained, nothing lost
+    assert change["n"] == len(result.val_ids) and change["mean"] == 0.5 and change["low"] > 0
+    assert change["resolvable_n"] is None and "95% interval" in table and "cannot tell" not in table
 
 
 def test_a_compile_that_scores_worse_says_so(scripted):
@@ -247,3 +250,22 @@ def test_bad_arguments_are_refused_clearly(records, scripted):
 def test_install_step_needs_a_program_with_that_step(records):
     with pytest.raises(InputError, match="programs with it: oneshot"):
         install_step(IterativeRAG(FakeIndex(records)), "crop", SufficiencyStep())
+
+
+def test_a_change_within_noise_says_how_many_examples_would_resolve_it():
+    """12 validation examples, 3 better and 1 worse: +0.167 is not distinguishable from zero."""
+    from ragnet.optimize.compile import CallEstimate, CompileResult
+
+    before = [0, 0, 0, 1] + [1] * 4 + [0] * 4
+    after = [1, 1, 1, 0] + [1] * 4 + [0] * 4
+    result = CompileResult(program=None, metric="f1", optimizer="bootstrap", budget="light", seed=0,
+                           train_ids=["t"], val_ids=[f"v{i}" for i in range(12)], before=5 / 12, after=7 / 12,
+                           expected=CallEstimate(0, 0, 0, ""), usage={}, compile_usage={}, seconds=1.0,
+                           before_results=[(None, None, b) for b in before],
+                           after_results=[(None, None, a) for a in after])
+    change = result.change()
+    assert change["low"] < 0 < change["high"] and change["p_value"] > 0.05
+    assert change["resolvable_n"] > 12
+    table = result.table()
+    assert f"note: 12 validation examples cannot tell this change from noise; about {change['resolvable_n']}" in table
+    assert result.to_dict()["change"] == change
