@@ -45,6 +45,18 @@ def prompt_tokens(predictor: Any, demos: Sequence[Any] | None = None, **inputs: 
     return total
 
 
+def demo_tokens(predictor: Any) -> int:
+    """Prompt tokens the predictor's demos add to every answer prompt (0 without demos).
+
+    Under a budget these come out of the evidence: ``PromptBudget`` counts them as overhead.
+    """
+    if not getattr(predictor, "demos", None):
+        return 0
+    empty = format_context([], "")[0]
+    return prompt_tokens(predictor, question="?", context=empty) - prompt_tokens(predictor, [], question="?",
+                                                                                  context=empty)
+
+
 @dataclass
 class PackResult:
     """The selected chunks (best first) and the accounting behind them."""

@@ -23,6 +23,7 @@ Example:
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Collection
 from pathlib import Path
 from typing import Any
@@ -164,4 +165,28 @@ def load_program(program: Any, path: str | Path) -> Any:
     except (KeyError, ValueError, TypeError, AttributeError) as exc:
         raise InputError(f"does not match {type(program).__name__}'s steps: {type(exc).__name__}: {exc}",
                          path=path) from None
+    _warn_if_demos_shrink_the_evidence(program, path)
     return program
+
+
+def _warn_if_demos_shrink_the_evidence(program: Any, path: Path) -> None:
+    """A budgeted program's answer prompt holds its demos too: say what they cost the evidence.
+
+    The budget bounds the whole answer prompt, so a compiled reader with a 150-token demo gets
+    150 tokens less evidence at the same ``--budget`` than the uncompiled one. That is the
+    right accounting (the LM's window is what it is), but it silently changes what a
+    comparison at one budget compares. Python shows a repeated warning once.
+    """
+    from ragnet.programs.packing import demo_tokens
+
+    budget = getattr(program, "budget", None)
+    predictor = getattr(getattr(program, "answer", None), "predict", None)
+    if not budget or predictor is None:
+        return
+    tokens = demo_tokens(predictor)
+    if tokens <= 0:
+        return
+    n = len(predictor.demos)
+    warnings.warn(f"{path}: the compiled answer step's {n} demo{'s' if n != 1 else ''} take{'' if n != 1 else 's'} {tokens} of the "
+                  f"{budget}-token answer budget, so the evidence gets {tokens} tokens fewer than an uncompiled "
+                  f"program's; a budget of {budget + tokens} gives it the same room", UserWarning, stacklevel=3)

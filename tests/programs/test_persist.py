@@ -239,3 +239,36 @@ def test_a_format_3_file_with_a_step_this_program_lacks_is_refused(compiled, rec
     path.write_text(json.dumps(state))
     message = _load_error(path, IterativeRAG(FakeIndex(records)))
     assert "judge ('question -> match' saved, 'absent' now)" in message
+
+
+def test_a_compiled_reader_under_a_budget_says_what_its_demos_cost_the_evidence(records, tmp_path, recwarn):
+    """The budget bounds the whole answer prompt, demos included: loading such a program warns
+    with the demo tokens (the same as the packing overhead grows by) and the budget that keeps
+    the evidence's room."""
+    import dspy
+
+    from ragnet.programs import OneShotRAG
+    from ragnet.programs.packing import PromptBudget
+
+    program = OneShotRAG(FakeIndex(records), budget=1000)
+    program.answer.predict.demos = [dspy.Example(question="Who wrote Hamlet?", context="[c1] Hamlet: by Shakespeare.",
+                                                 answer="Shakespeare", evidence_ids=["c1"])]
+    path = save_program(program, tmp_path / "reader.json")
+    loaded = load_program(OneShotRAG(FakeIndex(records), budget=1000), path)
+    question = records[0].question
+    grown = (PromptBudget(loaded.answer.predict, question, 1000).overhead
+             - PromptBudget(OneShotRAG(FakeIndex(records)).answer.predict, question, 1000).overhead)
+    assert grown > 20
+    messages = [str(w.message) for w in recwarn.list if issubclass(w.category, UserWarning)]
+    assert messages == [f"{path}: the compiled answer step's 1 demo takes {grown} of the 1000-token answer budget, so the "
+                        f"evidence gets {grown} tokens fewer than an uncompiled program's; a budget of {1000 + grown} "
+                        "gives it the same room"]
+
+
+def test_no_demo_warning_without_answer_demos_or_without_a_budget(compiled, records, tmp_path, recwarn):
+    from ragnet.programs import OneShotRAG
+
+    load_program(IterativeRAG(FakeIndex(records), max_turns=2), compiled[1])  # demos on sufficiency only
+    plain = save_program(OneShotRAG(FakeIndex(records), budget=1000), tmp_path / "plain.json")
+    load_program(OneShotRAG(FakeIndex(records), budget=1000), plain)
+    assert not [w for w in recwarn.list if "answer budget" in str(w.message)]
