@@ -220,7 +220,8 @@ class LazinessEvaluator(Evaluator):
     def prepare(self) -> None:
         """Build the contexts, take the decision step and configure the LM."""
         from ragnet.eval.laziness import build_cases
-        from ragnet.eval.sufficiency_step import decision_step, prompt_tokens
+        from ragnet.eval.sufficiency_step import decision_step
+        from ragnet.programs.packing import prompt_tokens
 
         self.cases, self.skipped = build_cases(
             self.questions, pads=self.pads, full_gold_pads=self.full_gold_pads, controls=self.controls,
@@ -228,7 +229,8 @@ class LazinessEvaluator(Evaluator):
         self.step = decision_step(self.program)
         self.step_retries = self.step.retries if self.retries is None else self.retries
         biggest = max(self.cases, key=lambda c: c.context_tokens)
-        self.largest_prompt = prompt_tokens(self.step.predictor, biggest.question, biggest.context_text())
+        self.largest_prompt = prompt_tokens(self.step.predictor, question=biggest.question,
+                                            context=biggest.context_text())
         if self.lm is None or isinstance(self.lm, str):
             self.lm_obj, self.lm_info = configure_lm(self.lm, n_ctx=self.n_ctx, timeout=self.timeout,
                                                      largest_prompt=self.largest_prompt)

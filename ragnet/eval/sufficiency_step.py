@@ -27,7 +27,7 @@ from typing import Any
 
 from ragnet.errors import InputError
 
-__all__ = ["DecisionStep", "decide", "decision_step", "prompt_tokens"]
+__all__ = ["DecisionStep", "decide", "decision_step"]
 
 
 @dataclass
@@ -122,20 +122,3 @@ def decide(predictor: Any, question: str, context: str, *, retries: int = 1) -> 
         "cached": usage["lm_calls"] > 0 and usage["cached_calls"] == usage["lm_calls"],
         "seconds": round(seconds, 3),
     }
-
-
-def prompt_tokens(predictor: Any, question: str, context: str) -> int:
-    """cl100k tokens of the whole prompt the step sends (instructions, demos, question, context).
-
-    Example:
-        >>> prompt_tokens(decision_step().predictor, "Where?", "[c1] A: text.") > 50
-        True
-    """
-    import dspy
-
-    from ragnet.corpus.tokens import count_tokens
-
-    adapter = dspy.settings.adapter or dspy.ChatAdapter()
-    messages = adapter.format(predictor.signature, list(predictor.demos or []),
-                              {"question": question, "context": context})
-    return sum(count_tokens(str(m.get("content") or "")) for m in messages)

@@ -36,7 +36,6 @@ import datetime as _dt
 import json
 import os
 import shutil
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
@@ -198,6 +197,7 @@ class Index:
             InputError: no documents, bad arguments, or ``path`` is a non-index folder.
 
         Example:
+            >>> import tempfile
             >>> docs = [Document(id="d", title="T", text="Some text.")]
             >>> len(Index.build(docs, tempfile.mkdtemp() + "/i", show_progress=False))
             1
@@ -334,6 +334,7 @@ class Index:
             chunk_tokens, overlap: recorded in the manifest when known.
 
         Example:
+            >>> import tempfile
             >>> from ragnet.index.embedder import Embedder
             >>> chunk = Chunk(id="d#0", doc_id="d", title="T", text="Some text.", tokens=3)
             >>> vec = Embedder().encode([passage_text(chunk)])
