@@ -101,9 +101,11 @@ class OneShotRAG(RAGProgram):
         retries: int = 1,
         answer_lm: Any = None,
         answer_reasoning: bool = False,
+        answer_question_last: bool = False,
         llm_filter: bool | None = None,
     ) -> None:
-        super().__init__(index, lam=lam, retries=retries, answer_lm=answer_lm, answer_reasoning=answer_reasoning)
+        super().__init__(index, lam=lam, retries=retries, answer_lm=answer_lm, answer_reasoning=answer_reasoning,
+                         answer_question_last=answer_question_last)
         if llm_filter is not None:
             warnings.warn("OneShotRAG(llm_filter=...) is now OneShotRAG(filter=...), named like its step",
                           DeprecationWarning, stacklevel=2)

@@ -16,8 +16,10 @@ from ragnet.errors import InputError
 from ragnet.programs import STRATEGIES
 
 PRESETS: dict[str, dict[str, dict[str, Any]]] = {
-    # "cot" presets: the answer step reasons before it answers (``answer_reasoning``).
-    "basic": {"k3": {"k": 3}, "k10": {"k": 10}, "cot": {"answer_reasoning": True}},
+    # "cot" presets: the answer step reasons before it answers (``answer_reasoning``); "qlast"
+    # presets: the answer prompt shows the question after the context (``answer_question_last``).
+    "basic": {"k3": {"k": 3}, "k10": {"k": 10}, "cot": {"answer_reasoning": True},
+              "qlast": {"answer_question_last": True}},
     "oneshot": {
         "no-filter": {"rules": False},
         "rank-fill": {"method": "rank"},
@@ -28,6 +30,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "full": {"filter": True, "crop": True},
         "sentences": {"sentences": True},
         "sentences-cot": {"sentences": True, "answer_reasoning": True},
+        "sentences-qlast": {"sentences": True, "answer_question_last": True},
     },
     "iterative": {
         "no-fallback": {"fallback": False},
@@ -40,7 +43,8 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     },
     "reflective": {"no-noise": {"noise_removal": False}, "no-reflection": {"max_reflections": 0}},
     "combined": {"no-rules": {"rules": False}, "no-contextualize": {"contextualize": False},
-                 "sentences": {"sentences": True}},
+                 "sentences": {"sentences": True},
+                 "sentences-qlast": {"sentences": True, "answer_question_last": True}},
 }
 
 # Strategies whose constructor takes a token budget.

@@ -94,6 +94,13 @@ class AnswerStep(Step):
     1.5B local reader it did not help (F1 38.7 vs 39.4 without it, ``docs/results/hotpotqa-dev-reader-cot/``);
     it is meant for readers that reason well.
 
+    ``question_last=True`` moves the question after the context in the prompt (DSPy renders
+    input fields in signature order), so the reader reads the question right before it writes
+    the answer rather than ~1,000 tokens earlier. Decoder-only readers use what is near the
+    end of a long prompt best ("lost in the middle", Liu et al. 2023). A paired probe with the
+    1.5B local reader on 25 dev questions (``docs/results/answer-question-last/``): with
+    ``oneshot:sentences`` contexts F1 +13.9 (p = 0.06), with top-5 contexts −3.6 (p = 0.59).
+
     Example:
         >>> import dspy
         >>> from dspy.utils import DummyLM
@@ -105,6 +112,8 @@ class AnswerStep(Step):
         ...     out = step(question="Capital of France?", context="[c1] Paris: the capital of France.")
         >>> out.reasoning, out.answer, out.evidence_ids
         ('c1 says so.', 'Paris', ['c1'])
+        >>> list(AnswerStep(question_last=True).predict.signature.input_fields)
+        ['context', 'question']
     """
 
     name = "answer"
@@ -112,10 +121,14 @@ class AnswerStep(Step):
     max_tokens = 256  # a short answer; a rambling small model would cost minutes on CPU
     reasoning_max_tokens = 512  # room for a few sentences of reasoning before the answer
 
-    def __init__(self, *, reasoning: bool = False, retries: int = 1, enabled: bool = True,
-                 max_tokens: int | None = None) -> None:
+    def __init__(self, *, reasoning: bool = False, question_last: bool = False, retries: int = 1,
+                 enabled: bool = True, max_tokens: int | None = None) -> None:
         reasoning = bool(reasoning)
-        signature = GenerateAnswer.prepend("reasoning", REASONING, str) if reasoning else GenerateAnswer
+        signature = GenerateAnswer
+        if question_last:
+            signature = signature.delete("question").append("question", GenerateAnswer.input_fields["question"], str)
+        if reasoning:
+            signature = signature.prepend("reasoning", REASONING, str)
         cap = max_tokens if max_tokens is not None else (self.reasoning_max_tokens if reasoning else None)
         super().__init__(signature, retries=retries, enabled=enabled, max_tokens=cap)
 
@@ -123,6 +136,11 @@ class AnswerStep(Step):
     def reasoning(self) -> bool:
         """Whether this step reasons before it answers (read from its signature)."""
         return "reasoning" in self.predict.signature.output_fields
+
+    @property
+    def question_last(self) -> bool:
+        """Whether the prompt shows the question after the context (read from its signature)."""
+        return list(self.predict.signature.input_fields)[-1] == "question"
 
     def forward(self, question: str, context: str | Sequence[Any] = (), notes: str = "",
                 default_answer: str = "") -> dspy.Prediction:
