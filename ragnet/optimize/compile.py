@@ -34,6 +34,7 @@ Example:
 from __future__ import annotations
 
 import math
+import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -323,9 +324,9 @@ class CompileResult:
         diffs = [float(a[2]) - float(b[2]) for b, a in zip(self.before_results, self.after_results)]
         out = {**paired_bootstrap(diffs), "n": len(diffs), "resolvable_n": None}
         if diffs and out["mean"] and out["low"] is not None and out["low"] <= 0 <= out["high"]:
-            mean = out["mean"]
-            sd = math.sqrt(sum((d - mean) ** 2 for d in diffs) / max(len(diffs) - 1, 1))
-            out["resolvable_n"] = max(len(diffs) + 1, math.ceil((1.96 * sd / abs(mean)) ** 2))
+            # reached only with n >= 2: one difference gives an interval of one point, its mean
+            sd = statistics.stdev(diffs)
+            out["resolvable_n"] = max(len(diffs) + 1, math.ceil((1.96 * sd / abs(out["mean"])) ** 2))
         return out
 
     def breakdown(self, label: str) -> dict[str, dict[str, float]]:

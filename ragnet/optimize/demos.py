@@ -36,18 +36,9 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ragnet.programs.base import check_positive_int
+from ragnet.programs.packing import demo_tokens
 
 __all__ = ["by_answer_kind", "cap_demos", "demo_tokens"]
-
-
-def demo_tokens(predictor: Any, demos: Sequence[Any] | None = None) -> list[int]:
-    """Prompt tokens each demo adds to ``predictor``'s prompts (default: its own demos)."""
-    from ragnet.programs.packing import prompt_tokens
-
-    shown = list(predictor.demos if demos is None else demos)
-    empty = {name: "" for name in predictor.signature.input_fields}
-    base = prompt_tokens(predictor, demos=[], **empty)
-    return [prompt_tokens(predictor, demos=[demo], **empty) - base for demo in shown]
 
 
 def _answer_kind(demo: Any) -> str | None:

@@ -45,16 +45,16 @@ def prompt_tokens(predictor: Any, demos: Sequence[Any] | None = None, **inputs: 
     return total
 
 
-def demo_tokens(predictor: Any) -> int:
-    """Prompt tokens the predictor's demos add to every answer prompt (0 without demos).
+def demo_tokens(predictor: Any, demos: Sequence[Any] | None = None) -> list[int]:
+    """Prompt tokens each demo adds to ``predictor``'s prompts (default: its own demos).
 
-    Under a budget these come out of the evidence: ``PromptBudget`` counts them as overhead.
+    Demos are rendered as messages of their own, so their costs add up: under a budget the
+    sum comes out of the evidence (``PromptBudget`` counts it as overhead).
     """
-    if not getattr(predictor, "demos", None):
-        return 0
-    empty = format_context([], "")[0]
-    return prompt_tokens(predictor, question="?", context=empty) - prompt_tokens(predictor, [], question="?",
-                                                                                  context=empty)
+    shown = list(predictor.demos if demos is None else demos)
+    empty = {name: "" for name in predictor.signature.input_fields}
+    base = prompt_tokens(predictor, demos=[], **empty)
+    return [prompt_tokens(predictor, demos=[demo], **empty) - base for demo in shown]
 
 
 @dataclass

@@ -183,7 +183,7 @@ def _warn_if_demos_shrink_the_evidence(program: Any, path: Path) -> None:
     predictor = getattr(getattr(program, "answer", None), "predict", None)
     if not budget or predictor is None:
         return
-    tokens = demo_tokens(predictor)
+    tokens = sum(demo_tokens(predictor))
     if tokens <= 0:
         return
     n = len(predictor.demos)
