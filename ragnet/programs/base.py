@@ -111,7 +111,9 @@ class RAGProgram(dspy.Module):
             ``answer`` event. It costs output tokens on every question.
         answer_question_last: the answer prompt shows the question after the context, next to
             where the answer is written, instead of before it (see
-            :class:`ragnet.signatures.AnswerStep`). Same tokens; meant for long contexts.
+            :class:`ragnet.signatures.AnswerStep`). Same tokens; meant for long contexts, so
+            the budgeted programs (``OneShotRAG``, ``CombinedRAG``) default to True and the
+            others to False.
     """
 
     def __init__(self, index: Any, *, lam: float = 0.4, retries: int = 1, answer_lm: Any = None,

@@ -75,6 +75,11 @@ class OneShotRAG(RAGProgram):
             ``"exact"`` / ``"greedy"`` knapsack, or ``"rank"`` (rank-order filling, the baseline);
             see ``ragnet.programs.packing.pack``.
         lam: hybrid BM25 weight.
+        answer_question_last: True by default here (``RAGProgram`` has it False): a budget
+            fills a long context, and the reader reads the question best right after it
+            (``docs/results/hotpotqa-dev-reader-qlast/``). False (presets ``oneshot:qfirst``,
+            ``oneshot:sentences-qfirst``) gives the layout of results measured before
+            2026-11-26 and of readers compiled with it.
 
     Example:
         >>> prog = OneShotRAG(index, budget=1000)
@@ -101,7 +106,7 @@ class OneShotRAG(RAGProgram):
         retries: int = 1,
         answer_lm: Any = None,
         answer_reasoning: bool = False,
-        answer_question_last: bool = False,
+        answer_question_last: bool = True,
         llm_filter: bool | None = None,
     ) -> None:
         super().__init__(index, lam=lam, retries=retries, answer_lm=answer_lm, answer_reasoning=answer_reasoning,

@@ -155,6 +155,14 @@ def load_program(program: Any, path: str | Path) -> Any:
         names = set(current)
     changed = [f"{name} ({saved.get(name, 'absent')!r} saved, {current.get(name, 'absent')!r} now)"
                for name in sorted(names) if saved.get(name) != current.get(name)]
+    layout = _question_moved(saved.get("answer"), current.get("answer"))
+    if layout is not None and len(changed) == 1:  # the reader, compiled with the question on the other side
+        example = "basic:qlast" if layout else "oneshot:sentences-qfirst"
+        raise InputError(
+            f"its answer step was compiled with the question {'after' if layout else 'before'} the context "
+            f"({saved['answer']!r}), this program puts it {'before' if layout else 'after'}; load it into a program "
+            f"built with answer_question_last={layout} (the {'qlast' if layout else 'qfirst'} presets, e.g. "
+            f"{example}), or recompile it with `ragnet optimize`", path=path)
     if changed:
         raise InputError(
             f"compiled by ragnet {header.get('version')} for steps whose fields changed in ragnet "
@@ -167,6 +175,25 @@ def load_program(program: Any, path: str | Path) -> Any:
                          path=path) from None
     _warn_if_demos_shrink_the_evidence(program, path)
     return program
+
+
+def _question_moved(saved: str | None, current: str | None) -> bool | None:
+    """Whether ``saved`` had the question last, when it differs from ``current`` only in where
+    the question sits among the inputs; None when they differ otherwise (or not at all).
+
+    Example:
+        >>> _question_moved("question, context -> answer", "context, question -> answer")
+        False
+        >>> _question_moved("question, context -> answer", "question, context -> answer, reasoning") is None
+        True
+    """
+    if not saved or not current or saved == current:
+        return None
+    (s_in, _, s_out), (c_in, _, c_out) = saved.partition(" -> "), current.partition(" -> ")
+    s_fields, c_fields = s_in.split(", "), c_in.split(", ")
+    if s_out != c_out or sorted(s_fields) != sorted(c_fields) or "question" not in s_fields:
+        return None
+    return s_fields[-1] == "question"
 
 
 def _warn_if_demos_shrink_the_evidence(program: Any, path: Path) -> None:

@@ -17,7 +17,10 @@ from ragnet.programs import STRATEGIES
 
 PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     # "cot" presets: the answer step reasons before it answers (``answer_reasoning``); "qlast"
-    # presets: the answer prompt shows the question after the context (``answer_question_last``).
+    # presets: the answer prompt shows the question after the context (``answer_question_last``),
+    # which OneShotRAG and CombinedRAG do by default since 2026-11-26: their "-qlast" presets
+    # stay so that runs recorded under those names resume, and "qfirst" restores the old layout
+    # (results measured before then, readers compiled with it).
     "basic": {"k3": {"k": 3}, "k10": {"k": 10}, "cot": {"answer_reasoning": True},
               "qlast": {"answer_question_last": True}},
     "oneshot": {
@@ -31,6 +34,8 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "sentences": {"sentences": True},
         "sentences-cot": {"sentences": True, "answer_reasoning": True},
         "sentences-qlast": {"sentences": True, "answer_question_last": True},
+        "qfirst": {"answer_question_last": False},
+        "sentences-qfirst": {"sentences": True, "answer_question_last": False},
     },
     "iterative": {
         "no-fallback": {"fallback": False},
@@ -44,7 +49,9 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     "reflective": {"no-noise": {"noise_removal": False}, "no-reflection": {"max_reflections": 0}},
     "combined": {"no-rules": {"rules": False}, "no-contextualize": {"contextualize": False},
                  "sentences": {"sentences": True},
-                 "sentences-qlast": {"sentences": True, "answer_question_last": True}},
+                 "sentences-qlast": {"sentences": True, "answer_question_last": True},
+                 "qfirst": {"answer_question_last": False},
+                 "sentences-qfirst": {"sentences": True, "answer_question_last": False}},
 }
 
 # Strategies whose constructor takes a token budget.

@@ -39,9 +39,17 @@ def test_the_prompt_puts_the_question_where_asked_and_the_trace_says_so(yearbook
 
 
 def test_moving_the_question_costs_no_evidence(yearbook_index):
-    plain = PromptBudget(OneShotRAG(yearbook_index).answer.predict, Q, 900)
-    last = PromptBudget(OneShotRAG(yearbook_index, answer_question_last=True).answer.predict, Q, 900)
+    plain = PromptBudget(OneShotRAG(yearbook_index, answer_question_last=False).answer.predict, Q, 900)
+    last = PromptBudget(OneShotRAG(yearbook_index).answer.predict, Q, 900)
     assert last.overhead == plain.overhead
+
+
+def test_the_budgeted_strategies_put_the_question_last_by_default_and_the_others_first(yearbook_index):
+    layouts = {spec: build_program(spec, yearbook_index).answer.question_last
+               for spec in ("basic", "oneshot", "oneshot:sentences", "combined", "combined:sentences",
+                            "iterative", "reflective")}
+    assert layouts == {"basic": False, "oneshot": True, "oneshot:sentences": True, "combined": True,
+                       "combined:sentences": True, "iterative": False, "reflective": False}
 
 
 def test_presets_and_every_strategy_take_the_option(yearbook_index):
@@ -49,13 +57,21 @@ def test_presets_and_every_strategy_take_the_option(yearbook_index):
     oneshot = build_program("oneshot:sentences-qlast", yearbook_index, budget=1000)
     assert oneshot.answer.question_last is True and oneshot.sentences is True
     assert build_program("combined:sentences-qlast", yearbook_index, budget=1000).answer.question_last is True
-    assert build_program("oneshot:sentences", yearbook_index).answer.question_last is False
+    for spec in ("oneshot:qfirst", "oneshot:sentences-qfirst", "combined:qfirst", "combined:sentences-qfirst"):
+        program = build_program(spec, yearbook_index, budget=1000)
+        assert program.answer.question_last is False and program.sentences is ("sentences" in spec), spec
     for spec in ("iterative", "reflective"):
         assert build_program(spec, yearbook_index, answer_question_last=True).answer.question_last is True
 
 
 def test_compiled_state_loads_only_into_the_same_layout(yearbook_index, tmp_path):
-    path = save_program(OneShotRAG(yearbook_index, answer_question_last=True), tmp_path / "last.json")
-    assert load_program(OneShotRAG(yearbook_index, answer_question_last=True), path).answer.question_last
-    with pytest.raises(InputError, match="answer"):  # demos and instructions were made for the other layout
-        load_program(OneShotRAG(yearbook_index), path)
+    first = save_program(OneShotRAG(yearbook_index, answer_question_last=False), tmp_path / "first.json")
+    assert not load_program(build_program("oneshot:qfirst", yearbook_index), first).answer.question_last
+    # demos and instructions were made for the other layout: the error says which preset loads it
+    first_hint = r"question before the context .*answer_question_last=False \(the qfirst presets, e.g. oneshot:sentences-qfirst\)"
+    with pytest.raises(InputError, match=first_hint) as err:
+        load_program(OneShotRAG(yearbook_index), first)
+    assert err.value.path == str(first)
+    last = save_program(BasicRAG(yearbook_index, answer_question_last=True), tmp_path / "last.json")
+    with pytest.raises(InputError, match=r"question after the context .*answer_question_last=True \(the qlast presets, e.g. basic"):
+        load_program(BasicRAG(yearbook_index), last)
