@@ -209,6 +209,31 @@ def _record_fields(record: Any) -> dict[str, Any]:
             "question": record.question, "answers": list(get_field(record, "answers", []))}
 
 
+def _describe_layout(layout: dict[str, bool]) -> str:
+    return (f"question {'after' if layout['question_last'] else 'before'} the context"
+            + (", reasoning first" if layout["reasoning"] else ""))
+
+
+def row_answer_prompt(row: dict[str, Any]) -> dict[str, bool] | None:
+    """The answer-prompt layout a row was answered with (see
+    :func:`ragnet.programs.registry.answer_layout`): its ``answer_prompt`` field, else read from
+    its trace's answer event (rows written before the field; the event has carried
+    ``question_last`` since the option exists), else None (unknown).
+
+    Example:
+        >>> row_answer_prompt({"trace": [{"step": "search"}, {"step": "answer", "question_last": True}]})
+        {'question_last': True, 'reasoning': False}
+        >>> row_answer_prompt({"strategy": "basic"}) is None
+        True
+    """
+    if isinstance(row.get("answer_prompt"), dict):
+        return row["answer_prompt"]
+    for event in reversed(row.get("trace") or []):
+        if isinstance(event, dict) and event.get("step") == "answer":
+            return {"question_last": bool(event.get("question_last", False)), "reasoning": "reasoning" in event}
+    return None
+
+
 #: ``program_factory(run, index) -> program``.
 ProgramFactory = Callable[["StrategyRun", Any], Any]
 #: ``scorer(record, prediction, index) -> {field: value}``, merged into the row.
@@ -382,8 +407,9 @@ class QAEvaluator(Evaluator):
         from ragnet.eval.judge import AnswerJudge
         from ragnet.eval.report import build_summary, finish_summary
         from ragnet.eval.scoring import error_scores, score_prediction
-        from ragnet.lm.failures import answer_failure
         from ragnet.index.embedder import Embedder
+        from ragnet.lm.failures import answer_failure
+        from ragnet.programs.registry import answer_layout, parse_spec
 
         config = self.settings()
         log, plan, questions = self.log, self.plan, self.questions
@@ -397,6 +423,16 @@ class QAEvaluator(Evaluator):
         # raised only with retry_errors.
         done = {k for k, row in latest.items() if k in wanted and row.get("error_kind") != "lm"
                 and not (self.retry_errors and row.get("error"))}
+        # A row answered with another answer-prompt layout than this run's (a changed default,
+        # such as where the question goes) is answered again, so one column never mixes both.
+        layouts = {r.label: answer_layout(r.spec, **self.overrides.get(parse_spec(r.spec)[0], {})) for r in plan}
+        stale = {k for k in done if row_answer_prompt(latest[k]) not in (None, layouts[k[0]])}
+        for label in sorted({label for label, _ in stale}):
+            count = sum(1 for k in stale if k[0] == label)
+            log(f"{count} {label} row{'s' if count != 1 else ''} in {results_path} "
+                f"{'were' if count != 1 else 'was'} answered with another answer prompt than this run's "
+                f"({_describe_layout(layouts[label])}); answering again")
+        done -= stale
 
         # -- indexes and programs (set-up, timed apart from the evaluation loop)
         t_setup = time.perf_counter()
@@ -416,7 +452,8 @@ class QAEvaluator(Evaluator):
 
         def run_job(run: StrategyRun, record: Any) -> dict[str, Any]:
             started = time.perf_counter()
-            base = {"strategy": run.label, "spec": run.spec, "budget": run.budget, **_record_fields(record)}
+            base = {"strategy": run.label, "spec": run.spec, "budget": run.budget, **_record_fields(record),
+                    "answer_prompt": layouts[run.label]}
             index_s = 0.0
             try:
                 t0 = time.perf_counter()

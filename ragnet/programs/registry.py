@@ -10,6 +10,7 @@ Example:
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from ragnet.errors import InputError
@@ -80,6 +81,26 @@ def build_program(spec: str, index: Any, *, budget: int | None = None, **overrid
         return STRATEGIES[name](index, **kwargs)
     except TypeError as exc:  # an override the strategy does not take
         raise InputError(f"{spec}: {exc}", argument="strategy") from None
+
+
+def answer_layout(spec: str, **overrides: Any) -> dict[str, bool]:
+    """How the answer prompt of the program ``spec`` builds is laid out, without building it:
+    ``{"question_last": ..., "reasoning": ...}`` from the preset, ``overrides`` and the
+    strategy's constructor defaults. Evaluation records it so that a resumed run never mixes
+    answers given to differently laid-out prompts under one strategy name.
+
+    Example:
+        >>> answer_layout("oneshot:sentences"), answer_layout("basic")
+        ({'question_last': True, 'reasoning': False}, {'question_last': False, 'reasoning': False})
+        >>> answer_layout("oneshot:sentences-qfirst", answer_reasoning=True)
+        {'question_last': False, 'reasoning': True}
+    """
+    name, preset = parse_spec(spec)
+    # __init__, not the class: dspy's metaclass __call__ takes *args, **kwargs
+    params = inspect.signature(STRATEGIES[name].__init__).parameters
+    chosen = {**(PRESETS[name][preset] if preset else {}), **overrides}
+    return {key: bool(chosen.get(f"answer_{key}", params[f"answer_{key}"].default))
+            for key in ("question_last", "reasoning")}
 
 
 def all_specs() -> list[str]:
