@@ -26,14 +26,18 @@ EXIT_LM_FAILED = 3
 def ask(
     question: str = typer.Argument(..., help="The question."),
     index_dir: Path = typer.Option(..., "--index", "-i", help="Index directory built by `ragnet index`."),
-    strategy: str = typer.Option("oneshot", help="basic | oneshot | iterative | reflective | combined (presets allowed)."),
+    strategy: str = typer.Option(
+        "auto", help="auto (ragnet's recommendation for the reader: oneshot:sentences at 1,000 tokens for a local "
+                     "model, oneshot at 4,000 otherwise) | basic | oneshot | iterative | reflective | combined "
+                     "(presets allowed)."),
     lm: Optional[str] = lm_option(),
     answer_lm: str = answer_lm_option("auto"),
     api_base: Optional[str] = api_base_option(),
     api_key: Optional[str] = api_key_option(),
     api_key_env: Optional[str] = api_key_env_option(),
     timeout: float = timeout_option(),
-    budget: Optional[int] = typer.Option(None, help="Token budget of the answer prompt (oneshot, combined)."),
+    budget: Optional[int] = typer.Option(None, help="Token budget of the answer prompt (oneshot, combined; "
+                                                    "default: auto's for the reader, else 4,000)."),
     program_file: Optional[Path] = typer.Option(None, "--program", help="Compiled program JSON from `ragnet optimize`."),
     as_json: bool = typer.Option(False, "--json", help="Print the whole prediction as JSON."),
     show_trace: bool = typer.Option(False, "--trace", help="Print the step-by-step trace (one JSON object per line)."),
@@ -49,13 +53,16 @@ def ask(
     from ragnet.lm.failures import answer_failure
     from ragnet.programs.base import AnswerLM
     from ragnet.programs.persist import load_program
-    from ragnet.programs.registry import build_program
+    from ragnet.programs.registry import build_program, recommended_strategy
 
     settings = lm_settings(api_base, api_key, api_key_env, timeout)
     index = Index.load(index_dir)
     ragnet.configure(lm=lm, **settings)
     reader = resolve_answer_lm(answer_lm, lm)
     extra = {"answer_lm": AnswerLM(reader, **settings)} if reader is not None else {}
+    if strategy.strip().casefold() == "auto":
+        strategy, auto_budget = recommended_strategy(reader if reader is not None else lm)
+        budget = budget if budget is not None else auto_budget
     program = build_program(strategy, index, budget=budget, **extra)
     if program_file is not None:
         load_program(program, program_file)
@@ -64,13 +71,13 @@ def ask(
     if as_json:
         typer.echo(json.dumps({k: pred[k] for k in pred.keys()}, ensure_ascii=False, indent=2, default=str))
     else:
-        _print(index, pred, show_trace)
+        _print(index, pred, show_trace, strategy=strategy, budget=getattr(program, "budget", None))
     if failure:
         typer.secho(f"error: no answer: {failure}", fg=typer.colors.RED, err=True)
         raise typer.Exit(code=EXIT_LM_FAILED)
 
 
-def _print(index, pred, show_trace: bool) -> None:
+def _print(index, pred, show_trace: bool, *, strategy: str, budget: int | None) -> None:
     out = console()
     out.print(f"[bold]answer:[/bold] {pred.answer}")
     out.print("[bold]evidence:[/bold]")
@@ -82,6 +89,8 @@ def _print(index, pred, show_trace: bool) -> None:
         f"{u['input_tokens']:,} tokens in, {u['output_tokens']:,} out, {u['searches']} searches, "
         f"{len(pred.context)} chunks in context, {u['seconds']:.1f}s"
     )
+    out.print(f"[bold]strategy:[/bold] {strategy}" + (f", {budget:,}-token answer budget" if budget else ""),
+              highlight=False)
     if show_trace:  # plain lines: valid JSON however wide the terminal, piped or not
         for event in pred.trace:
             typer.echo(json.dumps(event, ensure_ascii=False, default=str))

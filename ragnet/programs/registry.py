@@ -58,6 +58,12 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
 # Strategies whose constructor takes a token budget.
 BUDGETED = {"oneshot", "combined"}
 
+#: ``ragnet ask --strategy auto``: the strategy spec and answer budget ragnet recommends for a
+#: small local reader (a dense 1,000-token context of selected sentences, chosen on HotpotQA dev
+#: with the 1.5B and 0.5B local readers, README "Budgets") and for any other reader (the studies'
+#: 4,000-token pack of whole chunks, for readers that can use a long context).
+RECOMMENDED = {"local": ("oneshot:sentences", 1000), "other": ("oneshot", 4000)}
+
 
 def parse_spec(spec: str) -> tuple[str, str | None]:
     """Split ``"strategy:preset"``; validate both parts."""
@@ -101,6 +107,24 @@ def answer_layout(spec: str, **overrides: Any) -> dict[str, bool]:
     chosen = {**(PRESETS[name][preset] if preset else {}), **overrides}
     return {key: bool(chosen.get(f"answer_{key}", params[f"answer_{key}"].default))
             for key in ("question_last", "reasoning")}
+
+
+def recommended_strategy(reader: Any = None) -> tuple[str, int]:
+    """The strategy spec and budget ragnet recommends for the LM that answers (an LM spec such as
+    ``"local"`` or ``"openai/gpt-4o"``, a ``dspy.LM``, or None for ``$RAGNET_LM`` / the local
+    default); see :data:`RECOMMENDED`.
+
+    Example:
+        >>> recommended_strategy("local:qwen2.5-coder-1.5b"), recommended_strategy("openai/gpt-4o-mini")
+        (('oneshot:sentences', 1000), ('oneshot', 4000))
+    """
+    from ragnet.lm.config import parse_lm_spec
+
+    if isinstance(reader, str) or reader is None:
+        local = parse_lm_spec(reader)[0] == "local"
+    else:  # a dspy.LM: ragnet's local models are served as "llamacpp/<name>"
+        local = str(getattr(reader, "model", "")).startswith("llamacpp/")
+    return RECOMMENDED["local" if local else "other"]
 
 
 def all_specs() -> list[str]:

@@ -1,0 +1,66 @@
+"""The strategy ragnet recommends for a reader, and `ragnet ask --strategy auto` (the default)
+using it: sentences in a 1,000-token prompt for a local reader, 4,000 tokens of whole chunks
+for any other, and whatever the user names otherwise."""
+
+from __future__ import annotations
+
+import dspy
+import pytest
+from typer.testing import CliRunner
+
+import ragnet.lm.config
+from ragnet.cli import app
+from ragnet.index import Index
+from ragnet.programs.registry import RECOMMENDED, recommended_strategy
+from tests.programs.scripted import ProgramLM
+
+runner = CliRunner()
+Q = "What was the population of Aldermoor in 2021?"
+
+
+def test_a_local_reader_gets_sentences_in_1000_tokens_and_any_other_the_4000_token_pack(monkeypatch):
+    monkeypatch.delenv("RAGNET_LM", raising=False)
+    assert recommended_strategy(None) == recommended_strategy("local") == ("oneshot:sentences", 1000)
+    assert recommended_strategy("local:/models/any.gguf") == RECOMMENDED["local"]
+    assert recommended_strategy("ollama_chat/qwen2.5:7b") == recommended_strategy("openai/gpt-4o") == ("oneshot", 4000)
+    assert recommended_strategy(dspy.LM("llamacpp/qwen2.5-coder-1.5b")) == RECOMMENDED["local"]
+    assert recommended_strategy(dspy.LM("openai/gpt-4o-mini")) == RECOMMENDED["other"]
+    monkeypatch.setenv("RAGNET_LM", "openai/gpt-4o-mini")  # None means the configured default
+    assert recommended_strategy(None) == RECOMMENDED["other"]
+
+
+@pytest.fixture
+def ask(yearbook_index, monkeypatch, tmp_path):
+    """``ask(*args)`` -> (result, prompts): `ragnet ask` over the yearbook index, every LM the
+    scripted engine (the spec still decides what auto recommends)."""
+    engine = ProgramLM()
+    monkeypatch.setattr(ragnet.lm.config, "make_lm", lambda spec=None, **kwargs: engine.lm())
+    monkeypatch.setattr(Index, "load", classmethod(lambda cls, path, **kwargs: yearbook_index))
+    monkeypatch.setenv("RAGNET_CACHE_DIR", str(tmp_path / "cache"))
+    saved = dspy.settings.lm
+
+    def go(*args):
+        start = len(engine.calls)
+        result = runner.invoke(app, ["ask", Q, "--index", "unused", "--answer-lm", "none", *args])
+        assert result.exit_code == 0, result.output
+        return result, [prompt for step, prompt in engine.calls[start:] if step == "answer"]
+
+    yield go
+    dspy.configure(lm=saved)
+
+
+def test_ask_auto_answers_a_local_reader_from_selected_sentences_in_1000_tokens(ask):
+    result, (prompt,) = ask("--lm", "local")
+    assert "strategy: oneshot:sentences, 1,000-token answer budget" in result.stdout
+    # OneShotRAG's default puts the question after the context
+    assert prompt.rindex("[[ ## question ## ]]") > prompt.rindex("[[ ## context ## ]]")
+
+
+def test_ask_auto_gives_another_reader_the_4000_token_pack_and_named_strategies_win(ask):
+    result, _ = ask("--lm", "openai/gpt-4o-mini")
+    assert "strategy: oneshot, 4,000-token answer budget" in result.stdout
+    result, _ = ask("--lm", "local", "--budget", "1500")  # a budget given is kept
+    assert "strategy: oneshot:sentences, 1,500-token answer budget" in result.stdout
+    result, (prompt,) = ask("--lm", "local", "--strategy", "basic")
+    assert "strategy: basic\n" in result.stdout
+    assert prompt.rindex("[[ ## question ## ]]") < prompt.rindex("[[ ## context ## ]]")
