@@ -209,28 +209,36 @@ def _record_fields(record: Any) -> dict[str, Any]:
             "question": record.question, "answers": list(get_field(record, "answers", []))}
 
 
-def _describe_layout(layout: dict[str, bool]) -> str:
-    return (f"question {'after' if layout['question_last'] else 'before'} the context"
-            + (", reasoning first" if layout["reasoning"] else ""))
+_WHERE = {"first": "before the context", "last": "after the context", "both": "before and after the context"}
 
 
-def row_answer_prompt(row: dict[str, Any]) -> dict[str, bool] | None:
+def _describe_layout(layout: dict[str, Any]) -> str:
+    return f"question {_WHERE[layout['question_at']]}" + (", reasoning first" if layout["reasoning"] else "")
+
+
+def row_answer_prompt(row: dict[str, Any]) -> dict[str, Any] | None:
     """The answer-prompt layout a row was answered with (see
     :func:`ragnet.programs.registry.answer_layout`): its ``answer_prompt`` field, else read from
-    its trace's answer event (rows written before the field; the event has carried
-    ``question_last`` since the option exists), else None (unknown).
+    its trace's answer event (rows written before the field), else None (unknown). Rows and
+    events written before ``question_at`` existed say ``question_last``; they read as "last" or "first".
 
     Example:
         >>> row_answer_prompt({"trace": [{"step": "search"}, {"step": "answer", "question_last": True}]})
-        {'question_last': True, 'reasoning': False}
+        {'question_at': 'last', 'reasoning': False}
+        >>> row_answer_prompt({"answer_prompt": {"question_last": False, "reasoning": True}})
+        {'question_at': 'first', 'reasoning': True}
         >>> row_answer_prompt({"strategy": "basic"}) is None
         True
     """
+    def layout(where: Any, legacy_last: Any, reasoning: Any) -> dict[str, Any]:
+        return {"question_at": str(where or ("last" if legacy_last else "first")), "reasoning": bool(reasoning)}
+
     if isinstance(row.get("answer_prompt"), dict):
-        return row["answer_prompt"]
+        saved = row["answer_prompt"]
+        return layout(saved.get("question_at"), saved.get("question_last"), saved.get("reasoning"))
     for event in reversed(row.get("trace") or []):
         if isinstance(event, dict) and event.get("step") == "answer":
-            return {"question_last": bool(event.get("question_last", False)), "reasoning": "reasoning" in event}
+            return layout(event.get("question_at"), event.get("question_last"), "reasoning" in event)
     return None
 
 

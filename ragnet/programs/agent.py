@@ -72,17 +72,17 @@ class AgentRAG(RAGProgram):
 
     Args: as in :class:`ragnet.programs.IterativeRAG` (``max_turns``, ``k``, ``fallback``,
     ``dedup``, ``contextualize``, ``sufficiency``, ``rewrite``, ``n_queries``, ``lam``,
-    ``retries``, ``answer_lm``, ``answer_reasoning``, ``answer_question_last``).
+    ``retries``, ``answer_lm``, ``answer_reasoning``, ``answer_question_at``).
     """
 
     def __init__(
         self, index: Any, *, max_turns: int, k: int, fallback: bool, dedup: bool, contextualize: bool,
         sufficiency: bool, rewrite: bool, n_queries: int, lam: float, retries: int, answer_lm: Any,
         answer_reasoning: bool = False,
-        answer_question_last: bool = False,
+        answer_question_at: str = "first",
     ) -> None:
         super().__init__(index, lam=lam, retries=retries, answer_lm=answer_lm, answer_reasoning=answer_reasoning,
-                         answer_question_last=answer_question_last)
+                         answer_question_at=answer_question_at)
         self.max_turns = check_positive_int(max_turns, "max_turns")
         self.k = check_positive_int(k, "k")
         self.n_queries = check_positive_int(n_queries, "n_queries")

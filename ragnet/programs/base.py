@@ -109,22 +109,22 @@ class RAGProgram(dspy.Module):
         answer_reasoning: the answer step reasons before it answers (chain of thought; see
             :class:`ragnet.signatures.AnswerStep`), recorded as ``reasoning`` in the trace's
             ``answer`` event. It costs output tokens on every question.
-        answer_question_last: the answer prompt shows the question after the context, next to
-            where the answer is written, instead of before it (see
-            :class:`ragnet.signatures.AnswerStep`). Same tokens; meant for long contexts, so
-            the budgeted programs (``OneShotRAG``, ``CombinedRAG``) default to True and the
-            others to False.
+        answer_question_at: where the answer prompt shows the question: ``"first"`` (before the
+            context), ``"last"`` (after it, next to where the answer is written) or ``"both"``
+            (a preview before and the question after; see :class:`ragnet.signatures.AnswerStep`).
+            "last" costs no tokens and is meant for long contexts, so the budgeted programs
+            (``OneShotRAG``, ``CombinedRAG``) default to it and the others to "first".
     """
 
     def __init__(self, index: Any, *, lam: float = 0.4, retries: int = 1, answer_lm: Any = None,
-                 answer_reasoning: bool = False, answer_question_last: bool = False) -> None:
+                 answer_reasoning: bool = False, answer_question_at: str = "first") -> None:
         super().__init__()
         if index is None or not hasattr(index, "search"):
             raise InputError("expected a ragnet.Index (from Index.build or Index.load)", argument="index")
         self.index = index
         self.lam = check_fraction(lam, "lam")
         self.retries = retries
-        self.answer = AnswerStep(reasoning=answer_reasoning, question_last=answer_question_last, retries=self.retries)
+        self.answer = AnswerStep(reasoning=answer_reasoning, question_at=answer_question_at, retries=self.retries)
         self.answer_lm = answer_lm if answer_lm is None or isinstance(answer_lm, AnswerLM) else AnswerLM(answer_lm)
 
     @property
@@ -244,6 +244,6 @@ class RAGProgram(dspy.Module):
             context=[c.id for c in chunks],
             lm=self.answer_lm.name if self.answer_lm is not None else None,
             **({"reasoning": str(getattr(pred, "reasoning", "") or "")} if self.answer.reasoning else {}),
-            **({"question_last": True} if self.answer.question_last else {}),
+            **({"question_at": self.answer.question_at} if self.answer.question_at != "first" else {}),
         )
         return str(pred.answer or ""), evidence

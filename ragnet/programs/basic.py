@@ -26,9 +26,9 @@ class BasicRAG(RAGProgram):
     """
 
     def __init__(self, index: Any, k: int = 5, *, lam: float = 0.4, retries: int = 1, answer_lm: Any = None,
-                 answer_reasoning: bool = False, answer_question_last: bool = False) -> None:
+                 answer_reasoning: bool = False, answer_question_at: str = "first") -> None:
         super().__init__(index, lam=lam, retries=retries, answer_lm=answer_lm, answer_reasoning=answer_reasoning,
-                         answer_question_last=answer_question_last)
+                         answer_question_at=answer_question_at)
         self.k = check_positive_int(k, "k")
 
     def _run(self, question: str, trace: Trace) -> RunResult:

@@ -50,9 +50,9 @@ class CombinedRAG(AgentRAG):
         sentences: pack the pool's best sentences instead of whole chunks
             (``ragnet.programs.sentence_packing``), as ``OneShotRAG(sentences=True)`` does.
         transform, temperature, method: relevance calibration and knapsack method.
-        answer_question_last: True by default, as in ``OneShotRAG``: the budgeted pack is a
+        answer_question_at: ``"last"`` by default, as in ``OneShotRAG``: the budgeted pack is a
             long context and the question comes after it (``combined:sentences-qfirst`` and
-            ``combined:qfirst`` keep the question first).
+            ``combined:qfirst`` keep the question first, the ``qboth`` presets show it on both sides).
 
     Example:
         >>> import dspy
@@ -88,13 +88,13 @@ class CombinedRAG(AgentRAG):
         retries: int = 1,
         answer_lm: Any = None,
         answer_reasoning: bool = False,
-        answer_question_last: bool = True,
+        answer_question_at: str = "last",
     ) -> None:
         super().__init__(
             index, max_turns=max_turns, k=k, fallback=fallback, dedup=dedup,
             contextualize=contextualize, sufficiency=sufficiency, rewrite=rewrite, n_queries=n_queries,
             lam=lam, retries=retries, answer_lm=answer_lm, answer_reasoning=answer_reasoning,
-            answer_question_last=answer_question_last,
+            answer_question_at=answer_question_at,
         )
         self.budget = check_positive_int(budget, "budget")
         self.rules = bool(rules)

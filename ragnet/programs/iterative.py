@@ -92,13 +92,13 @@ class IterativeRAG(AgentRAG):
         retries: int = 1,
         answer_lm: Any = None,
         answer_reasoning: bool = False,
-        answer_question_last: bool = False,
+        answer_question_at: str = "first",
     ) -> None:
         super().__init__(
             index, max_turns=max_turns, k=k, fallback=fallback, dedup=dedup, contextualize=contextualize,
             sufficiency=sufficiency, rewrite=rewrite, n_queries=n_queries, lam=lam, retries=retries,
             answer_lm=answer_lm, answer_reasoning=answer_reasoning,
-            answer_question_last=answer_question_last,
+            answer_question_at=answer_question_at,
         )
         self.protect = check_positive_int(protect, "protect", minimum=0)
         self.delete = DeleteStep(retries=self.retries, enabled=delete)

@@ -75,11 +75,12 @@ class OneShotRAG(RAGProgram):
             ``"exact"`` / ``"greedy"`` knapsack, or ``"rank"`` (rank-order filling, the baseline);
             see ``ragnet.programs.packing.pack``.
         lam: hybrid BM25 weight.
-        answer_question_last: True by default here (``RAGProgram`` has it False): a budget
+        answer_question_at: ``"last"`` by default here (``RAGProgram`` has "first"): a budget
             fills a long context, and the reader reads the question best right after it
-            (``docs/results/hotpotqa-dev-reader-qlast/``). False (presets ``oneshot:qfirst``,
+            (``docs/results/hotpotqa-dev-reader-qlast/``). "first" (presets ``oneshot:qfirst``,
             ``oneshot:sentences-qfirst``) gives the layout of results measured before
-            2026-11-26 and of readers compiled with it.
+            2026-11-26 and of readers compiled with it; "both" (``oneshot:qboth``,
+            ``oneshot:sentences-qboth``) shows it on both sides.
 
     Example:
         >>> prog = OneShotRAG(index, budget=1000)
@@ -106,11 +107,11 @@ class OneShotRAG(RAGProgram):
         retries: int = 1,
         answer_lm: Any = None,
         answer_reasoning: bool = False,
-        answer_question_last: bool = True,
+        answer_question_at: str = "last",
         llm_filter: bool | None = None,
     ) -> None:
         super().__init__(index, lam=lam, retries=retries, answer_lm=answer_lm, answer_reasoning=answer_reasoning,
-                         answer_question_last=answer_question_last)
+                         answer_question_at=answer_question_at)
         if llm_filter is not None:
             warnings.warn("OneShotRAG(llm_filter=...) is now OneShotRAG(filter=...), named like its step",
                           DeprecationWarning, stacklevel=2)

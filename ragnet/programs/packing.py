@@ -21,6 +21,7 @@ from ragnet.corpus.tokens import count_tokens, count_tokens_batch
 from ragnet.corpus.types import Chunk
 from ragnet.errors import InputError
 from ragnet.signatures import format_context
+from ragnet.signatures.answer import answer_inputs
 from ragnet.signatures.formatting import render_chunk
 
 # Separator + short-id drift between the per-chunk estimate and the joined prompt.
@@ -83,7 +84,7 @@ class PromptBudget:
         self.question = question
         self.budget = budget
         self.notes = notes
-        self.overhead = prompt_tokens(predictor, question=question, context=format_context([], notes)[0])
+        self.overhead = prompt_tokens(predictor, **answer_inputs(predictor.signature, question, format_context([], notes)[0]))
         self.context_budget = budget - self.overhead
 
     def chunk_costs(self, chunks: Sequence[Chunk]) -> np.ndarray:
@@ -106,7 +107,7 @@ class PromptBudget:
     def total(self, chunks: Sequence[Chunk]) -> int:
         """Exact prompt tokens with these chunks as context."""
         context, _ = format_context(list(chunks), self.notes)
-        return prompt_tokens(self.predictor, question=self.question, context=context)
+        return prompt_tokens(self.predictor, **answer_inputs(self.predictor.signature, self.question, context))
 
 
 def pack(

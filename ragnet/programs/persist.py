@@ -30,6 +30,7 @@ from typing import Any
 
 from ragnet._atomic import scratch_dir, write_json
 from ragnet.errors import InputError
+from ragnet.signatures.answer import question_at
 
 FORMAT_VERSION = 3  # 3: each step is a module (state key "sufficiency.predict"); 2: a bare Predict per step
 READABLE_VERSIONS = (2, 3)  # format 2 is renamed on load (``migrate_state``)
@@ -156,13 +157,14 @@ def load_program(program: Any, path: str | Path) -> Any:
     changed = [f"{name} ({saved.get(name, 'absent')!r} saved, {current.get(name, 'absent')!r} now)"
                for name in sorted(names) if saved.get(name) != current.get(name)]
     layout = _question_moved(saved.get("answer"), current.get("answer"))
-    if layout is not None and len(changed) == 1:  # the reader, compiled with the question on the other side
-        example = "basic:qlast" if layout else "oneshot:sentences-qfirst"
+    if layout is not None and len(changed) == 1:  # the reader, compiled with the question elsewhere
+        where = {"first": "before", "last": "after", "both": "before and after"}
+        now = question_at(current["answer"].partition(" -> ")[0].split(", "))
         raise InputError(
-            f"its answer step was compiled with the question {'after' if layout else 'before'} the context "
-            f"({saved['answer']!r}), this program puts it {'before' if layout else 'after'}; load it into a program "
-            f"built with answer_question_last={layout} (the {'qlast' if layout else 'qfirst'} presets, e.g. "
-            f"{example}), or recompile it with `ragnet optimize`", path=path)
+            f"its answer step was compiled with the question {where[layout]} the context ({saved['answer']!r}), "
+            f"this program puts it {where[now]}; load it into a program built with "
+            f"answer_question_at={layout!r} (the q{layout} presets, e.g. {_LAYOUT_EXAMPLE[layout]}), "
+            f"or recompile it with `ragnet optimize`", path=path)
     if changed:
         raise InputError(
             f"compiled by ragnet {header.get('version')} for steps whose fields changed in ragnet "
@@ -177,13 +179,20 @@ def load_program(program: Any, path: str | Path) -> Any:
     return program
 
 
-def _question_moved(saved: str | None, current: str | None) -> bool | None:
-    """Whether ``saved`` had the question last, when it differs from ``current`` only in where
-    the question sits among the inputs; None when they differ otherwise (or not at all).
+#: A preset that builds a program with each answer layout, for the refusal's hint.
+_LAYOUT_EXAMPLE = {"first": "oneshot:sentences-qfirst", "last": "basic:qlast", "both": "oneshot:sentences-qboth"}
+
+
+def _question_moved(saved: str | None, current: str | None) -> str | None:
+    """Where ``saved`` showed the question ("first", "last" or "both"), when it differs from
+    ``current`` only in where the question sits among the inputs; None when they differ
+    otherwise (or not at all).
 
     Example:
         >>> _question_moved("question, context -> answer", "context, question -> answer")
-        False
+        'first'
+        >>> _question_moved("question_preview, context, question -> answer", "question, context -> answer")
+        'both'
         >>> _question_moved("question, context -> answer", "question, context -> answer, reasoning") is None
         True
     """
@@ -191,9 +200,12 @@ def _question_moved(saved: str | None, current: str | None) -> bool | None:
         return None
     (s_in, _, s_out), (c_in, _, c_out) = saved.partition(" -> "), current.partition(" -> ")
     s_fields, c_fields = s_in.split(", "), c_in.split(", ")
-    if s_out != c_out or sorted(s_fields) != sorted(c_fields) or "question" not in s_fields:
+    where = question_at(s_fields)
+    if s_out != c_out or where is None or question_at(c_fields) is None:
         return None
-    return s_fields[-1] == "question"
+    if {f for f in s_fields if f != "question_preview"} != {f for f in c_fields if f != "question_preview"}:
+        return None
+    return where
 
 
 def _warn_if_demos_shrink_the_evidence(program: Any, path: Path) -> None:

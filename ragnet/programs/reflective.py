@@ -68,10 +68,10 @@ class ReflectiveRAG(RAGProgram):
         retries: int = 1,
         answer_lm: Any = None,
         answer_reasoning: bool = False,
-        answer_question_last: bool = False,
+        answer_question_at: str = "first",
     ) -> None:
         super().__init__(index, lam=lam, retries=retries, answer_lm=answer_lm, answer_reasoning=answer_reasoning,
-                         answer_question_last=answer_question_last)
+                         answer_question_at=answer_question_at)
         self.k = check_positive_int(k, "k")
         self.max_reflections = check_positive_int(max_reflections, "max_reflections", minimum=0)
         self.n_subqueries = check_positive_int(n_subqueries, "n_subqueries")

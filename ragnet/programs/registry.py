@@ -18,12 +18,12 @@ from ragnet.programs import STRATEGIES
 
 PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     # "cot" presets: the answer step reasons before it answers (``answer_reasoning``); "qlast"
-    # presets: the answer prompt shows the question after the context (``answer_question_last``),
+    # presets: the answer prompt shows the question after the context (``answer_question_at``),
     # which OneShotRAG and CombinedRAG do by default since 2026-11-26: their "-qlast" presets
     # stay so that runs recorded under those names resume, and "qfirst" restores the old layout
-    # (results measured before then, readers compiled with it).
+    # (results measured before then, readers compiled with it); "qboth" presets show it on both sides.
     "basic": {"k3": {"k": 3}, "k10": {"k": 10}, "cot": {"answer_reasoning": True},
-              "qlast": {"answer_question_last": True}},
+              "qlast": {"answer_question_at": "last"}, "qboth": {"answer_question_at": "both"}},
     "oneshot": {
         "no-filter": {"rules": False},
         "rank-fill": {"method": "rank"},
@@ -34,9 +34,11 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "full": {"filter": True, "crop": True},
         "sentences": {"sentences": True},
         "sentences-cot": {"sentences": True, "answer_reasoning": True},
-        "sentences-qlast": {"sentences": True, "answer_question_last": True},
-        "qfirst": {"answer_question_last": False},
-        "sentences-qfirst": {"sentences": True, "answer_question_last": False},
+        "sentences-qlast": {"sentences": True, "answer_question_at": "last"},
+        "qfirst": {"answer_question_at": "first"},
+        "sentences-qfirst": {"sentences": True, "answer_question_at": "first"},
+        "qboth": {"answer_question_at": "both"},
+        "sentences-qboth": {"sentences": True, "answer_question_at": "both"},
     },
     "iterative": {
         "no-fallback": {"fallback": False},
@@ -50,9 +52,11 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     "reflective": {"no-noise": {"noise_removal": False}, "no-reflection": {"max_reflections": 0}},
     "combined": {"no-rules": {"rules": False}, "no-contextualize": {"contextualize": False},
                  "sentences": {"sentences": True},
-                 "sentences-qlast": {"sentences": True, "answer_question_last": True},
-                 "qfirst": {"answer_question_last": False},
-                 "sentences-qfirst": {"sentences": True, "answer_question_last": False}},
+                 "sentences-qlast": {"sentences": True, "answer_question_at": "last"},
+                 "qfirst": {"answer_question_at": "first"},
+                 "sentences-qfirst": {"sentences": True, "answer_question_at": "first"},
+                 "qboth": {"answer_question_at": "both"},
+                 "sentences-qboth": {"sentences": True, "answer_question_at": "both"}},
 }
 
 # Strategies whose constructor takes a token budget.
@@ -89,24 +93,25 @@ def build_program(spec: str, index: Any, *, budget: int | None = None, **overrid
         raise InputError(f"{spec}: {exc}", argument="strategy") from None
 
 
-def answer_layout(spec: str, **overrides: Any) -> dict[str, bool]:
+def answer_layout(spec: str, **overrides: Any) -> dict[str, Any]:
     """How the answer prompt of the program ``spec`` builds is laid out, without building it:
-    ``{"question_last": ..., "reasoning": ...}`` from the preset, ``overrides`` and the
-    strategy's constructor defaults. Evaluation records it so that a resumed run never mixes
-    answers given to differently laid-out prompts under one strategy name.
+    ``{"question_at": "first" | "last" | "both", "reasoning": ...}`` from the preset,
+    ``overrides`` and the strategy's constructor defaults. Evaluation records it so that a
+    resumed run never mixes answers given to differently laid-out prompts under one strategy name.
 
     Example:
         >>> answer_layout("oneshot:sentences"), answer_layout("basic")
-        ({'question_last': True, 'reasoning': False}, {'question_last': False, 'reasoning': False})
+        ({'question_at': 'last', 'reasoning': False}, {'question_at': 'first', 'reasoning': False})
         >>> answer_layout("oneshot:sentences-qfirst", answer_reasoning=True)
-        {'question_last': False, 'reasoning': True}
+        {'question_at': 'first', 'reasoning': True}
     """
     name, preset = parse_spec(spec)
     # __init__, not the class: dspy's metaclass __call__ takes *args, **kwargs
     params = inspect.signature(STRATEGIES[name].__init__).parameters
     chosen = {**(PRESETS[name][preset] if preset else {}), **overrides}
-    return {key: bool(chosen.get(f"answer_{key}", params[f"answer_{key}"].default))
-            for key in ("question_last", "reasoning")}
+    def pick(key: str) -> Any:
+        return chosen.get(f"answer_{key}", params[f"answer_{key}"].default)
+    return {"question_at": str(pick("question_at")), "reasoning": bool(pick("reasoning"))}
 
 
 def recommended_strategy(reader: Any = None) -> tuple[str, int]:

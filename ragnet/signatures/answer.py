@@ -19,10 +19,12 @@ from typing import Any
 
 import dspy
 
+from ragnet.errors import InputError
 from ragnet.signatures.formatting import format_context, resolve_ids
 from ragnet.signatures.step import Step, StepOutputError
 
-__all__ = ["REASONING", "AnswerStep", "GenerateAnswer", "answer_default", "answer_validator"]
+__all__ = ["QUESTION_AT", "REASONING", "AnswerStep", "GenerateAnswer", "answer_default", "answer_inputs",
+           "answer_validator", "question_at"]
 
 
 class GenerateAnswer(dspy.Signature):
@@ -72,6 +74,40 @@ def answer_validator(id_map: Mapping[str, str]) -> Callable[[dspy.Prediction], t
     return validate
 
 
+#: Where the answer prompt shows the question: before the context (GenerateAnswer's order), after
+#: it, or both (a preview before, the question itself after; see :class:`AnswerStep`).
+QUESTION_AT = ("first", "last", "both")
+
+#: The input field that shows the question before the context when it is shown on both sides.
+QUESTION_PREVIEW = dspy.InputField(desc="the question you will answer after the context; read the context with it in mind")
+
+
+def question_at(input_fields: Sequence[str]) -> str | None:
+    """Where a GenerateAnswer-shaped signature shows the question, from its input field names in
+    order: ``"first"``, ``"last"`` or ``"both"``; None when it has no ``question`` field.
+
+    Example:
+        >>> question_at(["question", "context"]), question_at(["context", "question"])
+        ('first', 'last')
+        >>> question_at(["question_preview", "context", "question"])
+        'both'
+    """
+    fields = list(input_fields)
+    if "question" not in fields:
+        return None
+    if "question_preview" in fields:
+        return "both"
+    return "last" if fields[-1] == "question" else "first"
+
+
+def answer_inputs(signature: type[dspy.Signature], question: str, context: str) -> dict[str, str]:
+    """The inputs of an answer prompt for ``signature``: the question twice when it has a preview field."""
+    inputs = {"question": question, "context": context}
+    if "question_preview" in signature.input_fields:
+        inputs["question_preview"] = question
+    return inputs
+
+
 #: The reasoning field of an answer step that reasons first (``AnswerStep(reasoning=True)``).
 REASONING = dspy.OutputField(
     desc="think step by step in two or three short sentences: which chunks state the facts the question "
@@ -94,14 +130,22 @@ class AnswerStep(Step):
     1.5B local reader it did not help (F1 38.7 vs 39.4 without it, ``docs/results/hotpotqa-dev-reader-cot/``);
     it is meant for readers that reason well.
 
-    ``question_last=True`` moves the question after the context in the prompt (DSPy renders
-    input fields in signature order), so the reader reads the question right before it writes
-    the answer rather than ~1,000 tokens earlier. Decoder-only readers use what is near the
-    end of a long prompt best ("lost in the middle", Liu et al. 2023). With the 1.5B local reader
-    and ``oneshot:sentences`` contexts, on 200 HotpotQA dev questions: F1 51.1 against 39.4 with
-    the question first and 38.8 for basic top-5 (``docs/results/hotpotqa-dev-reader-qlast/``), so
-    ``OneShotRAG`` and ``CombinedRAG`` use it by default; with top-5 contexts a 25-question probe
-    gave −3.6 (p = 0.59, ``docs/results/answer-question-last/``), so the other programs do not.
+    ``question_at`` says where the prompt shows the question (DSPy renders input fields in
+    signature order):
+
+    * ``"first"``: before the context, GenerateAnswer's own order.
+    * ``"last"``: after the context, so the reader reads the question right before it writes the
+      answer rather than ~1,000 tokens earlier. Decoder-only readers use what is near the end of a
+      long prompt best ("lost in the middle", Liu et al. 2023). With the 1.5B local reader and
+      ``oneshot:sentences`` contexts, on 200 HotpotQA dev questions: F1 51.1 against 39.4 with the
+      question first and 38.8 for basic top-5 (``docs/results/hotpotqa-dev-reader-qlast/``), so
+      ``OneShotRAG`` and ``CombinedRAG`` use it by default; with top-5 contexts a 25-question probe
+      gave −3.6 (p = 0.59, ``docs/results/answer-question-last/``), so the other programs do not.
+    * ``"both"``: a ``question_preview`` field before the context and the question after it, so
+      the reader knows what to look for while it reads the evidence and reads the question again
+      before it answers (Liu et al.'s query-aware contextualization). It costs the question's
+      tokens once more. Compiled demos made without the preview (labeled answer cases) get it
+      filled from their question.
 
     Example:
         >>> import dspy
@@ -114,8 +158,10 @@ class AnswerStep(Step):
         ...     out = step(question="Capital of France?", context="[c1] Paris: the capital of France.")
         >>> out.reasoning, out.answer, out.evidence_ids
         ('c1 says so.', 'Paris', ['c1'])
-        >>> list(AnswerStep(question_last=True).predict.signature.input_fields)
+        >>> list(AnswerStep(question_at="last").predict.signature.input_fields)
         ['context', 'question']
+        >>> list(AnswerStep(question_at="both").predict.signature.input_fields)
+        ['question_preview', 'context', 'question']
     """
 
     name = "answer"
@@ -123,12 +169,17 @@ class AnswerStep(Step):
     max_tokens = 256  # a short answer; a rambling small model would cost minutes on CPU
     reasoning_max_tokens = 512  # room for a few sentences of reasoning before the answer
 
-    def __init__(self, *, reasoning: bool = False, question_last: bool = False, retries: int = 1,
+    def __init__(self, *, reasoning: bool = False, question_at: str = "first", retries: int = 1,
                  enabled: bool = True, max_tokens: int | None = None) -> None:
         reasoning = bool(reasoning)
+        if question_at not in QUESTION_AT:
+            raise InputError(f"question_at must be one of {', '.join(QUESTION_AT)}, not {question_at!r}",
+                             argument="answer_question_at")
         signature = GenerateAnswer
-        if question_last:
+        if question_at != "first":
             signature = signature.delete("question").append("question", GenerateAnswer.input_fields["question"], str)
+        if question_at == "both":
+            signature = signature.prepend("question_preview", QUESTION_PREVIEW, str)
         if reasoning:
             signature = signature.prepend("reasoning", REASONING, str)
         cap = max_tokens if max_tokens is not None else (self.reasoning_max_tokens if reasoning else None)
@@ -140,9 +191,9 @@ class AnswerStep(Step):
         return "reasoning" in self.predict.signature.output_fields
 
     @property
-    def question_last(self) -> bool:
-        """Whether the prompt shows the question after the context (read from its signature)."""
-        return list(self.predict.signature.input_fields)[-1] == "question"
+    def question_at(self) -> str:
+        """Where the prompt shows the question: "first", "last" or "both" (read from its signature)."""
+        return question_at(self.predict.signature.input_fields) or "first"
 
     def forward(self, question: str, context: str | Sequence[Any] = (), notes: str = "",
                 default_answer: str = "") -> dspy.Prediction:
@@ -150,5 +201,8 @@ class AnswerStep(Step):
             text, id_map = context, {cid: cid for cid in re.findall(r"^\[(c\d+)\]", context, re.M)}
         else:
             text, id_map = format_context(context, notes)
+        if self.question_at == "both":  # demos compiled from labeled cases carry the question once
+            self.predict.demos = [d if "question_preview" in d else d.copy(question_preview=d.get("question", ""))
+                                  for d in self.predict.demos]
         return self.run(default=answer_default(default_answer), validate=answer_validator(id_map),
-                        question=question, context=text)
+                        **answer_inputs(self.predict.signature, question, text))

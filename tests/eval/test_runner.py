@@ -138,22 +138,32 @@ def test_resume_answers_again_the_rows_of_another_answer_prompt_layout(run, tmp_
     # Rows written while OneShotRAG showed the question first must not fill the column of a run
     # where it shows it last (the default since 2026-11-26), nor the other way round.
     out = tmp_path / "out"
-    run(out, ["basic", "oneshot"], n=2, overrides={"oneshot": {"answer_question_last": False}}, plots=False)
+    run(out, ["basic", "oneshot"], n=2, overrides={"oneshot": {"answer_question_at": "first"}}, plots=False)
     first = {(r["strategy"], r["id"]): r["answer_prompt"] for r in map(json.loads, _lines(out / "results.jsonl"))}
-    assert first[("oneshot", "q1")] == {"question_last": False, "reasoning": False}
-    assert first[("basic", "q1")] == {"question_last": False, "reasoning": False}
+    assert first[("oneshot", "q1")] == {"question_at": "first", "reasoning": False}
+    assert first[("basic", "q1")] == {"question_at": "first", "reasoning": False}
     summary, engine, logs = run(out, ["basic", "oneshot"], n=2, plots=False)
     assert engine.steps().count("answer") == 2  # the two oneshot rows; basic's layout did not change
     assert any(line.startswith("2 oneshot rows") and "question before the context" not in line
                and "question after the context" in line for line in logs), logs
     rows = [json.loads(line) for line in _lines(out / "results.jsonl")]
-    assert [r["answer_prompt"]["question_last"] for r in rows if r["strategy"] == "oneshot"] == [False, False, True, True]
+    assert [r["answer_prompt"]["question_at"] for r in rows if r["strategy"] == "oneshot"] == ["first", "first", "last", "last"]
     assert summary["strategies"]["oneshot"]["n"] == 2
     # rows written before the field existed are judged by their trace's answer event
     old = [{k: v for k, v in r.items() if k != "answer_prompt"} for r in rows]
     (out / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in old), encoding="utf-8")
     _, engine, logs = run(out, ["basic", "oneshot"], n=2, plots=False)
     assert engine.calls == [] and not any("another answer prompt" in line for line in logs)
+    # rows that recorded the layout as ``question_last`` (before "both" existed) read the same way
+    legacy = [{**r, "answer_prompt": {"question_last": r["answer_prompt"]["question_at"] == "last", "reasoning": False}}
+              for r in rows]
+    (out / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in legacy), encoding="utf-8")
+    _, engine, logs = run(out, ["basic", "oneshot"], n=2, plots=False)
+    assert engine.calls == []
+    # and the question on both sides is a layout of its own
+    _, engine, logs = run(out, ["basic", "oneshot"], n=2, overrides={"oneshot": {"answer_question_at": "both"}}, plots=False)
+    assert engine.steps().count("answer") == 2
+    assert any(line.startswith("2 oneshot rows") and "question before and after the context" in line for line in logs), logs
 
 
 def test_a_truncated_last_line_is_dropped_with_a_warning_and_recomputed(run, tmp_path):
