@@ -209,11 +209,10 @@ def _record_fields(record: Any) -> dict[str, Any]:
             "question": record.question, "answers": list(get_field(record, "answers", []))}
 
 
-_WHERE = {"first": "before the context", "last": "after the context", "both": "before and after the context"}
-
-
 def _describe_layout(layout: dict[str, Any]) -> str:
-    return f"question {_WHERE[layout['question_at']]}" + (", reasoning first" if layout["reasoning"] else "")
+    from ragnet.signatures.answer import describe_question_at
+
+    return f"question {describe_question_at(layout['question_at'])}" + (", reasoning first" if layout["reasoning"] else "")
 
 
 def row_answer_prompt(row: dict[str, Any]) -> dict[str, Any] | None:

@@ -30,7 +30,7 @@ from typing import Any
 
 from ragnet._atomic import scratch_dir, write_json
 from ragnet.errors import InputError
-from ragnet.signatures.answer import question_at
+from ragnet.signatures.answer import describe_question_at, question_at
 
 FORMAT_VERSION = 3  # 3: each step is a module (state key "sufficiency.predict"); 2: a bare Predict per step
 READABLE_VERSIONS = (2, 3)  # format 2 is renamed on load (``migrate_state``)
@@ -158,11 +158,10 @@ def load_program(program: Any, path: str | Path) -> Any:
                for name in sorted(names) if saved.get(name) != current.get(name)]
     layout = _question_moved(saved.get("answer"), current.get("answer"))
     if layout is not None and len(changed) == 1:  # the reader, compiled with the question elsewhere
-        where = {"first": "before", "last": "after", "both": "before and after"}
         now = question_at(current["answer"].partition(" -> ")[0].split(", "))
         raise InputError(
-            f"its answer step was compiled with the question {where[layout]} the context ({saved['answer']!r}), "
-            f"this program puts it {where[now]}; load it into a program built with "
+            f"its answer step was compiled with the question {describe_question_at(layout)} ({saved['answer']!r}), "
+            f"this program puts it {describe_question_at(now)}; load it into a program built with "
             f"answer_question_at={layout!r} (the q{layout} presets, e.g. {_LAYOUT_EXAMPLE[layout]}), "
             f"or recompile it with `ragnet optimize`", path=path)
     if changed:

@@ -24,7 +24,7 @@ from ragnet.signatures.formatting import format_context, resolve_ids
 from ragnet.signatures.step import Step, StepOutputError
 
 __all__ = ["QUESTION_AT", "REASONING", "AnswerStep", "GenerateAnswer", "answer_default", "answer_inputs",
-           "answer_validator", "question_at"]
+           "answer_validator", "describe_question_at", "question_at"]
 
 
 class GenerateAnswer(dspy.Signature):
@@ -98,6 +98,16 @@ def question_at(input_fields: Sequence[str]) -> str | None:
     if "question_preview" in fields:
         return "both"
     return "last" if fields[-1] == "question" else "first"
+
+
+def describe_question_at(where: str) -> str:
+    """Where the question sits, in words, for messages.
+
+    Example:
+        >>> describe_question_at("both")
+        'before and after the context'
+    """
+    return {"first": "before the context", "last": "after the context", "both": "before and after the context"}[where]
 
 
 def answer_inputs(signature: type[dspy.Signature], question: str, context: str) -> dict[str, str]:
