@@ -436,9 +436,10 @@ class QAEvaluator(Evaluator):
         stale = {k for k in done if row_answer_prompt(latest[k]) not in (None, layouts[k[0]])}
         for label in sorted({label for label, _ in stale}):
             count = sum(1 for k in stale if k[0] == label)
+            theirs = sorted({_describe_layout(row_answer_prompt(latest[k])) for k in stale if k[0] == label})
             log(f"{count} {label} row{'s' if count != 1 else ''} in {results_path} "
-                f"{'were' if count != 1 else 'was'} answered with another answer prompt than this run's "
-                f"({_describe_layout(layouts[label])}); answering again")
+                f"{'were' if count != 1 else 'was'} answered with another answer prompt ({'; '.join(theirs)}) "
+                f"than this run's ({_describe_layout(layouts[label])}); answering again")
         done -= stale
 
         # -- indexes and programs (set-up, timed apart from the evaluation loop)

@@ -144,8 +144,8 @@ def test_resume_answers_again_the_rows_of_another_answer_prompt_layout(run, tmp_
     assert first[("basic", "q1")] == {"question_at": "first", "reasoning": False}
     summary, engine, logs = run(out, ["basic", "oneshot"], n=2, plots=False)
     assert engine.steps().count("answer") == 2  # the two oneshot rows; basic's layout did not change
-    assert any(line.startswith("2 oneshot rows") and "question before the context" not in line
-               and "question after the context" in line for line in logs), logs
+    assert any(line.startswith("2 oneshot rows") and "another answer prompt (question before the context)" in line
+               and "this run's (question after the context)" in line for line in logs), logs
     rows = [json.loads(line) for line in _lines(out / "results.jsonl")]
     assert [r["answer_prompt"]["question_at"] for r in rows if r["strategy"] == "oneshot"] == ["first", "first", "last", "last"]
     assert summary["strategies"]["oneshot"]["n"] == 2
@@ -163,7 +163,8 @@ def test_resume_answers_again_the_rows_of_another_answer_prompt_layout(run, tmp_
     # and the question on both sides is a layout of its own
     _, engine, logs = run(out, ["basic", "oneshot"], n=2, overrides={"oneshot": {"answer_question_at": "both"}}, plots=False)
     assert engine.steps().count("answer") == 2
-    assert any(line.startswith("2 oneshot rows") and "question before and after the context" in line for line in logs), logs
+    assert any(line.startswith("2 oneshot rows") and "(question after the context) than this run's "
+               "(question before and after the context)" in line for line in logs), logs
 
 
 def test_a_truncated_last_line_is_dropped_with_a_warning_and_recomputed(run, tmp_path):
