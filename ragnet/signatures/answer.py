@@ -155,7 +155,11 @@ class AnswerStep(Step):
       the reader knows what to look for while it reads the evidence and reads the question again
       before it answers (Liu et al.'s query-aware contextualization). It costs the question's
       tokens once more. Compiled demos made without the preview (labeled answer cases) get it
-      filled from their question.
+      filled from their question. With the 1.5B reader and ``oneshot:sentences`` contexts it
+      removes the question-last reader's lean to the first of two options (2Wiki dev, 150
+      questions: F1 41.5 against 32.8 last) and loses on HotpotQA's bridge questions (200
+      questions: 46.1 against 51.1), so it is an option (the ``…-qboth`` presets), not a default
+      (``docs/results/hotpotqa-dev-reader-qboth/``).
 
     Example:
         >>> import dspy
