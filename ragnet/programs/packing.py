@@ -21,7 +21,7 @@ from ragnet.corpus.tokens import count_tokens, count_tokens_batch
 from ragnet.corpus.types import Chunk
 from ragnet.errors import InputError
 from ragnet.signatures import format_context
-from ragnet.signatures.answer import answer_inputs
+from ragnet.signatures.answer import answer_demos, answer_inputs
 from ragnet.signatures.formatting import render_chunk
 
 # Separator + short-id drift between the per-chunk estimate and the joined prompt.
@@ -84,7 +84,9 @@ class PromptBudget:
         self.question = question
         self.budget = budget
         self.notes = notes
-        self.overhead = prompt_tokens(predictor, **answer_inputs(predictor.signature, question, format_context([], notes)[0]))
+        # demos as the prompt will show them (a question preview filled in), so the budget counts what is sent
+        self.overhead = prompt_tokens(predictor, answer_demos(predictor),
+                                      **answer_inputs(predictor.signature, question, format_context([], notes)[0]))
         self.context_budget = budget - self.overhead
 
     def chunk_costs(self, chunks: Sequence[Chunk]) -> np.ndarray:
@@ -107,7 +109,8 @@ class PromptBudget:
     def total(self, chunks: Sequence[Chunk]) -> int:
         """Exact prompt tokens with these chunks as context."""
         context, _ = format_context(list(chunks), self.notes)
-        return prompt_tokens(self.predictor, **answer_inputs(self.predictor.signature, self.question, context))
+        return prompt_tokens(self.predictor, answer_demos(self.predictor),
+                             **answer_inputs(self.predictor.signature, self.question, context))
 
 
 def pack(

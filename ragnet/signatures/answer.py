@@ -23,7 +23,7 @@ from ragnet.errors import InputError
 from ragnet.signatures.formatting import format_context, resolve_ids
 from ragnet.signatures.step import Step, StepOutputError
 
-__all__ = ["QUESTION_AT", "REASONING", "AnswerStep", "GenerateAnswer", "answer_default", "answer_inputs",
+__all__ = ["QUESTION_AT", "REASONING", "AnswerStep", "GenerateAnswer", "answer_default", "answer_demos", "answer_inputs",
            "answer_validator", "describe_question_at", "question_at"]
 
 
@@ -108,6 +108,17 @@ def describe_question_at(where: str) -> str:
         'before and after the context'
     """
     return {"first": "before the context", "last": "after the context", "both": "before and after the context"}[where]
+
+
+def answer_demos(predictor: Any) -> list[Any]:
+    """``predictor``'s demos as its prompt shows them: when the signature has a question preview,
+    a demo made without one (labeled answer cases carry the question once) gets it from its
+    question, so the adapter never renders "Not supplied". The same list when nothing is missing.
+    """
+    demos = list(getattr(predictor, "demos", None) or [])
+    if "question_preview" not in predictor.signature.input_fields or all("question_preview" in d for d in demos):
+        return predictor.demos
+    return [d if "question_preview" in d else d.copy(question_preview=d.get("question", "")) for d in demos]
 
 
 def answer_inputs(signature: type[dspy.Signature], question: str, context: str) -> dict[str, str]:
@@ -215,8 +226,6 @@ class AnswerStep(Step):
             text, id_map = context, {cid: cid for cid in re.findall(r"^\[(c\d+)\]", context, re.M)}
         else:
             text, id_map = format_context(context, notes)
-        if self.question_at == "both":  # demos compiled from labeled cases carry the question once
-            self.predict.demos = [d if "question_preview" in d else d.copy(question_preview=d.get("question", ""))
-                                  for d in self.predict.demos]
+        self.predict.demos = answer_demos(self.predict)
         return self.run(default=answer_default(default_answer), validate=answer_validator(id_map),
                         **answer_inputs(self.predict.signature, question, text))

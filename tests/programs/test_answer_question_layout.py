@@ -114,9 +114,11 @@ def test_demos_without_the_preview_are_shown_with_it(yearbook_index, run_with):
     program = OneShotRAG(yearbook_index, answer_question_at="both")
     program.answer.predict.demos = [dspy.Example(question="Who founded Brindle?", context="[c1] Brindle: founded by Ada.",
                                                  answer="Ada", evidence_ids=["c1"])]
+    overhead = PromptBudget(program.answer.predict, Q, 900).overhead  # counted as the prompt will show them
     with run_with(ProgramLM()) as lm:
         program(question=Q)
     prompt = lm.calls[-1][1]
+    assert PromptBudget(program.answer.predict, Q, 900).overhead == overhead
     assert "Not supplied" not in prompt
     assert prompt.count("Who founded Brindle?") == 2
     assert program.answer.predict.demos[0].question_preview == "Who founded Brindle?"
