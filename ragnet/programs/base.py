@@ -244,6 +244,16 @@ class RAGProgram(dspy.Module):
             context=[c.id for c in chunks],
             lm=self.answer_lm.name if self.answer_lm is not None else None,
             **({"reasoning": str(getattr(pred, "reasoning", "") or "")} if self.answer.reasoning else {}),
-            **({"question_at": self.answer.question_at} if self.answer.question_at != "first" else {}),
+            **_layout_fields(self.answer, question),
         )
         return str(pred.answer or ""), evidence
+
+
+def _layout_fields(step: Any, question: str) -> dict[str, Any]:
+    """The answer event's record of where the prompt showed the question: nothing for GenerateAnswer's
+    own order, ``question_at`` otherwise, and ``question_at_rule: "auto"`` when the step chose it per question."""
+    where = step.layout_for(question)
+    fields: dict[str, Any] = {"question_at": where} if where != "first" else {}
+    if step.question_at == "auto":
+        fields["question_at_rule"] = "auto"
+    return fields

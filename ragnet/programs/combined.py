@@ -109,7 +109,8 @@ class CombinedRAG(AgentRAG):
         if self.rules:
             candidates = apply_metadata_rules(self.index, question, candidates, trace, add=False, lam=self.lam)
         with self.answer_settings():
-            budget = PromptBudget(self.answer.predict, question, self.budget, notes=notes if self.contextualize.enabled else "")
+            budget = PromptBudget(self.answer.predict, question, self.budget, notes=notes if self.contextualize.enabled else "",
+                                  signature=self.answer.signature_for(question))
         if self.sentences:
             result = pack_sentences(candidates, question, budget, self.index)
             trace.add("crop", kind="sentences",

@@ -140,7 +140,8 @@ class OneShotRAG(RAGProgram):
         if self.filter.enabled:
             candidates = self._apply_llm_filter(question, candidates, trace)
         with self.answer_settings():  # the answer prompt is measured with the adapter that will send it
-            budget = PromptBudget(self.answer.predict, question, self.budget)
+            budget = PromptBudget(self.answer.predict, question, self.budget,
+                                  signature=self.answer.signature_for(question))
         if self.crop.enabled:
             candidates = self._apply_crop(question, candidates, budget, trace)
         if self.sentences:

@@ -31,12 +31,12 @@ _BLOCK_SLACK = 2
 TOKENIZER_SLACK = 1.15
 
 
-def prompt_tokens(predictor: Any, demos: Sequence[Any] | None = None, **inputs: Any) -> int:
+def prompt_tokens(predictor: Any, demos: Sequence[Any] | None = None, *, signature: Any = None, **inputs: Any) -> int:
     """Tokens of the prompt ``predictor`` would send for ``inputs`` (all messages, all demos;
-    ``demos`` replaces the predictor's own)."""
+    ``demos`` replaces the predictor's own, ``signature`` its signature, as a per-call override does)."""
     adapter = dspy.settings.adapter or dspy.ChatAdapter()
     shown = list(getattr(predictor, "demos", []) or []) if demos is None else list(demos)
-    messages = adapter.format(predictor.signature, shown, inputs)
+    messages = adapter.format(signature or predictor.signature, shown, inputs)
     total = 0
     for message in messages:
         content = message.get("content", "")
@@ -77,16 +77,17 @@ class PromptBudget:
         question: the question (part of the fixed overhead).
         budget: total prompt tokens allowed.
         notes: notes rendered before the chunks (part of the overhead).
+        signature: the signature the prompt is sent with when it is not the predictor's own
+            (``AnswerStep.signature_for(question)``: an "auto" layout adds a question preview).
     """
 
-    def __init__(self, predictor: Any, question: str, budget: int, *, notes: str = "") -> None:
+    def __init__(self, predictor: Any, question: str, budget: int, *, notes: str = "", signature: Any = None) -> None:
         self.predictor = predictor
+        self.signature = signature or predictor.signature
         self.question = question
         self.budget = budget
         self.notes = notes
-        # demos as the prompt will show them (a question preview filled in), so the budget counts what is sent
-        self.overhead = prompt_tokens(predictor, answer_demos(predictor),
-                                      **answer_inputs(predictor.signature, question, format_context([], notes)[0]))
+        self.overhead = self._tokens(format_context([], notes)[0])
         self.context_budget = budget - self.overhead
 
     def chunk_costs(self, chunks: Sequence[Chunk]) -> np.ndarray:
@@ -108,9 +109,12 @@ class PromptBudget:
 
     def total(self, chunks: Sequence[Chunk]) -> int:
         """Exact prompt tokens with these chunks as context."""
-        context, _ = format_context(list(chunks), self.notes)
-        return prompt_tokens(self.predictor, answer_demos(self.predictor),
-                             **answer_inputs(self.predictor.signature, self.question, context))
+        return self._tokens(format_context(list(chunks), self.notes)[0])
+
+    def _tokens(self, context: str) -> int:
+        # demos as the prompt will show them (a question preview filled in), so the budget counts what is sent
+        return prompt_tokens(self.predictor, answer_demos(self.predictor, self.signature), signature=self.signature,
+                             **answer_inputs(self.signature, self.question, context))
 
 
 def pack(

@@ -162,7 +162,7 @@ def load_program(program: Any, path: str | Path) -> Any:
         raise InputError(
             f"its answer step was compiled with the question {describe_question_at(layout)} ({saved['answer']!r}), "
             f"this program puts it {describe_question_at(now)}; load it into a program built with "
-            f"answer_question_at={layout!r} (the q{layout} presets, e.g. {_LAYOUT_EXAMPLE[layout]}), "
+            f"answer_question_at={layout!r}{_SAME_READER.get(layout, '')} (the q{layout} presets, e.g. {_LAYOUT_EXAMPLE[layout]}), "
             f"or recompile it with `ragnet optimize`", path=path)
     if changed:
         raise InputError(
@@ -180,6 +180,8 @@ def load_program(program: Any, path: str | Path) -> Any:
 
 #: A preset that builds a program with each answer layout, for the refusal's hint.
 _LAYOUT_EXAMPLE = {"first": "oneshot:sentences-qfirst", "last": "basic:qlast", "both": "oneshot:sentences-qboth"}
+# an "auto" step compiles and loads a question-last reader (it adds the preview per question)
+_SAME_READER = {"last": " or 'auto'"}
 
 
 def _question_moved(saved: str | None, current: str | None) -> str | None:

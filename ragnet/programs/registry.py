@@ -21,9 +21,11 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     # presets: the answer prompt shows the question after the context (``answer_question_at``),
     # which OneShotRAG and CombinedRAG do by default since 2026-11-26: their "-qlast" presets
     # stay so that runs recorded under those names resume, and "qfirst" restores the old layout
-    # (results measured before then, readers compiled with it); "qboth" presets show it on both sides.
+    # (results measured before then, readers compiled with it); "qboth" presets show it on both sides;
+    # "qauto" presets on both sides for a question naming two options, after the context otherwise.
     "basic": {"k3": {"k": 3}, "k10": {"k": 10}, "cot": {"answer_reasoning": True},
-              "qlast": {"answer_question_at": "last"}, "qboth": {"answer_question_at": "both"}},
+              "qlast": {"answer_question_at": "last"}, "qboth": {"answer_question_at": "both"},
+              "qauto": {"answer_question_at": "auto"}},
     "oneshot": {
         "no-filter": {"rules": False},
         "rank-fill": {"method": "rank"},
@@ -39,6 +41,8 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "sentences-qfirst": {"sentences": True, "answer_question_at": "first"},
         "qboth": {"answer_question_at": "both"},
         "sentences-qboth": {"sentences": True, "answer_question_at": "both"},
+        "qauto": {"answer_question_at": "auto"},
+        "sentences-qauto": {"sentences": True, "answer_question_at": "auto"},
     },
     "iterative": {
         "no-fallback": {"fallback": False},
@@ -56,7 +60,9 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
                  "qfirst": {"answer_question_at": "first"},
                  "sentences-qfirst": {"sentences": True, "answer_question_at": "first"},
                  "qboth": {"answer_question_at": "both"},
-                 "sentences-qboth": {"sentences": True, "answer_question_at": "both"}},
+                 "sentences-qboth": {"sentences": True, "answer_question_at": "both"},
+                 "qauto": {"answer_question_at": "auto"},
+                 "sentences-qauto": {"sentences": True, "answer_question_at": "auto"}},
 }
 
 # Strategies whose constructor takes a token budget.
@@ -95,7 +101,7 @@ def build_program(spec: str, index: Any, *, budget: int | None = None, **overrid
 
 def answer_layout(spec: str, **overrides: Any) -> dict[str, Any]:
     """How the answer prompt of the program ``spec`` builds is laid out, without building it:
-    ``{"question_at": "first" | "last" | "both", "reasoning": ...}`` from the preset,
+    ``{"question_at": "first" | "last" | "both" | "auto", "reasoning": ...}`` from the preset,
     ``overrides`` and the strategy's constructor defaults. Evaluation records it so that a
     resumed run never mixes answers given to differently laid-out prompts under one strategy name.
 

@@ -24,7 +24,7 @@ from ragnet.signatures.formatting import format_context, resolve_ids
 from ragnet.signatures.step import Step, StepOutputError
 
 __all__ = ["QUESTION_AT", "REASONING", "AnswerStep", "GenerateAnswer", "answer_default", "answer_demos", "answer_inputs",
-           "answer_validator", "describe_question_at", "question_at"]
+           "answer_validator", "describe_question_at", "names_two_options", "question_at"]
 
 
 class GenerateAnswer(dspy.Signature):
@@ -75,8 +75,24 @@ def answer_validator(id_map: Mapping[str, str]) -> Callable[[dspy.Prediction], t
 
 
 #: Where the answer prompt shows the question: before the context (GenerateAnswer's order), after
-#: it, or both (a preview before, the question itself after; see :class:`AnswerStep`).
-QUESTION_AT = ("first", "last", "both")
+#: it, both (a preview before, the question itself after), or "auto": both for a question that
+#: ends by naming two options, after the context otherwise (see :class:`AnswerStep`).
+QUESTION_AT = ("first", "last", "both", "auto")
+
+# "... A or B?": the question ends with a choice between two named options.
+_TWO_OPTIONS = re.compile(r"\s+or\s+[^,?]+\?\s*$")
+
+
+def names_two_options(question: str) -> bool:
+    """Whether ``question`` ends by naming two options to choose from ("... A or B?").
+
+    Example:
+        >>> names_two_options("Which film came out first, Jaws or Alien?")
+        True
+        >>> names_two_options("Who directed Jaws?")
+        False
+    """
+    return bool(_TWO_OPTIONS.search(question or ""))
 
 #: The input field that shows the question before the context when it is shown on both sides.
 QUESTION_PREVIEW = dspy.InputField(desc="the question you will answer after the context; read the context with it in mind")
@@ -107,16 +123,19 @@ def describe_question_at(where: str) -> str:
         >>> describe_question_at("both")
         'before and after the context'
     """
-    return {"first": "before the context", "last": "after the context", "both": "before and after the context"}[where]
+    return {"first": "before the context", "last": "after the context", "both": "before and after the context",
+            "auto": "after the context (and before it too when the question names two options)"}[where]
 
 
-def answer_demos(predictor: Any) -> list[Any]:
-    """``predictor``'s demos as its prompt shows them: when the signature has a question preview,
-    a demo made without one (labeled answer cases carry the question once) gets it from its
-    question, so the adapter never renders "Not supplied". The same list when nothing is missing.
+def answer_demos(predictor: Any, signature: type[dspy.Signature] | None = None) -> list[Any]:
+    """``predictor``'s demos as a prompt with ``signature`` (default: the predictor's own) shows
+    them: when the signature has a question preview, a demo made without one (labeled answer cases
+    carry the question once) gets it from its question, so the adapter never renders "Not
+    supplied". The same list when nothing is missing.
     """
+    signature = signature or predictor.signature
     demos = list(getattr(predictor, "demos", None) or [])
-    if "question_preview" not in predictor.signature.input_fields or all("question_preview" in d for d in demos):
+    if "question_preview" not in signature.input_fields or all("question_preview" in d for d in demos):
         return predictor.demos
     return [d if "question_preview" in d else d.copy(question_preview=d.get("question", "")) for d in demos]
 
@@ -171,6 +190,12 @@ class AnswerStep(Step):
       questions: F1 41.5 against 32.8 last) and loses on HotpotQA's bridge questions (200
       questions: 46.1 against 51.1), so it is an option (the ``…-qboth`` presets), not a default
       (``docs/results/hotpotqa-dev-reader-qboth/``).
+    * ``"auto"``: "both" for a question that ends by naming two options ("… A or B?", see
+      :func:`names_two_options`), "last" for every other question, so each kind gets the layout
+      that read it best above. The step keeps one predictor whose signature is the "last" one
+      (its compiled state is a question-last reader's); a two-option question is sent with that
+      signature plus the preview field (:meth:`signature_for`), and the prompt budget counts it
+      the same way.
 
     Example:
         >>> import dspy
@@ -187,6 +212,9 @@ class AnswerStep(Step):
         ['context', 'question']
         >>> list(AnswerStep(question_at="both").predict.signature.input_fields)
         ['question_preview', 'context', 'question']
+        >>> auto = AnswerStep(question_at="auto")
+        >>> auto.layout_for("Who directed Jaws?"), auto.layout_for("Which is older, Jaws or Alien?")
+        ('last', 'both')
     """
 
     name = "answer"
@@ -200,6 +228,10 @@ class AnswerStep(Step):
         if question_at not in QUESTION_AT:
             raise InputError(f"question_at must be one of {', '.join(QUESTION_AT)}, not {question_at!r}",
                              argument="answer_question_at")
+        # "auto" is a question-last step that adds the preview per question (signature_for)
+        self._auto = question_at == "auto"
+        if self._auto:
+            question_at = "last"
         signature = GenerateAnswer
         if question_at != "first":
             signature = signature.delete("question").append("question", GenerateAnswer.input_fields["question"], str)
@@ -217,8 +249,21 @@ class AnswerStep(Step):
 
     @property
     def question_at(self) -> str:
-        """Where the prompt shows the question: "first", "last" or "both" (read from its signature)."""
-        return question_at(self.predict.signature.input_fields) or "first"
+        """Where the prompt shows the question: "first", "last", "both" (read from its signature) or "auto"."""
+        return "auto" if self._auto else question_at(self.predict.signature.input_fields) or "first"
+
+    def signature_for(self, question: str) -> type[dspy.Signature]:
+        """The signature the prompt for ``question`` is sent with: the predictor's own, or for an
+        "auto" step and a question naming two options, the predictor's own (compiled instructions
+        included) with the question preview before the context."""
+        signature = self.predict.signature
+        if self._auto and names_two_options(question):
+            signature = signature.prepend("question_preview", QUESTION_PREVIEW, str)
+        return signature
+
+    def layout_for(self, question: str) -> str:
+        """Where the prompt for ``question`` shows it: "first", "last" or "both"."""
+        return question_at(self.signature_for(question).input_fields) or "first"
 
     def forward(self, question: str, context: str | Sequence[Any] = (), notes: str = "",
                 default_answer: str = "") -> dspy.Prediction:
@@ -226,6 +271,10 @@ class AnswerStep(Step):
             text, id_map = context, {cid: cid for cid in re.findall(r"^\[(c\d+)\]", context, re.M)}
         else:
             text, id_map = format_context(context, notes)
-        self.predict.demos = answer_demos(self.predict)
-        return self.run(default=answer_default(default_answer), validate=answer_validator(id_map),
-                        **answer_inputs(self.predict.signature, question, text))
+        signature = self.signature_for(question)
+        inputs = answer_inputs(signature, question, text)
+        if signature is self.predict.signature:
+            self.predict.demos = answer_demos(self.predict)
+        else:  # this question only: dspy.Predict takes a per-call signature and demos
+            inputs.update(signature=signature, demos=answer_demos(self.predict, signature))
+        return self.run(default=answer_default(default_answer), validate=answer_validator(id_map), **inputs)

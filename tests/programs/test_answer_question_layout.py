@@ -1,4 +1,5 @@
-"""answer_question_at: the answer prompt shows the question before the context, after it, or both."""
+"""answer_question_at: the answer prompt shows the question before the context, after it, both, or
+chosen per question ("auto")."""
 
 from __future__ import annotations
 
@@ -9,11 +10,12 @@ from ragnet.errors import InputError
 from ragnet.programs import BasicRAG, OneShotRAG
 from ragnet.programs.packing import PromptBudget
 from ragnet.programs.persist import load_program, save_program
-from ragnet.programs.registry import build_program
+from ragnet.programs.registry import answer_layout, build_program
 from ragnet.signatures import AnswerStep
 from tests.programs.scripted import ProgramLM
 
 Q = "What was the population of Aldermoor in 2021?"
+OPTIONS_Q = "Which had more people in 2021, Aldermoor or Brindle?"
 
 
 def test_the_step_places_the_question_and_keeps_everything_else():
@@ -30,7 +32,7 @@ def test_the_step_places_the_question_and_keeps_everything_else():
 
 
 def test_an_unknown_layout_is_refused_naming_the_argument():
-    with pytest.raises(InputError, match="first, last, both") as err:
+    with pytest.raises(InputError, match="first, last, both, auto") as err:
         AnswerStep(question_at="middle")
     assert err.value.argument == "answer_question_at"
 
@@ -99,7 +101,7 @@ def test_compiled_state_loads_only_into_the_same_layout(yearbook_index, tmp_path
         load_program(OneShotRAG(yearbook_index), first)
     assert err.value.path == str(first)
     last = save_program(BasicRAG(yearbook_index, answer_question_at="last"), tmp_path / "last.json")
-    with pytest.raises(InputError, match=r"question after the context .*answer_question_at='last' \(the qlast presets, e.g. basic"):
+    with pytest.raises(InputError, match=r"question after the context .*answer_question_at='last' or 'auto' \(the qlast presets, e.g. basic"):
         load_program(BasicRAG(yearbook_index), last)
     both = save_program(OneShotRAG(yearbook_index, answer_question_at="both"), tmp_path / "both.json")
     assert load_program(build_program("oneshot:qboth", yearbook_index), both).answer.question_at == "both"
@@ -122,3 +124,58 @@ def test_demos_without_the_preview_are_shown_with_it(yearbook_index, run_with):
     assert "Not supplied" not in prompt
     assert prompt.count("Who founded Brindle?") == 2
     assert program.answer.predict.demos[0].question_preview == "Who founded Brindle?"
+
+
+def _answer_event(pred):
+    (event,) = [e for e in pred.trace if e["step"] == "answer"]
+    return event
+
+
+def test_auto_shows_the_preview_only_for_a_question_that_names_two_options(yearbook_index, run_with):
+    program = build_program("oneshot:sentences-qauto", yearbook_index, budget=900)
+    step = program.answer
+    assert step.question_at == "auto" and answer_layout("oneshot:sentences-qauto")["question_at"] == "auto"
+    assert list(step.predict.signature.input_fields) == ["context", "question"]  # a question-last reader's state
+    for question, where in ((Q, "last"), (OPTIONS_Q, "both")):
+        assert step.layout_for(question) == where
+        with run_with(ProgramLM()) as lm:
+            pred = program(question=question)
+        user = _fields_of_last_user_message(lm.calls[-1][1])
+        assert ("[[ ## question_preview ## ]]" in user) is (where == "both")
+        assert user[user.rindex("[[ ## question ## ]]"):].split("\n", 2)[1] == question
+        assert _answer_event(pred)["question_at"] == where and _answer_event(pred)["question_at_rule"] == "auto"
+        # the per-question signature never sticks to the predictor (its compiled state stays question-last)
+        assert list(step.predict.signature.input_fields) == ["context", "question"]
+
+
+def test_auto_budgets_each_question_as_the_layout_it_sends(yearbook_index):
+    auto = OneShotRAG(yearbook_index, answer_question_at="auto").answer
+    fixed = {where: OneShotRAG(yearbook_index, answer_question_at=where).answer.predict for where in ("last", "both")}
+    for question, where in ((Q, "last"), (OPTIONS_Q, "both")):
+        chosen = PromptBudget(auto.predict, question, 900, signature=auto.signature_for(question))
+        same = PromptBudget(fixed[where], question, 900)
+        chunks = yearbook_index.search(question, k=2)
+        assert (chosen.overhead, chosen.total(chunks)) == (same.overhead, same.total(chunks))
+
+
+def test_auto_fills_the_preview_into_compiled_demos_only_where_it_shows_one(yearbook_index, run_with):
+    program = OneShotRAG(yearbook_index, answer_question_at="auto")
+    demo = dspy.Example(question="Who founded Brindle?", context="[c1] Brindle: founded by Ada.",
+                        answer="Ada", evidence_ids=["c1"])
+    program.answer.predict.demos = [demo]
+    for question, copies in ((Q, 1), (OPTIONS_Q, 2)):
+        with run_with(ProgramLM()) as lm:
+            program(question=question)
+        prompt = lm.calls[-1][1]
+        assert "Not supplied" not in prompt and prompt.count("Who founded Brindle?") == copies
+    assert program.answer.predict.demos == [demo]  # the compiled demos are not rewritten
+
+
+def test_an_auto_reader_is_a_question_last_reader_when_saved_and_loaded(yearbook_index, tmp_path):
+    auto = save_program(OneShotRAG(yearbook_index, answer_question_at="auto"), tmp_path / "auto.json")
+    assert load_program(OneShotRAG(yearbook_index), auto).answer.question_at == "last"
+    last = save_program(OneShotRAG(yearbook_index), tmp_path / "last.json")
+    assert load_program(build_program("oneshot:qauto", yearbook_index), last).answer.question_at == "auto"
+    both = save_program(OneShotRAG(yearbook_index, answer_question_at="both"), tmp_path / "both.json")
+    with pytest.raises(InputError, match=r"answer_question_at='both' \(the qboth presets"):
+        load_program(build_program("oneshot:qauto", yearbook_index), both)
