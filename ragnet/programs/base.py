@@ -110,10 +110,11 @@ class RAGProgram(dspy.Module):
             :class:`ragnet.signatures.AnswerStep`), recorded as ``reasoning`` in the trace's
             ``answer`` event. It costs output tokens on every question.
         answer_question_at: where the answer prompt shows the question: ``"first"`` (before the
-            context), ``"last"`` (after it, next to where the answer is written) or ``"both"``
-            (a preview before and the question after; see :class:`ragnet.signatures.AnswerStep`).
+            context), ``"last"`` (after it, next to where the answer is written), ``"both"``
+            (a preview before and the question after) or ``"auto"`` ("both" for a question
+            naming two options, "last" otherwise; see :class:`ragnet.signatures.AnswerStep`).
             "last" costs no tokens and is meant for long contexts, so the budgeted programs
-            (``OneShotRAG``, ``CombinedRAG``) default to it and the others to "first".
+            (``OneShotRAG``, ``CombinedRAG``) default to "auto" and the others to "first".
     """
 
     def __init__(self, index: Any, *, lam: float = 0.4, retries: int = 1, answer_lm: Any = None,

@@ -50,9 +50,9 @@ class CombinedRAG(AgentRAG):
         sentences: pack the pool's best sentences instead of whole chunks
             (``ragnet.programs.sentence_packing``), as ``OneShotRAG(sentences=True)`` does.
         transform, temperature, method: relevance calibration and knapsack method.
-        answer_question_at: ``"last"`` by default, as in ``OneShotRAG``: the budgeted pack is a
-            long context and the question comes after it (``combined:sentences-qfirst`` and
-            ``combined:qfirst`` keep the question first, the ``qboth`` presets show it on both sides).
+        answer_question_at: ``"auto"`` by default, as in ``OneShotRAG``: the budgeted pack is a
+            long context and the question comes after it, and before it too when it names two
+            options (the ``qlast`` presets always after, ``qfirst`` before, ``qboth`` both sides).
 
     Example:
         >>> import dspy
@@ -88,7 +88,7 @@ class CombinedRAG(AgentRAG):
         retries: int = 1,
         answer_lm: Any = None,
         answer_reasoning: bool = False,
-        answer_question_at: str = "last",
+        answer_question_at: str = "auto",
     ) -> None:
         super().__init__(
             index, max_turns=max_turns, k=k, fallback=fallback, dedup=dedup,

@@ -75,12 +75,15 @@ class OneShotRAG(RAGProgram):
             ``"exact"`` / ``"greedy"`` knapsack, or ``"rank"`` (rank-order filling, the baseline);
             see ``ragnet.programs.packing.pack``.
         lam: hybrid BM25 weight.
-        answer_question_at: ``"last"`` by default here (``RAGProgram`` has "first"): a budget
+        answer_question_at: ``"auto"`` by default here (``RAGProgram`` has "first"): a budget
             fills a long context, and the reader reads the question best right after it
-            (``docs/results/hotpotqa-dev-reader-qlast/``). "first" (presets ``oneshot:qfirst``,
-            ``oneshot:sentences-qfirst``) gives the layout of results measured before
-            2026-11-26 and of readers compiled with it; "both" (``oneshot:qboth``,
-            ``oneshot:sentences-qboth``) shows it on both sides.
+            (``docs/results/hotpotqa-dev-reader-qlast/``), and before it too when the question
+            names two options ("… A or B?"), which a question-last reader otherwise answers
+            with the first (``docs/results/2wiki-dev-reader-qauto/``). "last" (presets
+            ``oneshot:qlast``, ``oneshot:sentences-qlast``) is the default of 2026-11-26;
+            "first" (``oneshot:qfirst``, ``oneshot:sentences-qfirst``) the layout of results
+            measured before then; "both" (``oneshot:qboth``, ``oneshot:sentences-qboth``) shows
+            it on both sides for every question.
 
     Example:
         >>> prog = OneShotRAG(index, budget=1000)
@@ -107,7 +110,7 @@ class OneShotRAG(RAGProgram):
         retries: int = 1,
         answer_lm: Any = None,
         answer_reasoning: bool = False,
-        answer_question_at: str = "last",
+        answer_question_at: str = "auto",
         llm_filter: bool | None = None,
     ) -> None:
         super().__init__(index, lam=lam, retries=retries, answer_lm=answer_lm, answer_reasoning=answer_reasoning,

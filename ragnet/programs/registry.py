@@ -17,12 +17,12 @@ from ragnet.errors import InputError
 from ragnet.programs import STRATEGIES
 
 PRESETS: dict[str, dict[str, dict[str, Any]]] = {
-    # "cot" presets: the answer step reasons before it answers (``answer_reasoning``); "qlast"
-    # presets: the answer prompt shows the question after the context (``answer_question_at``),
-    # which OneShotRAG and CombinedRAG do by default since 2026-11-26: their "-qlast" presets
-    # stay so that runs recorded under those names resume, and "qfirst" restores the old layout
-    # (results measured before then, readers compiled with it); "qboth" presets show it on both sides;
-    # "qauto" presets on both sides for a question naming two options, after the context otherwise.
+    # "cot" presets: the answer step reasons before it answers (``answer_reasoning``); the "q…"
+    # presets say where the answer prompt shows the question (``answer_question_at``). OneShotRAG
+    # and CombinedRAG choose per question by default ("qauto"); before, they put it after the
+    # context ("qlast", kept so that runs recorded under those names resume);
+    # "qfirst" restores the layout of results measured before 2026-11-26 and readers compiled with
+    # it; "qboth" shows it on both sides for every question.
     "basic": {"k3": {"k": 3}, "k10": {"k": 10}, "cot": {"answer_reasoning": True},
               "qlast": {"answer_question_at": "last"}, "qboth": {"answer_question_at": "both"},
               "qauto": {"answer_question_at": "auto"}},
@@ -36,6 +36,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "full": {"filter": True, "crop": True},
         "sentences": {"sentences": True},
         "sentences-cot": {"sentences": True, "answer_reasoning": True},
+        "qlast": {"answer_question_at": "last"},
         "sentences-qlast": {"sentences": True, "answer_question_at": "last"},
         "qfirst": {"answer_question_at": "first"},
         "sentences-qfirst": {"sentences": True, "answer_question_at": "first"},
@@ -56,6 +57,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     "reflective": {"no-noise": {"noise_removal": False}, "no-reflection": {"max_reflections": 0}},
     "combined": {"no-rules": {"rules": False}, "no-contextualize": {"contextualize": False},
                  "sentences": {"sentences": True},
+                 "qlast": {"answer_question_at": "last"},
                  "sentences-qlast": {"sentences": True, "answer_question_at": "last"},
                  "qfirst": {"answer_question_at": "first"},
                  "sentences-qfirst": {"sentences": True, "answer_question_at": "first"},
@@ -107,7 +109,7 @@ def answer_layout(spec: str, **overrides: Any) -> dict[str, Any]:
 
     Example:
         >>> answer_layout("oneshot:sentences"), answer_layout("basic")
-        ({'question_at': 'last', 'reasoning': False}, {'question_at': 'first', 'reasoning': False})
+        ({'question_at': 'auto', 'reasoning': False}, {'question_at': 'first', 'reasoning': False})
         >>> answer_layout("oneshot:sentences-qfirst", answer_reasoning=True)
         {'question_at': 'first', 'reasoning': True}
     """

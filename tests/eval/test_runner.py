@@ -136,13 +136,14 @@ def test_resume_skips_finished_rows_and_runs_only_new_questions(run, tmp_path):
 
 def test_resume_answers_again_the_rows_of_another_answer_prompt_layout(run, tmp_path):
     # Rows written while OneShotRAG showed the question first must not fill the column of a run
-    # where it shows it last (the default since 2026-11-26), nor the other way round.
+    # where it shows it last (its default on 2026-11-26), nor the other way round.
     out = tmp_path / "out"
+    last = {"oneshot": {"answer_question_at": "last"}}
     run(out, ["basic", "oneshot"], n=2, overrides={"oneshot": {"answer_question_at": "first"}}, plots=False)
     first = {(r["strategy"], r["id"]): r["answer_prompt"] for r in map(json.loads, _lines(out / "results.jsonl"))}
     assert first[("oneshot", "q1")] == {"question_at": "first", "reasoning": False}
     assert first[("basic", "q1")] == {"question_at": "first", "reasoning": False}
-    summary, engine, logs = run(out, ["basic", "oneshot"], n=2, plots=False)
+    summary, engine, logs = run(out, ["basic", "oneshot"], n=2, overrides=last, plots=False)
     assert engine.steps().count("answer") == 2  # the two oneshot rows; basic's layout did not change
     assert any(line.startswith("2 oneshot rows") and "another answer prompt (question before the context)" in line
                and "this run's (question after the context)" in line for line in logs), logs
@@ -152,18 +153,24 @@ def test_resume_answers_again_the_rows_of_another_answer_prompt_layout(run, tmp_
     # rows written before the field existed are judged by their trace's answer event
     old = [{k: v for k, v in r.items() if k != "answer_prompt"} for r in rows]
     (out / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in old), encoding="utf-8")
-    _, engine, logs = run(out, ["basic", "oneshot"], n=2, plots=False)
+    _, engine, logs = run(out, ["basic", "oneshot"], n=2, overrides=last, plots=False)
     assert engine.calls == [] and not any("another answer prompt" in line for line in logs)
     # rows that recorded the layout as ``question_last`` (before "both" existed) read the same way
     legacy = [{**r, "answer_prompt": {"question_last": r["answer_prompt"]["question_at"] == "last", "reasoning": False}}
               for r in rows]
     (out / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in legacy), encoding="utf-8")
-    _, engine, logs = run(out, ["basic", "oneshot"], n=2, plots=False)
+    _, engine, logs = run(out, ["basic", "oneshot"], n=2, overrides=last, plots=False)
     assert engine.calls == []
+    # OneShotRAG's default chooses per question: a layout of its own, so those rows are answered again
+    _, engine, logs = run(out, ["basic", "oneshot"], n=2, plots=False)
+    assert engine.steps().count("answer") == 2
+    assert any(line.startswith("2 oneshot rows") and "(question after the context) than this run's "
+               "(question after the context (and before it too when the question names two options))" in line
+               for line in logs), logs
     # and the question on both sides is a layout of its own
     _, engine, logs = run(out, ["basic", "oneshot"], n=2, overrides={"oneshot": {"answer_question_at": "both"}}, plots=False)
     assert engine.steps().count("answer") == 2
-    assert any(line.startswith("2 oneshot rows") and "(question after the context) than this run's "
+    assert any(line.startswith("2 oneshot rows") and "names two options)) than this run's "
                "(question before and after the context)" in line for line in logs), logs
 
 

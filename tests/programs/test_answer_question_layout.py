@@ -69,12 +69,13 @@ def test_moving_the_question_costs_no_evidence_and_repeating_it_costs_the_questi
     assert both.total(chunks) - last.total(chunks) == both.overhead - last.overhead  # the question, counted twice
 
 
-def test_the_budgeted_strategies_put_the_question_last_by_default_and_the_others_first(yearbook_index):
+def test_the_budgeted_strategies_choose_the_layout_per_question_by_default_and_the_others_put_it_first(yearbook_index):
     layouts = {spec: build_program(spec, yearbook_index).answer.question_at
                for spec in ("basic", "oneshot", "oneshot:sentences", "combined", "combined:sentences",
-                            "iterative", "reflective")}
-    assert layouts == {"basic": "first", "oneshot": "last", "oneshot:sentences": "last", "combined": "last",
-                       "combined:sentences": "last", "iterative": "first", "reflective": "first"}
+                            "iterative", "reflective", "oneshot:qlast", "combined:qlast")}
+    assert layouts == {"basic": "first", "oneshot": "auto", "oneshot:sentences": "auto", "combined": "auto",
+                       "combined:sentences": "auto", "iterative": "first", "reflective": "first",
+                       "oneshot:qlast": "last", "combined:qlast": "last"}
 
 
 def test_presets_and_every_strategy_take_the_option(yearbook_index):
@@ -173,8 +174,8 @@ def test_auto_fills_the_preview_into_compiled_demos_only_where_it_shows_one(year
 
 def test_an_auto_reader_is_a_question_last_reader_when_saved_and_loaded(yearbook_index, tmp_path):
     auto = save_program(OneShotRAG(yearbook_index, answer_question_at="auto"), tmp_path / "auto.json")
-    assert load_program(OneShotRAG(yearbook_index), auto).answer.question_at == "last"
-    last = save_program(OneShotRAG(yearbook_index), tmp_path / "last.json")
+    assert load_program(build_program("oneshot:qlast", yearbook_index), auto).answer.question_at == "last"
+    last = save_program(OneShotRAG(yearbook_index, answer_question_at="last"), tmp_path / "last.json")
     assert load_program(build_program("oneshot:qauto", yearbook_index), last).answer.question_at == "auto"
     both = save_program(OneShotRAG(yearbook_index, answer_question_at="both"), tmp_path / "both.json")
     with pytest.raises(InputError, match=r"answer_question_at='both' \(the qboth presets"):
