@@ -7,6 +7,8 @@ from typing import Optional
 
 import typer
 
+from ragnet.demo.run import DEFAULT_ANSWERS
+
 from ragnet.cli.common import (
     answer_lm_option,
     api_base_option,
@@ -26,7 +28,7 @@ def demo(
     api_key: Optional[str] = api_key_option(),
     api_key_env: Optional[str] = api_key_env_option(),
     timeout: float = timeout_option(),
-    per_level: int = typer.Option(2, help="Questions answered per difficulty level, among those plain top-5 gets wrong."),
+    answers: int = typer.Option(DEFAULT_ANSWERS, help="Questions answered, among those plain top-5 gets wrong, taken from each level in turn."),
     evidence_per_level: int = typer.Option(3, help="Questions per level in the evidence table (no LM)."),
     strategies: Optional[str] = typer.Option(None, help="Comma-separated strategies to answer with (default basic,oneshot; presets allowed)."),
     full: bool = typer.Option(False, "--full", help="Every strategy on every picked question (several times longer)."),
@@ -37,7 +39,7 @@ def demo(
     from ragnet.demo.run import run_demo
 
     run_demo(workdir, lm=lm, answer_lm=answer_lm, lm_options=lm_settings(api_base, api_key, api_key_env, timeout),
-             per_level=per_level, evidence_per_level=evidence_per_level,
+             answers=answers, evidence_per_level=evidence_per_level,
              strategies=[s for s in strategies.split(",") if s] if strategies else None, full=full, budget=budget,
              max_turns=max_turns)
 

@@ -11,14 +11,16 @@ shows the mechanism rather than the reader's noise:
    *facts* (the sentences that hold the answer) reach the reader's context with plain top-5,
    OneShotRAG on whole chunks (metadata rules + knapsack), and OneShotRAG with sentence
    selection, at the same token budget.
-2. **Answers** (two questions per level among those where top-5 misses gold evidence, i.e.
-   L3 and L4 on this corpus): basic and OneShotRAG with sentence selection answer with the
-   default reader (the 1.5B local model when fetched); accuracy next to the evidence each had.
+2. **Answers** (three questions among those where top-5 misses gold evidence, taken from
+   each level in turn: L3, L4, L3 on this corpus): basic and OneShotRAG with sentence selection
+   answer with the default reader (the 1.5B local model when fetched); accuracy next to the
+   evidence each had.
 
 The slow part is the local LM on 2 CPU cores (a 1.5B answer over ~1,000 prompt tokens takes
-~20 s, an agent question ~90 s), so the default run answers 4 questions with two one-call
-strategies; ``ragnet demo --full`` adds IterativeRAG, ReflectiveRAG and CombinedRAG and answers
-every picked question (about 25 minutes).
+20-40 s, an agent question ~90 s), so the default run answers 3 questions with two one-call
+strategies, which keeps a fresh run under 4 minutes; ``--answers N`` answers more, and
+``ragnet demo --full`` adds IterativeRAG, ReflectiveRAG and CombinedRAG and answers every picked
+question (about 25 minutes).
 """
 
 from __future__ import annotations
@@ -30,8 +32,8 @@ from typing import Any, Callable, Sequence
 
 from ragnet.errors import InputError
 
-__all__ = ["DEFAULT_STRATEGIES", "FULL_STRATEGIES", "build_demo_index", "build_demo_program", "pick_questions",
-           "run_demo"]
+__all__ = ["DEFAULT_ANSWERS", "DEFAULT_STRATEGIES", "FULL_STRATEGIES", "answered_questions", "build_demo_index",
+           "build_demo_program", "pick_questions", "run_demo"]
 
 DEFAULT_STRATEGIES = ("basic", "oneshot")
 FULL_STRATEGIES = ("basic", "oneshot", "iterative", "reflective", "combined")
@@ -39,6 +41,9 @@ FULL_STRATEGIES = ("basic", "oneshot", "iterative", "reflective", "combined")
 # keeps prompts (and a small model's CPU time) small.
 DEMO_CHUNK_TOKENS, DEMO_OVERLAP = 128, 16
 DEMO_BUDGET = 1000  # the answer prompt's budget for the budgeted strategies (same for every one)
+# Questions answered by default: each costs one 20-40 s reader call per strategy on 2 cores, and a
+# fresh run must stay under 4 minutes (with 4 it took 3:48-4:15, 2026-11-26).
+DEFAULT_ANSWERS = 3
 
 
 def build_demo_index(workdir: Path, *, show_progress: bool = True):
@@ -106,6 +111,24 @@ def pick_questions(index: Any, per_level: int, *, k: int = 5, pool_per_level: in
     return picked
 
 
+def answered_questions(hard: Sequence[Any], answers: int) -> list[Any]:
+    """The ``answers`` questions the demo answers: those plain top-5 gets wrong (``hard``), taken
+    from each level in turn (first of every level, then the second, ...), in level order.
+
+    Example:
+        >>> from types import SimpleNamespace as Q
+        >>> qs = [Q(id=i, level=lv) for i, lv in enumerate([3, 3, 3, 4, 4])]
+        >>> [q.id for q in answered_questions(qs, 3)]
+        [0, 3, 1]
+    """
+    by_level: dict[int, list[Any]] = {}
+    for q in hard:
+        by_level.setdefault(q.level, []).append(q)
+    turns = [q for i in range(max(map(len, by_level.values()), default=0))
+             for lv in sorted(by_level) for q in by_level[lv][i:i + 1]]
+    return turns[:answers]
+
+
 def _facts_in(passages: Sequence[dict[str, Any]], question: Any) -> float:
     """Share of the question's gold facts found verbatim in the passages' texts."""
     text = " ".join(" ".join(str(p.get("text", "")).split()) for p in passages)
@@ -157,7 +180,7 @@ def run_demo(
     lm: Any = None,
     answer_lm: Any = "auto",
     lm_options: dict[str, Any] | None = None,
-    per_level: int = 2,
+    answers: int = DEFAULT_ANSWERS,
     evidence_per_level: int = 3,
     strategies: Sequence[str] | None = None,
     full: bool = False,
@@ -173,9 +196,9 @@ def run_demo(
         answer_lm: LM of the answer step; ``"auto"`` is ragnet's default reader for ``lm``
             (``ragnet.lm.config.default_answer_lm``), None answers with ``lm``.
         lm_options: ``api_base``, ``api_key``, ``timeout`` for the LMs.
-        per_level: questions answered per level, among the picked questions plain top-5 gets
-            wrong (levels where it gets them all right are not answered); ``full`` answers
-            every picked question.
+        answers: questions answered, among the picked questions plain top-5 gets wrong, taken
+            from each level in turn (:func:`answered_questions`; levels where top-5 gets every
+            question right are not answered); ``full`` answers every picked question.
         evidence_per_level: questions per level in the evidence table (no LM).
         strategies: strategy specs to answer with (default: basic, oneshot; with ``full``, all five).
         full: every strategy on every picked question.
@@ -197,10 +220,10 @@ def run_demo(
     from ragnet.programs.base import AnswerLM
     from ragnet.programs.registry import parse_spec
 
-    if per_level < 1:
-        raise InputError("must be at least 1", argument="per-level")
-    if evidence_per_level < per_level:
-        raise InputError(f"must be at least --per-level ({per_level})", argument="evidence-per-level")
+    if answers < 1:
+        raise InputError("must be at least 1", argument="answers")
+    if evidence_per_level < 1:
+        raise InputError("must be at least 1", argument="evidence-per-level")
     strategies = list(strategies or (FULL_STRATEGIES if full else DEFAULT_STRATEGIES))
     for spec in strategies:
         parse_spec(spec)
@@ -232,7 +255,7 @@ def run_demo(
     ragnet.configure(lm=lm, **(lm_options or {}))
     reader_spec = resolve_answer_lm(answer_lm, lm)
     reader = None if reader_spec is None else AnswerLM(reader_spec, **(lm_options or {}))
-    questions = picked if full else [q for lv in levels for q in [q for q in hard if q.level == lv][:per_level]]
+    questions = picked if full else answered_questions(hard, answers)
     by_id = {q.id: q for q in questions}
 
     def score(record: Any, pred: Any, idx: Any) -> dict[str, float]:
@@ -286,8 +309,8 @@ def run_demo(
     left = [s for s in FULL_STRATEGIES if s not in {parse_spec(x)[0] for x in strategies}]
     if not full:
         echo(f"left out to keep the demo to a few minutes: {', '.join(left) or 'nothing'}"
-             f"{'; ' if left else ''}answers for {len(questions)} of the {len(picked)} picked questions. "
-             "`ragnet demo --full` runs every strategy on every picked question.")
+             f"{'; ' if left else ''}answers for {len(questions)} of the {len(picked)} picked questions "
+             "(`--answers N` answers more). `ragnet demo --full` runs every strategy on every picked question.")
     echo(f"total {time.perf_counter() - started:.0f}s; per-question answers in "
          f"{workdir / 'results' / 'results.jsonl'}")
     return summary

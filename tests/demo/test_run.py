@@ -11,7 +11,7 @@ import re
 import dspy
 import pytest
 
-from ragnet.demo.run import DEFAULT_STRATEGIES, run_demo, top_k_misses
+from ragnet.demo.run import DEFAULT_ANSWERS, DEFAULT_STRATEGIES, run_demo, top_k_misses
 from ragnet.demo.corpus import choice_correct, demo_questions
 from tests.programs.scripted import ProgramLM
 
@@ -59,18 +59,18 @@ def test_demo_shows_evidence_then_answers_and_reruns_from_the_cache(tmp_path, is
     assert evidence["oneshot, sentences"]["facts"] > evidence["top-5 (basic)"]["facts"]
     assert all(row["tokens"] <= 1000 for name, row in evidence.items() if name.startswith("oneshot"))
 
-    # 2. answers: the default strategies, two per level on the questions top-5 gets wrong
+    # 2. answers: the default strategies on three questions top-5 gets wrong, levels taking turns
     records = _rows(workdir)
-    answered = {r["id"] for r in records}
-    assert answered <= {q.id for q in missed} and len(answered) == 4
-    assert {r["level"] for r in records} == {3, 4}
-    assert len(records) == len(DEFAULT_STRATEGIES) * 4 and DEFAULT_STRATEGIES == ("basic", "oneshot")
+    answered = [r["id"] for r in records if r["strategy"] == "basic"]
+    assert set(answered) <= {q.id for q in missed} and len(set(answered)) == DEFAULT_ANSWERS == 3
+    assert [r["level"] for r in records if r["strategy"] == "basic"] == [3, 4, 3]
+    assert len(records) == len(DEFAULT_STRATEGIES) * 3 and DEFAULT_STRATEGIES == ("basic", "oneshot")
     for label, agg in summary["strategies"].items():
-        assert agg["n"] == 4 and agg["errors"] == 0
+        assert agg["n"] == 3 and agg["errors"] == 0
         assert agg["correct"] == 1.0  # the scripted gold answers are scored right by every strategy
         assert 0 <= agg["gold_facts"] <= 1
     calls = {s: [r["usage"]["lm_calls"] for r in records if r["strategy"] == s] for s in DEFAULT_STRATEGIES}
-    assert calls["basic"] == calls["oneshot"] == [1, 1, 1, 1]
+    assert calls["basic"] == calls["oneshot"] == [1, 1, 1]
     assert all(r["context"] for r in records)
     total = sum(r["usage"]["lm_calls"] for r in records)
     cached = sum(r["usage"]["cached_calls"] for r in records)
@@ -94,7 +94,7 @@ def test_demo_shows_evidence_then_answers_and_reruns_from_the_cache(tmp_path, is
 
 def test_demo_runs_an_agent_strategy_on_request(tmp_path, isolated_dspy):
     lm = dspy.LM("scripted/program", engine=_gold_answering_lm(), cache=False, num_retries=0)
-    summary = run_demo(tmp_path / "demo", lm=lm, answer_lm=None, strategies=["combined"], per_level=1)
+    summary = run_demo(tmp_path / "demo", lm=lm, answer_lm=None, strategies=["combined"], answers=2)
     records = _rows(tmp_path / "demo")
     assert [r["strategy"] for r in records] == ["combined", "combined"]  # one L3 and one L4 question
     assert all(r["usage"]["lm_calls"] > 1 for r in records)  # the agent takes several steps
@@ -105,8 +105,8 @@ def test_demo_rejects_bad_arguments_before_building_anything(tmp_path, isolated_
     from ragnet.errors import InputError
 
     with pytest.raises(InputError) as err:
-        run_demo(tmp_path / "demo", lm=ProgramLM().lm(), per_level=0)
-    assert err.value.argument == "per-level"
+        run_demo(tmp_path / "demo", lm=ProgramLM().lm(), answers=0)
+    assert err.value.argument == "answers"
     with pytest.raises(InputError):
         run_demo(tmp_path / "demo", lm=ProgramLM().lm(), strategies=["basic", "bogus"])
     assert not (tmp_path / "demo").exists()
