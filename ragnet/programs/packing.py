@@ -46,6 +46,31 @@ def prompt_tokens(predictor: Any, demos: Sequence[Any] | None = None, *, signatu
     return total
 
 
+def cap_notes(notes: str, max_tokens: int) -> tuple[str, list[str]]:
+    """The notes' lines, in order, while they fit in ``max_tokens`` (cl100k); returns the kept
+    notes and the dropped lines.
+
+    Notes are written turn by turn, so the earliest lines come from the question's own search.
+    A line that does not fit ends the notes (no later, shorter line jumps ahead of it).
+
+    Example:
+        >>> cap_notes("- Rome is the capital of Italy.\\n- Paris is the capital of France.", 9)
+        ('- Rome is the capital of Italy.', ['- Paris is the capital of France.'])
+        >>> cap_notes("- a", 0)
+        ('', ['- a'])
+    """
+    from ragnet.signatures.contextualize import note_lines
+
+    lines = note_lines(notes)
+    kept, used = 0, 0
+    for line in lines:
+        used += count_tokens(line) + 1  # the line break
+        if used > max_tokens:
+            break
+        kept += 1
+    return "\n".join(lines[:kept]), lines[kept:]
+
+
 def demo_tokens(predictor: Any, demos: Sequence[Any] | None = None) -> list[int]:
     """Prompt tokens each demo adds to ``predictor``'s prompts (default: its own demos).
 

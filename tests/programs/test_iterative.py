@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import math
+import re
+
+import pytest
 
 from ragnet.corpus.tokens import count_tokens
+from ragnet.errors import InputError
 from ragnet.programs import BasicRAG, CombinedRAG, IterativeRAG, ReflectiveRAG
 from tests.programs.scripted import ProgramLM
 
@@ -191,6 +195,46 @@ def test_combined_never_deletes_and_respects_budget(yearbook_index, run_with):
     assert len(suff_prompts) == 2 and [e["turn"] for e in events(pred, "sufficiency")] == [1, 2]
     shown = [p.count("[c") for p in suff_prompts]
     assert 0 < shown[0] <= 10 and 0 < shown[1] <= 5
+
+
+def _long_notes(prompt: str, n: int) -> dict:
+    """Twenty distinct ~15-token facts a turn: far more notes than a quarter of a small budget."""
+    return {"new_notes": "\n".join(f"- fact {n}.{i}: the yearbook of this city lists a figure worth noting here"
+                                    for i in range(20))}
+
+
+def _notes_in(answer_prompt: str) -> list[str]:
+    return re.findall(r"^- fact \d+\.\d+:", answer_prompt, flags=re.M)
+
+
+def test_combined_caps_the_notes_share_of_the_answer_budget(yearbook_index, run_with):
+    """Uncapped, the notes of two turns crowd the chunks out of a 2,000-token answer prompt;
+    capped at a quarter, the earliest lines stay and the evidence gets the room back."""
+    def run(share: float):
+        with run_with(ProgramLM(contextualize=_long_notes)) as lm:
+            pred = CombinedRAG(yearbook_index, budget=2000, max_turns=2, k=3, notes_share=share)(question=Q)
+        (answer_prompt,) = [p for s, p in lm.calls if s == "answer"]
+        (select,) = events(pred, "select")
+        assert count_tokens(answer_prompt) <= 2000
+        return pred, answer_prompt, select["kept"]
+
+    pred, prompt, kept = run(0.25)  # the default
+    shown = _notes_in(prompt)
+    (cap,) = events(pred, "notes_cap")
+    assert cap["max_tokens"] == 500 and cap["kept"] == len(shown) > 0 and cap["kept"] + cap["dropped"] == 40
+    assert 0 < len(shown) < 40
+    assert shown == [f"- fact {turn}.{i}:" for turn in (1, 2) for i in range(20)][:len(shown)]  # earliest first
+    assert 0 < count_tokens("\n".join(line for line in prompt.splitlines() if line.startswith("- fact "))) <= 500
+
+    pred_all, prompt_all, kept_all = run(1)  # never cut: all 40 lines, and fewer chunks fit
+    assert len(_notes_in(prompt_all)) == 40 and not events(pred_all, "notes_cap")
+    assert len(kept) > len(kept_all)
+    pred_none, prompt_none, kept_none = run(0)  # no notes in the answer prompt
+    assert _notes_in(prompt_none) == [] and events(pred_none, "notes_cap")[0]["kept"] == 0
+    assert len(kept_none) >= len(kept)
+    with pytest.raises(InputError) as err:
+        CombinedRAG(yearbook_index, notes_share=1.5)
+    assert err.value.argument == "notes_share"
 
 
 def test_delete_cannot_remove_what_the_evidence_ranks_highest(yearbook_index, run_with):
