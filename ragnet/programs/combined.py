@@ -36,7 +36,6 @@ from ragnet.programs.oneshot import DEFAULT_METHOD, DEFAULT_TEMPERATURE, DEFAULT
 from ragnet.programs.packing import PromptBudget, cap_notes, pack
 from ragnet.programs.sentence_packing import pack_sentences
 from ragnet.programs.trace import Trace
-from ragnet.signatures.contextualize import note_lines
 
 
 # The notes' share of the answer budget (whole lines, earliest first). A quarter keeps ~10 short
@@ -145,10 +144,10 @@ class CombinedRAG(AgentRAG):
         if not self.contextualize.enabled or not notes:
             return ""
         cap = int(self.notes_share * self.budget)
-        shown, dropped = cap_notes(notes, cap)
+        kept, dropped = cap_notes(notes, cap)
         if dropped:
-            trace.add("notes_cap", max_tokens=cap, kept=len(note_lines(shown)), dropped=len(dropped))
-        return shown
+            trace.add("notes_cap", max_tokens=cap, kept=len(kept), dropped=len(dropped))
+        return "\n".join(kept)
 
     # -- AgentRAG's hooks: a short working view, a pool instead of LM deletion -------------------
     def _shown(self, state: Turns) -> list[Chunk]:

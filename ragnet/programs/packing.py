@@ -22,6 +22,7 @@ from ragnet.corpus.types import Chunk
 from ragnet.errors import InputError
 from ragnet.signatures import format_context
 from ragnet.signatures.answer import answer_demos, answer_inputs
+from ragnet.signatures.contextualize import note_lines
 from ragnet.signatures.formatting import render_chunk
 
 # Separator + short-id drift between the per-chunk estimate and the joined prompt.
@@ -46,21 +47,19 @@ def prompt_tokens(predictor: Any, demos: Sequence[Any] | None = None, *, signatu
     return total
 
 
-def cap_notes(notes: str, max_tokens: int) -> tuple[str, list[str]]:
-    """The notes' lines, in order, while they fit in ``max_tokens`` (cl100k); returns the kept
-    notes and the dropped lines.
+def cap_notes(notes: str, max_tokens: int) -> tuple[list[str], list[str]]:
+    """The notes' lines, in order, while they fit in ``max_tokens`` (cl100k): returns the kept
+    lines and the dropped ones.
 
     Notes are written turn by turn, so the earliest lines come from the question's own search.
     A line that does not fit ends the notes (no later, shorter line jumps ahead of it).
 
     Example:
         >>> cap_notes("- Rome is the capital of Italy.\\n- Paris is the capital of France.", 9)
-        ('- Rome is the capital of Italy.', ['- Paris is the capital of France.'])
+        (['- Rome is the capital of Italy.'], ['- Paris is the capital of France.'])
         >>> cap_notes("- a", 0)
-        ('', ['- a'])
+        ([], ['- a'])
     """
-    from ragnet.signatures.contextualize import note_lines
-
     lines = note_lines(notes)
     kept, used = 0, 0
     for line in lines:
@@ -68,7 +67,7 @@ def cap_notes(notes: str, max_tokens: int) -> tuple[str, list[str]]:
         if used > max_tokens:
             break
         kept += 1
-    return "\n".join(lines[:kept]), lines[kept:]
+    return lines[:kept], lines[kept:]
 
 
 def demo_tokens(predictor: Any, demos: Sequence[Any] | None = None) -> list[int]:

@@ -5,6 +5,7 @@ scripted LM only pins control flow, never quality."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 
@@ -99,6 +100,12 @@ def test_demo_runs_an_agent_strategy_on_request(tmp_path, isolated_dspy):
     assert [r["strategy"] for r in records] == ["combined", "combined"]  # one L3 and one L4 question
     assert all(r["usage"]["lm_calls"] > 1 for r in records)  # the agent takes several steps
     assert summary["strategies"]["combined"]["correct"] == 1.0
+
+
+def test_the_cli_default_is_the_demo_default():
+    from ragnet.cli.demo import demo
+
+    assert inspect.signature(demo).parameters["answers"].default.default == DEFAULT_ANSWERS
 
 
 def test_demo_rejects_bad_arguments_before_building_anything(tmp_path, isolated_dspy):
