@@ -44,7 +44,10 @@ class IterativeRAG(AgentRAG):
         max_turns: hard cap on search turns (5, as in the study).
         k: chunks per ``chunk_search`` (5).
         fallback: on turn 1 also search the original question.
-        delete: run ``chunk_delete`` (SelectDeletions) after each search.
+        delete: run ``chunk_delete`` (SelectDeletions) after each search. With a small local LM,
+            turn it off (the ``iterative:no-delete`` preset): on the first 50 HotpotQA dev
+            questions with 0.5B steps and a 1.5B reader it ended with all the gold for 60% of
+            questions against 52% with the guarded delete, at the same EM and 20% fewer LM calls.
         dedup: replace already-seen ids with the next-ranked unseen chunks.
         contextualize: keep a notes cache updated from each retrieval.
         sufficiency: stop when AssessSufficiency says "Sufficient".
