@@ -7,9 +7,9 @@ from ragnet.eval.datasets import load_questions, pooled_documents, resolve_datas
 from ragnet.index.passages import passage_text
 from ragnet.corpus.types import Chunk
 from ragnet.index.embedder import Embedder
-from ragnet.index.onnx_backend import onnx_cache_dir, OnnxEncoder, _normalise, int8_file, int8_flavour, _INT8_WEIGHTS
+from ragnet.index.onnx_backend import onnx_cache_dir, OnnxEncoder, int8_file, int8_flavour, _INT8_WEIGHTS
 
-recs = load_questions(resolve_dataset("hotpotqa_dev_distractor", None)  # $RAGNET_DATA or ../shared/data)
+recs = load_questions(resolve_dataset("hotpotqa_dev_distractor", None))  # $RAGNET_DATA or ../shared/data
 docs = pooled_documents(recs)[:1000]
 texts = [passage_text(Chunk(id=d.id, doc_id=d.id, title=d.title, text=d.text, tokens=0)) for d in docs]
 torch_e = Embedder(backend="torch")
@@ -37,13 +37,11 @@ for name, ops in (("fused_int8_mm", ["MatMul"]), ("fused_int8_mm_att", ["MatMul"
     variants[name] = out.name
 files = {"int8": int8_file(int8_flavour()), **variants}
 ref = torch_e.encode(texts)
-order = np.argsort([-len(t) for t in texts], kind="stable")
 def run(enc, bs=64):
-    out = np.zeros((len(texts), 384), dtype=np.float32)
-    for s in range(0, len(order), bs):
-        rows = order[s:s + bs]
-        out[rows] = enc.forward([texts[i] for i in rows], enc.document_prompt)
-    return _normalise(out)
+    """``Embedder.encode`` (length-sorted batches, input order restored, normalised) through ``enc``."""
+    emb = Embedder(backend="onnx", batch_size=bs)
+    emb._onnx = enc
+    return emb.encode(texts)
 encs = {k: OnnxEncoder(folder, f) for k, f in files.items()}
 for enc in encs.values():
     enc.forward(texts[:16])

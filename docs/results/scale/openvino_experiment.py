@@ -18,7 +18,7 @@ from ragnet.eval.datasets import load_questions, pooled_documents, resolve_datas
 from ragnet.index.passages import passage_text
 from ragnet.corpus.types import Chunk
 from ragnet.index.embedder import Embedder
-from ragnet.index.onnx_backend import onnx_cache_dir, OnnxEncoder, _normalise, int8_file, int8_flavour
+from ragnet.index.onnx_backend import onnx_cache_dir, OnnxEncoder, int8_file, int8_flavour
 import openvino as ov
 
 IR_DIR = Path(tempfile.gettempdir()) / "ragnet-openvino-experiment"
@@ -75,13 +75,11 @@ for name, kw in (("ov-nncf-int8-transformer", dict(model_type=nncf.ModelType.TRA
     except Exception as exc:
         print(name, "failed:", exc, flush=True)
 ref = torch_e.encode(texts)
-order = np.argsort([-len(t) for t in texts], kind="stable")
 def run(enc, bs=64):
-    out = np.zeros((len(texts), 384), dtype=np.float32)
-    for s in range(0, len(order), bs):
-        rows = order[s:s + bs]
-        out[rows] = enc.forward([texts[i] for i in rows], enc.document_prompt)
-    return _normalise(out)
+    """``Embedder.encode`` (length-sorted batches, input order restored, normalised) through ``enc``."""
+    emb = Embedder(backend="onnx", batch_size=bs)
+    emb._onnx = enc
+    return emb.encode(texts)
 for k, enc in list(encs.items()):
     t = time.perf_counter(); run(enc); dt = time.perf_counter() - t
     print("warm-up", k, round(dt, 1), "s", flush=True)
