@@ -36,8 +36,9 @@ def ask(
     api_key: Optional[str] = api_key_option(),
     api_key_env: Optional[str] = api_key_env_option(),
     timeout: float = timeout_option(),
-    budget: Optional[int] = typer.Option(None, help="Token budget of the answer prompt (oneshot, combined; "
-                                                    "default: auto's for the reader, else 4,000)."),
+    budget: Optional[int] = typer.Option(None, help="Token budget of the answer prompt (oneshot, combined, "
+                                                    "iterative; default: auto's for the reader, else 4,000 "
+                                                    "for oneshot and combined, none for iterative)."),
     program_file: Optional[Path] = typer.Option(None, "--program", help="Compiled program JSON from `ragnet optimize`."),
     as_json: bool = typer.Option(False, "--json", help="Print the whole prediction as JSON."),
     show_trace: bool = typer.Option(False, "--trace", help="Print the step-by-step trace (one JSON object per line)."),

@@ -62,7 +62,7 @@ def evaluate(
     judge_lm: Optional[str] = typer.Option(None, help="LM for the LLM-match judge (default: the same as --lm)."),
     no_judge: bool = typer.Option(False, "--no-judge", help="Skip the LLM judge (EM/F1 only)."),
     threads: int = typer.Option(1, help="Questions answered in parallel."),
-    budget: Optional[int] = typer.Option(None, help="Token budget of the answer prompt for oneshot/combined."),
+    budget: Optional[int] = typer.Option(None, help="Token budget of the answer prompt for oneshot, combined and iterative (which reads everything it kept without one)."),
     budgets: Optional[str] = typer.Option(None, help="Comma-separated budgets: budgeted strategies run at each (oneshot@2000)."),
     mode: str = typer.Option("pooled", help="pooled (all questions' paragraphs / corpus.jsonl) | per-question."),
     program: Optional[List[str]] = typer.Option(None, "--program", help="Compiled program from `ragnet optimize`: STRATEGY=FILE, or FILE with one strategy. Repeatable."),

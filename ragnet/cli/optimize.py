@@ -52,7 +52,7 @@ def optimize(
     seed: int = typer.Option(0, help="Seed of the question sample, the split, the cases and the optimizer."),
     data_dir: Optional[Path] = data_dir_option(),
     index_dir: Optional[Path] = index_dir_option(),
-    context_budget: Optional[int] = typer.Option(None, "--context-budget", help="Token budget of the answer prompt (oneshot, combined)."),
+    context_budget: Optional[int] = typer.Option(None, "--context-budget", help="Token budget of the answer prompt (oneshot, combined, iterative)."),
     paragraphs: int = typer.Option(4, help="Paragraphs per sufficiency case (gold + distractors)."),
     max_words: Optional[int] = typer.Option(None, "--max-words", help="Longest paragraph used in step cases, in words (default 200 for sufficiency, 250 for crop, 60 words of gold sentences for answer)."),
     demo_tokens: Optional[int] = typer.Option(None, "--demo-tokens", help="Cap on each compiled predictor's few-shot demos, in prompt tokens (default 300 with --step answer, whose demos share the reader's budget; otherwise no cap). 0 keeps no demos."),

@@ -98,7 +98,7 @@ def plan_strategies(
 ) -> list[StrategyRun]:
     """Expand strategy specs into report columns.
 
-    Budgeted strategies (``oneshot``, ``combined``) run once per entry of ``budgets`` (labels
+    Budgeted strategies (``oneshot``, ``combined``, ``iterative``) run once per entry of ``budgets`` (labels
     ``oneshot@1000`` ...), or at ``budget`` (label ``oneshot@4000``), or at their default
     (label ``oneshot``). Other strategies run once.
 

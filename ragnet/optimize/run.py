@@ -86,7 +86,7 @@ def run_optimize(
         step: compile one step only (``sufficiency``, ``crop``, ...).
         n, val_fraction, seed: questions used, the held-out share, and the seed.
         index_dir: pooled index for whole-program compiles (default: the cached one).
-        context_budget: token budget of the answer prompt (oneshot, combined).
+        context_budget: token budget of the answer prompt (oneshot, combined, iterative).
         paragraphs, max_words: shape of sufficiency/crop step cases.
         demo_tokens: cap on each compiled predictor's demo prompt tokens (default: the step's
             own, 300 for ``answer``; no cap for whole programs).

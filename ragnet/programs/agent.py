@@ -6,8 +6,10 @@
   event (and a ``stop`` on "Sufficient").
 * :class:`AgentRAG`: the turn loop of IterativeRAG and CombinedRAG. Each turn: next query →
   ``chunk_search`` cast (with the turn-1 fallback search and de-duplication) → gather → notes →
-  prune → sufficiency. The two programs differ only in four hooks: what the rewrite is shown,
-  how a cast is gathered, whether the context is pruned, and what the sufficiency step sees.
+  prune → sufficiency. The two programs differ only in three hooks: what the rewrite is shown,
+  whether the context is pruned, and what the sufficiency step sees. Every gathered chunk keeps
+  the best calibrated relevance any cast gave it, and :meth:`AgentRAG._pack_final` fills an answer
+  budget from the gathered chunks (CombinedRAG always, IterativeRAG when given a ``budget``).
 """
 
 from __future__ import annotations
@@ -16,11 +18,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import dspy
+import numpy as np
 
+from ragnet.core.calibrate import relevance
 from ragnet.corpus.types import Chunk
-from ragnet.programs.base import RAGProgram, check_positive_int
+from ragnet.programs.base import RAGProgram, check_fraction, check_positive_int
+from ragnet.programs.oneshot import DEFAULT_METHOD, DEFAULT_TEMPERATURE, DEFAULT_TRANSFORM, check_selection
+from ragnet.programs.packing import PromptBudget, cap_notes, pack
+from ragnet.programs.sentence_packing import pack_sentences
 from ragnet.programs.trace import Trace
 from ragnet.signatures import ContextualizeStep, RewriteStep, SufficiencyStep, format_context
+
+# The notes' share of the answer budget (whole lines, earliest first). A quarter keeps ~10 short
+# facts at 1,000 tokens and leaves the rest to the evidence.
+DEFAULT_NOTES_SHARE = 0.25
 
 
 def rewrite_query(
@@ -64,7 +75,7 @@ class Turns:
     queries: list[str] = field(default_factory=list)  # every query searched
     notes: str = ""
     missing: str = ""  # the last verdict's "still missing", for the next rewrite
-    relevance: dict[str, float] = field(default_factory=dict)  # id -> best calibrated relevance (CombinedRAG)
+    relevance: dict[str, float] = field(default_factory=dict)  # id -> best calibrated relevance of any cast
 
 
 class AgentRAG(RAGProgram):
@@ -72,7 +83,9 @@ class AgentRAG(RAGProgram):
 
     Args: as in :class:`ragnet.programs.IterativeRAG` (``max_turns``, ``k``, ``fallback``,
     ``dedup``, ``contextualize``, ``sufficiency``, ``rewrite``, ``n_queries``, ``lam``,
-    ``retries``, ``answer_lm``, ``answer_reasoning``, ``answer_question_at``).
+    ``retries``, ``answer_lm``, ``answer_reasoning``, ``answer_question_at``) and
+    :class:`ragnet.programs.CombinedRAG` (the final pack's ``budget``, ``sentences``,
+    ``notes_share``, ``transform``, ``temperature``, ``method``).
     """
 
     def __init__(
@@ -80,6 +93,12 @@ class AgentRAG(RAGProgram):
         sufficiency: bool, rewrite: bool, n_queries: int, lam: float, retries: int, answer_lm: Any,
         answer_reasoning: bool = False,
         answer_question_at: str = "first",
+        budget: int | None = None,
+        sentences: bool = False,
+        notes_share: float = DEFAULT_NOTES_SHARE,
+        transform: str = DEFAULT_TRANSFORM,
+        temperature: float = DEFAULT_TEMPERATURE,
+        method: str = DEFAULT_METHOD,
     ) -> None:
         super().__init__(index, lam=lam, retries=retries, answer_lm=answer_lm, answer_reasoning=answer_reasoning,
                          answer_question_at=answer_question_at)
@@ -87,6 +106,10 @@ class AgentRAG(RAGProgram):
         self.k = check_positive_int(k, "k")
         self.n_queries = check_positive_int(n_queries, "n_queries")
         self.fallback, self.dedup = bool(fallback), bool(dedup)
+        self.budget = None if budget is None else check_positive_int(budget, "budget")
+        self.sentences = bool(sentences)
+        self.notes_share = check_fraction(notes_share, "notes_share")
+        self.transform, self.temperature, self.method = check_selection(transform, temperature, method)
         self.rewrite = RewriteStep(retries=self.retries, enabled=rewrite)
         self.contextualize = ContextualizeStep(retries=self.retries, enabled=contextualize)
         self.sufficiency = SufficiencyStep(retries=self.retries, enabled=sufficiency)
@@ -128,8 +151,19 @@ class AgentRAG(RAGProgram):
         return state.context
 
     def _gather(self, state: Turns, new: list[Chunk], searches: list[dict]) -> None:
-        """Take in a turn's new chunks (``searches``: the turn's ``search`` events)."""
+        """Take in a turn's new chunks with per-cast calibrated relevance (``searches``: the turn's
+        ``search`` events): each cast's scores are calibrated against that cast's best hit, and a
+        chunk keeps the best relevance any cast gave it, so casts of different queries compare."""
         state.context.extend(new)
+        by_id = {c.id: c for c in state.context}
+        for event in searches:
+            hits = [by_id[cid] for cid in event["retrieved"] if cid in by_id]
+            if not hits:
+                continue
+            rel = relevance(np.array([h.score for h in hits]), self.transform, self.temperature)
+            for hit, r in zip(hits, rel.tolist()):
+                if r > state.relevance.get(hit.id, -np.inf):
+                    state.relevance[hit.id] = r
 
     def _prune(self, question: str, state: Turns, turn: int, trace: Trace) -> None:
         """Shorten the working context after a turn (nothing by default)."""
@@ -172,3 +206,41 @@ class AgentRAG(RAGProgram):
         out = self.contextualize(question=question, notes=notes, new_chunks=new)
         trace.add("notes", turn=turn, added=len(out.added), repeated=len(out.repeated), chars=len(out.notes))
         return out.notes
+
+    # -- the budgeted final pack -------------------------------------------------------------------
+    def _by_relevance(self, state: Turns, chunks: list[Chunk]) -> list[Chunk]:
+        """``chunks`` best first by their calibrated relevance, which becomes their score."""
+        return [c.with_scores(score=state.relevance[c.id]) for c in sorted(chunks, key=lambda c: -state.relevance[c.id])]
+
+    def _pack_final(self, question: str, candidates: list[Chunk], notes: str, trace: Trace) -> tuple[list[Chunk], str]:
+        """Fill ``budget`` tokens of answer prompt from ``candidates`` (best first, scored by
+        calibrated relevance): the notes capped at ``notes_share`` of the budget, then whole
+        chunks by the knapsack or, with ``sentences``, their best sentences. Returns the context
+        and the notes the answer prompt shows."""
+        shown_notes = self._answer_notes(notes, trace)
+        with self.answer_settings():
+            budget = PromptBudget(self.answer.predict, question, self.budget, notes=shown_notes,
+                                  signature=self.answer.signature_for(question))
+        if self.sentences:
+            result = pack_sentences(candidates, question, budget, self.index)
+            trace.add("crop", kind="sentences",
+                      cropped=[c for c in result.cropped if c["tokens_after"] < c["tokens_before"]])
+            trace.add("select", kept=[c.id for c in result.chunks], candidates=result.candidates,
+                      tokens=result.prompt_tokens, budget=self.budget, method="sentences",
+                      sentences=[{"id": c["id"], "kept": c["kept"], "of": c["sentences"]} for c in result.cropped])
+        else:
+            # Scores are already calibrated per cast, so the knapsack takes them as they are.
+            result = pack(candidates, [c.score for c in candidates], budget, transform="raw", method=self.method)
+            trace.add("select", kept=[c.id for c in result.chunks], candidates=result.candidates,
+                      tokens=result.prompt_tokens, budget=self.budget, method=self.method)
+        return result.chunks, budget.notes
+
+    def _answer_notes(self, notes: str, trace: Trace) -> str:
+        """The notes the answer prompt shows: capped at ``notes_share`` of the budget."""
+        if not self.contextualize.enabled or not notes:
+            return ""
+        cap = int(self.notes_share * self.budget)
+        kept, dropped = cap_notes(notes, cap)
+        if dropped:
+            trace.add("notes_cap", max_tokens=cap, kept=len(kept), dropped=len(dropped))
+        return "\n".join(kept)

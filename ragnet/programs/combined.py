@@ -26,21 +26,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
-from ragnet.core.calibrate import relevance
 from ragnet.corpus.types import Chunk
-from ragnet.programs.agent import AgentRAG, Turns
-from ragnet.programs.base import RunResult, check_fraction, check_positive_int
-from ragnet.programs.oneshot import DEFAULT_METHOD, DEFAULT_TEMPERATURE, DEFAULT_TRANSFORM, apply_metadata_rules, check_selection
-from ragnet.programs.packing import PromptBudget, cap_notes, pack
-from ragnet.programs.sentence_packing import pack_sentences
+from ragnet.programs.agent import DEFAULT_NOTES_SHARE, AgentRAG, Turns
+from ragnet.programs.oneshot import DEFAULT_METHOD, DEFAULT_TEMPERATURE, DEFAULT_TRANSFORM, apply_metadata_rules
+from ragnet.programs.base import RunResult, check_positive_int
 from ragnet.programs.trace import Trace
-
-
-# The notes' share of the answer budget (whole lines, earliest first). A quarter keeps ~10 short
-# facts at 1,000 tokens and leaves the rest to the evidence.
-DEFAULT_NOTES_SHARE = 0.25
 
 
 class CombinedRAG(AgentRAG):
@@ -105,49 +95,19 @@ class CombinedRAG(AgentRAG):
             index, max_turns=max_turns, k=k, fallback=fallback, dedup=dedup,
             contextualize=contextualize, sufficiency=sufficiency, rewrite=rewrite, n_queries=n_queries,
             lam=lam, retries=retries, answer_lm=answer_lm, answer_reasoning=answer_reasoning,
-            answer_question_at=answer_question_at,
+            answer_question_at=answer_question_at, budget=check_positive_int(budget, "budget"), sentences=sentences,
+            notes_share=notes_share, transform=transform, temperature=temperature, method=method,
         )
-        self.budget = check_positive_int(budget, "budget")
         self.rules = bool(rules)
-        self.sentences = bool(sentences)
-        self.notes_share = check_fraction(notes_share, "notes_share")
-        self.transform, self.temperature, self.method = check_selection(transform, temperature, method)
 
     def _run(self, question: str, trace: Trace) -> RunResult:
         state = self._turns(question, trace)
-        notes = state.notes
-        candidates = [c.with_scores(score=state.relevance[c.id])
-                      for c in sorted(state.context, key=lambda c: -state.relevance[c.id])]
+        candidates = self._by_relevance(state, state.context)
         if self.rules:
             candidates = apply_metadata_rules(self.index, question, candidates, trace, add=False, lam=self.lam)
-        shown_notes = self._answer_notes(notes, trace)
-        with self.answer_settings():
-            budget = PromptBudget(self.answer.predict, question, self.budget, notes=shown_notes,
-                                  signature=self.answer.signature_for(question))
-        if self.sentences:
-            result = pack_sentences(candidates, question, budget, self.index)
-            trace.add("crop", kind="sentences",
-                      cropped=[c for c in result.cropped if c["tokens_after"] < c["tokens_before"]])
-            trace.add("select", kept=[c.id for c in result.chunks], candidates=result.candidates,
-                      tokens=result.prompt_tokens, budget=self.budget, method="sentences",
-                      sentences=[{"id": c["id"], "kept": c["kept"], "of": c["sentences"]} for c in result.cropped])
-        else:
-            # Scores are already calibrated per cast, so the knapsack takes them as they are.
-            result = pack(candidates, [c.score for c in candidates], budget, transform="raw", method=self.method)
-            trace.add("select", kept=[c.id for c in result.chunks], candidates=result.candidates,
-                      tokens=result.prompt_tokens, budget=self.budget, method=self.method)
-        answer, evidence = self._answer(question, result.chunks, trace, notes=budget.notes)
-        return RunResult(answer=answer, evidence=evidence, context=result.chunks, notes=notes)
-
-    def _answer_notes(self, notes: str, trace: Trace) -> str:
-        """The notes the answer prompt shows: capped at ``notes_share`` of the budget."""
-        if not self.contextualize.enabled or not notes:
-            return ""
-        cap = int(self.notes_share * self.budget)
-        kept, dropped = cap_notes(notes, cap)
-        if dropped:
-            trace.add("notes_cap", max_tokens=cap, kept=len(kept), dropped=len(dropped))
-        return "\n".join(kept)
+        chunks, shown_notes = self._pack_final(question, candidates, state.notes, trace)
+        answer, evidence = self._answer(question, chunks, trace, notes=shown_notes)
+        return RunResult(answer=answer, evidence=evidence, context=chunks, notes=state.notes)
 
     # -- AgentRAG's hooks: a short working view, a pool instead of LM deletion -------------------
     def _shown(self, state: Turns) -> list[Chunk]:
@@ -155,16 +115,3 @@ class CombinedRAG(AgentRAG):
 
     def _view(self, state: Turns, new: list[Chunk]) -> list[Chunk]:
         return new  # the sufficiency step sees the notes plus the newest cast
-
-    def _gather(self, state: Turns, new: list[Chunk], searches: list[dict]) -> None:
-        """Add this turn's hits to the pool with per-cast calibrated relevance (max over casts)."""
-        state.context.extend(new)
-        by_id = {c.id: c for c in state.context}
-        for event in searches:
-            hits = [by_id[cid] for cid in event["retrieved"] if cid in by_id]
-            if not hits:
-                continue
-            rel = relevance(np.array([h.score for h in hits]), self.transform, self.temperature)
-            for hit, r in zip(hits, rel.tolist()):
-                if r > state.relevance.get(hit.id, -np.inf):
-                    state.relevance[hit.id] = r

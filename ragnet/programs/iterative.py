@@ -21,6 +21,12 @@ Each turn (at most ``max_turns``):
    where its verdict could change nothing (one LM call saved per question that reaches the cap).
 
 Every switch is independent; defaults are the studies' best settings (all on).
+
+**The answer context.** By default the answer step reads everything the turns kept, with all the
+notes, as in the study. Without the delete step that grows by up to ``k`` chunks a search (25+ at
+``max_turns=5``), more than a small reader can use. With a ``budget`` the kept chunks are packed
+into it the way CombinedRAG packs its pool (calibrated relevance, the knapsack, or their best
+sentences with ``sentences``; the notes capped at ``notes_share`` of the budget).
 """
 
 from __future__ import annotations
@@ -30,7 +36,8 @@ from typing import Any
 import numpy as np
 
 from ragnet.corpus.types import Chunk
-from ragnet.programs.agent import AgentRAG, Turns
+from ragnet.errors import InputError
+from ragnet.programs.agent import DEFAULT_NOTES_SHARE, AgentRAG, Turns
 from ragnet.programs.base import RunResult, check_positive_int
 from ragnet.programs.trace import Trace
 from ragnet.signatures import DeleteStep
@@ -63,6 +70,12 @@ class IterativeRAG(AgentRAG):
             protecting only the best hits and the 2 closest chunks still lost 25 points of
             all-gold recall on the first 24 dev questions, 70.8% retrieved -> 45.8% kept).
         lam: hybrid BM25 weight.
+        budget: total tokens of the answer prompt. None (the default, the study's design): the
+            answer step reads every kept chunk and all the notes. A number: the kept chunks are
+            packed into it as in CombinedRAG, best calibrated relevance first.
+        sentences: pack the kept chunks' best sentences instead of whole chunks (needs a
+            ``budget``; the ``iterative:sentences`` and ``iterative:no-delete-sentences`` presets).
+        notes_share: the largest share of ``budget`` the notes may take (as in CombinedRAG).
 
     Example:
         >>> import dspy
@@ -96,21 +109,30 @@ class IterativeRAG(AgentRAG):
         answer_lm: Any = None,
         answer_reasoning: bool = False,
         answer_question_at: str = "first",
+        budget: int | None = None,
+        sentences: bool = False,
+        notes_share: float = DEFAULT_NOTES_SHARE,
     ) -> None:
+        if sentences and budget is None:
+            raise InputError("sentence selection packs the answer context into a token budget; give a budget "
+                             "(1,000 tokens suits a small local reader)", argument="budget")
         super().__init__(
             index, max_turns=max_turns, k=k, fallback=fallback, dedup=dedup, contextualize=contextualize,
             sufficiency=sufficiency, rewrite=rewrite, n_queries=n_queries, lam=lam, retries=retries,
             answer_lm=answer_lm, answer_reasoning=answer_reasoning,
-            answer_question_at=answer_question_at,
+            answer_question_at=answer_question_at, budget=budget, sentences=sentences, notes_share=notes_share,
         )
         self.protect = check_positive_int(protect, "protect", minimum=0)
         self.delete = DeleteStep(retries=self.retries, enabled=delete)
 
     def _run(self, question: str, trace: Trace) -> RunResult:
         state = self._turns(question, trace)
-        notes = state.notes if self.contextualize.enabled else ""
-        answer, evidence = self._answer(question, state.context, trace, notes=notes)
-        return RunResult(answer=answer, evidence=evidence, context=state.context, notes=state.notes)
+        if self.budget is None:
+            context, notes = state.context, (state.notes if self.contextualize.enabled else "")
+        else:
+            context, notes = self._pack_final(question, self._by_relevance(state, state.context), state.notes, trace)
+        answer, evidence = self._answer(question, context, trace, notes=notes)
+        return RunResult(answer=answer, evidence=evidence, context=context, notes=state.notes)
 
     def _prune(self, question: str, state: Turns, turn: int, trace: Trace) -> None:
         """chunk_delete, checked: protected chunks stay and the context is never emptied."""

@@ -53,6 +53,9 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "no-sufficiency": {"sufficiency": False},
         "plain": {"fallback": False, "delete": False, "dedup": False, "contextualize": False},
         "unguarded-delete": {"protect": 0},
+        # the kept chunks' best sentences packed into the answer budget (give one: --budget)
+        "sentences": {"sentences": True},
+        "no-delete-sentences": {"delete": False, "sentences": True},
     },
     "reflective": {"no-noise": {"noise_removal": False}, "no-reflection": {"max_reflections": 0}},
     "combined": {"no-rules": {"rules": False}, "no-contextualize": {"contextualize": False},
@@ -67,8 +70,9 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
                  "sentences-qauto": {"sentences": True, "answer_question_at": "auto"}},
 }
 
-# Strategies whose constructor takes a token budget.
-BUDGETED = {"oneshot", "combined"}
+# Strategies whose constructor takes a token budget. IterativeRAG reads everything it kept when
+# it is given none (the study's design) and packs it into the budget when given one.
+BUDGETED = {"oneshot", "combined", "iterative"}
 
 #: ``ragnet ask --strategy auto``: the strategy spec and answer budget ragnet recommends for a
 #: small local reader (a dense 1,000-token context of selected sentences, chosen on HotpotQA dev

@@ -237,6 +237,58 @@ def test_combined_caps_the_notes_share_of_the_answer_budget(yearbook_index, run_
     assert err.value.argument == "notes_share"
 
 
+def test_iterative_without_a_budget_reads_everything_it_kept(yearbook_index, run_with):
+    with run_with(ProgramLM()) as lm:
+        pred = IterativeRAG(yearbook_index, max_turns=3, delete=False)(question=Q)
+    retrieved = [cid for e in events(pred, "search") for cid in e["retrieved"]]
+    assert not events(pred, "select") and pred.context == list(dict.fromkeys(retrieved))
+    (answer_prompt,) = [p for s, p in lm.calls if s == "answer"]
+    assert answer_prompt.count("[c") >= len(pred.context) == 20  # 3 turns + the fallback, k=5, dedup
+
+
+def test_iterative_packs_what_it_kept_into_a_budget(yearbook_index, run_with):
+    """With a budget the turns run exactly as without one; only the answer prompt is packed."""
+    def run(**kwargs):
+        with run_with(ProgramLM()) as lm:
+            pred = IterativeRAG(yearbook_index, max_turns=3, delete=False, **kwargs)(question=Q)
+        (answer_prompt,) = [p for s, p in lm.calls if s == "answer"]
+        return pred, lm, answer_prompt
+
+    full, full_lm, _ = run()
+    packed, packed_lm, prompt = run(budget=1200)
+    searched = lambda pred: [(e["turn"], e["query"], e["retrieved"]) for e in events(pred, "search")]
+    assert searched(packed) == searched(full)
+    assert [c for c in packed_lm.calls if c[0] != "answer"] == [c for c in full_lm.calls if c[0] != "answer"]
+    (select,) = events(packed, "select")
+    assert select["budget"] == 1200 and select["tokens"] <= 1200 and count_tokens(prompt) <= 1200
+    assert packed.context == select["kept"] and 0 < len(packed.context) < len(full.context)
+    assert set(packed.context) <= set(full.context)
+    # best calibrated relevance first: the best hit of the first search leads
+    assert packed.context[0] == events(packed, "search")[0]["retrieved"][0]
+
+    sentences, _, prompt = run(budget=800, sentences=True)
+    (select,) = events(sentences, "select")
+    assert select["method"] == "sentences" and count_tokens(prompt) <= 800 and events(sentences, "crop")
+    with pytest.raises(InputError) as err:
+        IterativeRAG(yearbook_index, sentences=True)
+    assert err.value.argument == "budget"
+
+
+def test_iterative_caps_the_notes_only_under_a_budget(yearbook_index, run_with):
+    def run(**kwargs):
+        with run_with(ProgramLM(contextualize=_long_notes)) as lm:
+            pred = IterativeRAG(yearbook_index, max_turns=2, k=3, delete=False, **kwargs)(question=Q)
+        (answer_prompt,) = [p for s, p in lm.calls if s == "answer"]
+        return pred, answer_prompt
+
+    pred, prompt = run()
+    assert len(_notes_in(prompt)) == 40 and not events(pred, "notes_cap")
+    pred, prompt = run(budget=2000)
+    (cap,) = events(pred, "notes_cap")
+    assert cap["max_tokens"] == 500 and 0 < cap["kept"] == len(_notes_in(prompt)) < 40
+    assert pred.notes.count("- fact ") == 40  # the program's notes stay whole; only the prompt is capped
+
+
 def test_delete_cannot_remove_what_the_evidence_ranks_highest(yearbook_index, run_with):
     """The LM asks to delete every chunk but one; the best hit of each search and the two chunks
     closest to the question stay, and each refusal is recorded."""
