@@ -76,6 +76,7 @@ class Turns:
     notes: str = ""
     missing: str = ""  # the last verdict's "still missing", for the next rewrite
     relevance: dict[str, float] = field(default_factory=dict)  # id -> best calibrated relevance of any cast
+    hybrid: dict[str, float] = field(default_factory=dict)  # id -> best hybrid score of any cast (its own query's)
 
 
 class AgentRAG(RAGProgram):
@@ -164,6 +165,8 @@ class AgentRAG(RAGProgram):
             for hit, r in zip(hits, rel.tolist()):
                 if r > state.relevance.get(hit.id, -np.inf):
                     state.relevance[hit.id] = r
+                if hit.score > state.hybrid.get(hit.id, -np.inf):
+                    state.hybrid[hit.id] = float(hit.score)
 
     def _prune(self, question: str, state: Turns, turn: int, trace: Trace) -> None:
         """Shorten the working context after a turn (nothing by default)."""
@@ -209,12 +212,17 @@ class AgentRAG(RAGProgram):
 
     # -- the budgeted final pack -------------------------------------------------------------------
     def _by_relevance(self, state: Turns, chunks: list[Chunk]) -> list[Chunk]:
-        """``chunks`` best first by their calibrated relevance, which becomes their score."""
-        return [c.with_scores(score=state.relevance[c.id]) for c in sorted(chunks, key=lambda c: -state.relevance[c.id])]
+        """``chunks`` best first, scored for the final pack. The knapsack of whole chunks takes the
+        calibrated relevance. Sentence selection takes the best hybrid score any cast gave the
+        chunk: its value model was calibrated on hybrid scores, and on the first 50 HotpotQA dev
+        questions (``iterative:no-delete`` at 1,000 tokens, an LM-free replay) it kept all the gold
+        for 58% of them with these against 42% with calibrated relevance."""
+        scores = state.hybrid if self.sentences else state.relevance
+        return [c.with_scores(score=scores[c.id]) for c in sorted(chunks, key=lambda c: -scores[c.id])]
 
     def _pack_final(self, question: str, candidates: list[Chunk], notes: str, trace: Trace) -> tuple[list[Chunk], str]:
         """Fill ``budget`` tokens of answer prompt from ``candidates`` (best first, scored by
-        calibrated relevance): the notes capped at ``notes_share`` of the budget, then whole
+        :meth:`_by_relevance`): the notes capped at ``notes_share`` of the budget, then whole
         chunks by the knapsack or, with ``sentences``, their best sentences. Returns the context
         and the notes the answer prompt shows."""
         shown_notes = self._answer_notes(notes, trace)

@@ -25,8 +25,9 @@ Every switch is independent; defaults are the studies' best settings (all on).
 **The answer context.** By default the answer step reads everything the turns kept, with all the
 notes, as in the study. Without the delete step that grows by up to ``k`` chunks a search (25+ at
 ``max_turns=5``), more than a small reader can use. With a ``budget`` the kept chunks are packed
-into it the way CombinedRAG packs its pool (calibrated relevance, the knapsack, or their best
-sentences with ``sentences``; the notes capped at ``notes_share`` of the budget).
+into it the way CombinedRAG packs its pool (whole chunks by calibrated relevance and the knapsack,
+or with ``sentences`` their best sentences, valued from each chunk's best hybrid score; the notes
+capped at ``notes_share`` of the budget).
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ class IterativeRAG(AgentRAG):
         lam: hybrid BM25 weight.
         budget: total tokens of the answer prompt. None (the default, the study's design): the
             answer step reads every kept chunk and all the notes. A number: the kept chunks are
-            packed into it as in CombinedRAG, best calibrated relevance first.
+            packed into it as in CombinedRAG (``AgentRAG._pack_final``).
         sentences: pack the kept chunks' best sentences instead of whole chunks (needs a
             ``budget``; the ``iterative:sentences`` and ``iterative:no-delete-sentences`` presets).
         notes_share: the largest share of ``budget`` the notes may take (as in CombinedRAG).
