@@ -56,6 +56,8 @@ class IterativeRAG(AgentRAG):
             turn it off (the ``iterative:no-delete`` preset): on the first 50 HotpotQA dev
             questions with 0.5B steps and a 1.5B reader it ended with all the gold for 60% of
             questions against 52% with the guarded delete, at the same EM and 20% fewer LM calls.
+            Give it a ``budget`` too: unpacked, its 10 chunks took the 0.5B reader to F1 11.2
+            (basic 22.7); packed into 1,000 tokens, 30.1 (1.5B reader: 33.9 -> 41.3).
         dedup: replace already-seen ids with the next-ranked unseen chunks.
         contextualize: keep a notes cache updated from each retrieval.
         sufficiency: stop when AssessSufficiency says "Sufficient".
