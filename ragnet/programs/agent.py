@@ -8,8 +8,9 @@
   ``chunk_search`` cast (with the turn-1 fallback search and de-duplication) → gather → notes →
   prune → sufficiency. The two programs differ only in three hooks: what the rewrite is shown,
   whether the context is pruned, and what the sufficiency step sees. Every gathered chunk keeps
-  the best calibrated relevance any cast gave it, and :meth:`AgentRAG._pack_final` fills an answer
-  budget from the gathered chunks (CombinedRAG always, IterativeRAG when given a ``budget``).
+  the best calibrated relevance and the best hybrid score any cast gave it, and
+  :meth:`AgentRAG._pack_final` fills an answer budget from the gathered chunks (CombinedRAG
+  always, IterativeRAG when given a ``budget``).
 """
 
 from __future__ import annotations
@@ -154,7 +155,8 @@ class AgentRAG(RAGProgram):
     def _gather(self, state: Turns, new: list[Chunk], searches: list[dict]) -> None:
         """Take in a turn's new chunks with per-cast calibrated relevance (``searches``: the turn's
         ``search`` events): each cast's scores are calibrated against that cast's best hit, and a
-        chunk keeps the best relevance any cast gave it, so casts of different queries compare."""
+        chunk keeps the best relevance any cast gave it, so casts of different queries compare.
+        Its best raw hybrid score is kept too (for sentence selection, :meth:`_ranked_for_pack`)."""
         state.context.extend(new)
         by_id = {c.id: c for c in state.context}
         for event in searches:
@@ -211,7 +213,7 @@ class AgentRAG(RAGProgram):
         return out.notes
 
     # -- the budgeted final pack -------------------------------------------------------------------
-    def _by_relevance(self, state: Turns, chunks: list[Chunk]) -> list[Chunk]:
+    def _ranked_for_pack(self, state: Turns, chunks: list[Chunk]) -> list[Chunk]:
         """``chunks`` best first, scored for the final pack. The knapsack of whole chunks takes the
         calibrated relevance. Sentence selection takes the best hybrid score any cast gave the
         chunk: its value model was calibrated on hybrid scores, and on the first 50 HotpotQA dev
@@ -222,7 +224,7 @@ class AgentRAG(RAGProgram):
 
     def _pack_final(self, question: str, candidates: list[Chunk], notes: str, trace: Trace) -> tuple[list[Chunk], str]:
         """Fill ``budget`` tokens of answer prompt from ``candidates`` (best first, scored by
-        :meth:`_by_relevance`): the notes capped at ``notes_share`` of the budget, then whole
+        :meth:`_ranked_for_pack`): the notes capped at ``notes_share`` of the budget, then whole
         chunks by the knapsack or, with ``sentences``, their best sentences. Returns the context
         and the notes the answer prompt shows."""
         shown_notes = self._answer_notes(notes, trace)

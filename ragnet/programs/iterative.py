@@ -133,7 +133,7 @@ class IterativeRAG(AgentRAG):
         if self.budget is None:
             context, notes = state.context, (state.notes if self.contextualize.enabled else "")
         else:
-            context, notes = self._pack_final(question, self._by_relevance(state, state.context), state.notes, trace)
+            context, notes = self._pack_final(question, self._ranked_for_pack(state, state.context), state.notes, trace)
         answer, evidence = self._answer(question, context, trace, notes=notes)
         return RunResult(answer=answer, evidence=evidence, context=context, notes=state.notes)
 
