@@ -82,7 +82,7 @@ def relevance(scores: np.ndarray, transform: str = "exp", temperature: float = 0
     return np.maximum(_calibrate(np.asarray(scores, dtype=np.float64), transform, temperature), RELEVANCE_FLOOR)
 
 
-def _ranked_for_pack(idx: np.ndarray, rel: np.ndarray) -> np.ndarray:
+def _by_relevance(idx: np.ndarray, rel: np.ndarray) -> np.ndarray:
     """``idx`` ordered by relevance, best first (ties: lower index first)."""
     idx = np.asarray(idx, dtype=np.int64)
     return idx[np.lexsort((idx, -rel[idx]))] if idx.size else idx
@@ -145,5 +145,5 @@ def select(
     if method == "protected":
         picked = protected(rel, tokens, budget)
         prefix = rank_prefix(tokens, budget).size
-        return np.concatenate([picked[:prefix], _ranked_for_pack(picked[prefix:], rel)])
-    return _ranked_for_pack(knapsack.select(rel, tokens, budget, method=method), rel)
+        return np.concatenate([picked[:prefix], _by_relevance(picked[prefix:], rel)])
+    return _by_relevance(knapsack.select(rel, tokens, budget, method=method), rel)

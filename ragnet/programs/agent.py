@@ -23,6 +23,7 @@ import numpy as np
 
 from ragnet.core.calibrate import relevance
 from ragnet.corpus.types import Chunk
+from ragnet.errors import InputError
 from ragnet.programs.base import RAGProgram, check_fraction, check_positive_int
 from ragnet.programs.oneshot import DEFAULT_METHOD, DEFAULT_TEMPERATURE, DEFAULT_TRANSFORM, check_selection
 from ragnet.programs.packing import PromptBudget, cap_notes, pack
@@ -108,6 +109,9 @@ class AgentRAG(RAGProgram):
         self.k = check_positive_int(k, "k")
         self.n_queries = check_positive_int(n_queries, "n_queries")
         self.fallback, self.dedup = bool(fallback), bool(dedup)
+        if sentences and budget is None:
+            raise InputError("sentence selection packs the answer context into a token budget; give a budget "
+                             "(1,000 tokens suits a small local reader)", argument="budget")
         self.budget = None if budget is None else check_positive_int(budget, "budget")
         self.sentences = bool(sentences)
         self.notes_share = check_fraction(notes_share, "notes_share")
@@ -213,14 +217,14 @@ class AgentRAG(RAGProgram):
         return out.notes
 
     # -- the budgeted final pack -------------------------------------------------------------------
-    def _ranked_for_pack(self, state: Turns, chunks: list[Chunk]) -> list[Chunk]:
-        """``chunks`` best first, scored for the final pack. The knapsack of whole chunks takes the
+    def _ranked_for_pack(self, state: Turns) -> list[Chunk]:
+        """The gathered chunks best first, scored for the final pack. The knapsack of whole chunks takes the
         calibrated relevance. Sentence selection takes the best hybrid score any cast gave the
         chunk: its value model was calibrated on hybrid scores, and on the first 50 HotpotQA dev
         questions (``iterative:no-delete`` at 1,000 tokens, an LM-free replay) it kept all the gold
         for 58% of them with these against 42% with calibrated relevance."""
         scores = state.hybrid if self.sentences else state.relevance
-        return [c.with_scores(score=scores[c.id]) for c in sorted(chunks, key=lambda c: -scores[c.id])]
+        return [c.with_scores(score=scores[c.id]) for c in sorted(state.context, key=lambda c: -scores[c.id])]
 
     def _pack_final(self, question: str, candidates: list[Chunk], notes: str, trace: Trace) -> tuple[list[Chunk], str]:
         """Fill ``budget`` tokens of answer prompt from ``candidates`` (best first, scored by

@@ -102,7 +102,7 @@ class CombinedRAG(AgentRAG):
 
     def _run(self, question: str, trace: Trace) -> RunResult:
         state = self._turns(question, trace)
-        candidates = self._ranked_for_pack(state, state.context)
+        candidates = self._ranked_for_pack(state)
         if self.rules:
             candidates = apply_metadata_rules(self.index, question, candidates, trace, add=False, lam=self.lam)
         chunks, shown_notes = self._pack_final(question, candidates, state.notes, trace)

@@ -37,7 +37,6 @@ from typing import Any
 import numpy as np
 
 from ragnet.corpus.types import Chunk
-from ragnet.errors import InputError
 from ragnet.programs.agent import DEFAULT_NOTES_SHARE, AgentRAG, Turns
 from ragnet.programs.base import RunResult, check_positive_int
 from ragnet.programs.trace import Trace
@@ -116,9 +115,6 @@ class IterativeRAG(AgentRAG):
         sentences: bool = False,
         notes_share: float = DEFAULT_NOTES_SHARE,
     ) -> None:
-        if sentences and budget is None:
-            raise InputError("sentence selection packs the answer context into a token budget; give a budget "
-                             "(1,000 tokens suits a small local reader)", argument="budget")
         super().__init__(
             index, max_turns=max_turns, k=k, fallback=fallback, dedup=dedup, contextualize=contextualize,
             sufficiency=sufficiency, rewrite=rewrite, n_queries=n_queries, lam=lam, retries=retries,
@@ -133,7 +129,7 @@ class IterativeRAG(AgentRAG):
         if self.budget is None:
             context, notes = state.context, (state.notes if self.contextualize.enabled else "")
         else:
-            context, notes = self._pack_final(question, self._ranked_for_pack(state, state.context), state.notes, trace)
+            context, notes = self._pack_final(question, self._ranked_for_pack(state), state.notes, trace)
         answer, evidence = self._answer(question, context, trace, notes=notes)
         return RunResult(answer=answer, evidence=evidence, context=context, notes=state.notes)
 

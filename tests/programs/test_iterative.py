@@ -274,7 +274,7 @@ def test_iterative_packs_what_it_kept_into_a_budget(yearbook_index, run_with):
     assert err.value.argument == "budget"
 
 
-def test_final_pack_scores_whole_chunks_ranked_for_pack_and_sentences_by_hybrid_score(yearbook_index):
+def test_final_pack_scores_whole_chunks_by_relevance_and_sentences_by_hybrid_score(yearbook_index):
     """Calibrated relevance puts every cast's best hit level at the top; the sentence value model was
     calibrated on hybrid scores, so sentence selection gets (and is ordered by) those."""
     from ragnet.programs.agent import Turns
@@ -282,9 +282,9 @@ def test_final_pack_scores_whole_chunks_ranked_for_pack_and_sentences_by_hybrid_
     a, b, c = yearbook_index.search(Q, k=3)
     state = Turns(context=[a, b, c], relevance={a.id: 0.5, b.id: 1.0, c.id: 0.9},
                   hybrid={a.id: 0.95, b.id: 0.4, c.id: 0.7})
-    chunks = IterativeRAG(yearbook_index, budget=1000)._ranked_for_pack(state, state.context)
+    chunks = IterativeRAG(yearbook_index, budget=1000)._ranked_for_pack(state)
     assert [(x.id, x.score) for x in chunks] == [(b.id, 1.0), (c.id, 0.9), (a.id, 0.5)]
-    sentences = IterativeRAG(yearbook_index, budget=1000, sentences=True)._ranked_for_pack(state, state.context)
+    sentences = IterativeRAG(yearbook_index, budget=1000, sentences=True)._ranked_for_pack(state)
     assert [(x.id, x.score) for x in sentences] == [(a.id, 0.95), (c.id, 0.7), (b.id, 0.4)]
 
 
