@@ -56,7 +56,11 @@ def index(
 
 def embed(
     n: int = typer.Option(1000, help="Pooled HotpotQA paragraphs to embed per pass."),
-    backends: str = typer.Option("torch,onnx,onnx-int8", help="Comma-separated Embedder backends."),
+    backends: str = typer.Option("torch@64,torch,onnx,onnx-int8", help="Comma-separated Embedder backends, each "
+                                 "at its default batch size or pinned with @N (torch@64: torch's default until "
+                                 "2026-11-27). Plain torch is always measured: the reference."),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", min=1, help="Texts per forward pass for every "
+                                             "backend not pinned with @N (default: each backend's own)."),
     repeats: int = typer.Option(3, help="Timed passes per backend (medians reported)."),
     queries: int = typer.Option(100, help="Dev questions timed one by one (encode_query)."),
     threads: int = typer.Option(2, help="Threads for torch / ONNX Runtime (pinned)."),
@@ -81,7 +85,7 @@ def embed(
     dev = read_split(path, "dev")
     qs = [r.question for r in records if r.id in dev][:queries]
     names = [b.strip() for b in backends.split(",") if b.strip()]
-    result = run_embed_bench(texts, backends=names, repeats=repeats, threads=threads, queries=qs)
+    result = run_embed_bench(texts, backends=names, repeats=repeats, threads=threads, queries=qs, batch_size=batch_size)
     if recall:
         from ragnet.index.scale import run_backend_recall
 

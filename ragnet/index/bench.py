@@ -21,8 +21,10 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from ragnet.corpus.types import Document
+from ragnet.errors import InputError
 from ragnet.index.embedder import Embedder
 from ragnet.index.index import Index, passage_text
+from ragnet.index.onnx_backend import resolve_backend
 
 
 @contextlib.contextmanager
@@ -133,7 +135,7 @@ def _search_figures(index: Index, queries: list[str], repeats: int, k: int, lam:
 def run_index_bench(
     texts: Sequence[str | Document],
     embedder: Embedder | str | None = None,
-    batch_size: int = 64,
+    batch_size: int | None = None,
     chunk_tokens: int = 256,
     overlap: int = 32,
     faiss_index: str = "auto",
@@ -153,7 +155,7 @@ def run_index_bench(
     Args:
         texts: document texts or ``Document`` objects.
         embedder: as for ``Index.build``.
-        batch_size: batch size for both the index and the raw encode.
+        batch_size: batch size for both the index and the raw encode (None: the embedder's).
         chunk_tokens, overlap, faiss_index: as for ``Index.build``.
         threads: pin torch/FAISS threads (None: leave as is).
         repeats: build/encode rounds.
@@ -164,7 +166,8 @@ def run_index_bench(
     """
     docs = [t if isinstance(t, Document) else Document(id=f"t{i}", title="", text=t) for i, t in enumerate(texts)]
     emb = embedder if isinstance(embedder, Embedder) else Embedder(embedder, batch_size=batch_size)
-    old_batch, emb.batch_size = emb.batch_size, batch_size
+    old_batch = emb._batch_size
+    batch_size = emb.batch_size = batch_size or emb.batch_size
     ctx = pinned_threads(threads) if threads else contextlib.nullcontext()
     builds: list[dict[str, float]] = []
     raws: list[float] = []
@@ -200,12 +203,25 @@ def run_index_bench(
     }
 
 
+def parse_backend_spec(spec: str) -> tuple[str, int | None]:
+    """``"name"`` or ``"name@batch"`` (an ``Embedder`` backend at a pinned batch size).
+
+    Example:
+        >>> parse_backend_spec("torch@64"), parse_backend_spec("onnx-int8")
+        (('torch', 64), ('onnx-int8', None))
+    """
+    name, _, batch = spec.strip().partition("@")
+    if batch and not (batch.isdigit() and int(batch) > 0):
+        raise InputError(f"backend {spec!r}: the batch size after '@' must be a positive integer", argument="backends")
+    return resolve_backend(name), int(batch) if batch else None
+
+
 def run_embed_bench(
     texts: Sequence[str],
-    backends: Sequence[str] = ("torch", "onnx", "onnx-int8"),
+    backends: Sequence[str] = ("torch@64", "torch", "onnx", "onnx-int8"),
     repeats: int = 3,
     embedder: str | None = None,
-    batch_size: int = 64,
+    batch_size: int | None = None,
     threads: int | None = None,
     queries: Sequence[str] = (),
     cache_dir: str | Path | None = None,
@@ -214,23 +230,27 @@ def run_embed_bench(
 
     Each backend is loaded (and its ONNX graph exported, on first use) and warmed up untimed,
     then ``encode(texts)`` runs ``repeats`` times per backend, round-robin so that load from
-    other processes spreads evenly. ``"torch"`` is always measured: it is the reference.
+    other processes spreads evenly. ``"torch"`` at its default batch size is always measured:
+    it is the reference for speed and for the vectors.
 
     Args:
         texts: the passages to embed.
-        backends: ``Embedder`` backends to compare.
+        backends: ``Embedder`` backends to compare, each optionally pinned to a batch size
+            (``"torch@64"``: torch at the batch size that was its default until 2026-11-27).
         repeats: timed passes per backend (the median counts).
         embedder: model name or folder, as for ``Embedder`` (None: bundled all-MiniLM-L6-v2).
-        batch_size: texts per forward pass.
+        batch_size: texts per forward pass for every backend not pinned with ``@``
+            (None: each backend's default, ``DEFAULT_BATCH_SIZE``).
         threads: pin torch/ONNX Runtime threads (None: leave as is).
         queries: if given, also time ``encode_query`` on each (query cache off).
         cache_dir: ONNX export cache, as for ``Embedder``.
 
     Returns:
-        ``{"texts", "repeats", "threads", "batch_size", "model", "backends"}``; ``backends``
-        maps each name to ``{"texts_per_s", "ratio_to_torch", "min_cos", "mean_cos", "load_s",
-        "encode"}`` (``encode``: ``{"median_ms", "p95_ms", "mean_ms"}`` per pass), plus ``"query"``
-        (the same, per query) when ``queries`` is given.
+        ``{"texts", "repeats", "threads", "model", "backends"}``; ``backends`` maps each spec to
+        ``{"batch_size", "texts_per_s", "ratio_to_torch", "ratio_to", "min_cos", "mean_cos",
+        "load_s", "encode"}`` (``ratio_to``: the speed ratio to every torch row; ``encode``:
+        ``{"median_ms", "p95_ms", "mean_ms"}`` per pass), plus ``"query"`` (the same, per query)
+        when ``queries`` is given.
 
     Example:
         >>> r = run_embed_bench(["Paris is the capital of France."] * 4, backends=("torch",), repeats=1)
@@ -240,7 +260,11 @@ def run_embed_bench(
     texts = list(texts)
     if not texts or repeats < 1:
         raise ValueError("run_embed_bench needs at least one text and one repeat")
-    names = ["torch", *(b for b in dict.fromkeys(backends) if b != "torch")]
+    specs = {"torch": ("torch", batch_size)}
+    for spec in backends:
+        name, pinned = parse_backend_spec(spec)
+        label = f"{name}@{pinned}" if pinned else name
+        specs.setdefault(label, (name, pinned or batch_size))
     ctx = pinned_threads(threads) if threads else contextlib.nullcontext()
     with ctx:
         import torch
@@ -249,40 +273,41 @@ def run_embed_bench(
         embedders: dict[str, Embedder] = {}
         load_s: dict[str, float] = {}
         vectors: dict[str, np.ndarray] = {}
-        for name in names:
+        for label, (name, batch) in specs.items():
             t0 = time.perf_counter()
-            emb = embedders[name] = Embedder(embedder, batch_size=batch_size, backend=name, cache_dir=cache_dir,
-                                             query_cache=0).load()
-            load_s[name] = time.perf_counter() - t0
-            emb.encode(texts[: 2 * batch_size])  # warm-up
-        times: dict[str, list[float]] = {name: [] for name in names}
+            emb = embedders[label] = Embedder(embedder, batch_size=batch, backend=name, cache_dir=cache_dir,
+                                              query_cache=0).load()
+            load_s[label] = time.perf_counter() - t0
+            emb.encode(texts[: 2 * max(emb.batch_size, used_threads)])  # warm-up
+        times: dict[str, list[float]] = {label: [] for label in specs}
         for _ in range(repeats):
-            for name in names:
+            for label, emb in embedders.items():
                 t0 = time.perf_counter()
-                vectors[name] = embedders[name].encode(texts)
-                times[name].append(time.perf_counter() - t0)
-        query_times = {name: _time_each(embedders[name].encode_query, list(queries), repeats) for name in names
+                vectors[label] = emb.encode(texts)
+                times[label].append(time.perf_counter() - t0)
+        query_times = {label: _time_each(emb.encode_query, list(queries), repeats) for label, emb in embedders.items()
                        } if queries else {}
-    ref_rate = len(texts) / float(np.median(times["torch"]))
+    rates = {label: len(texts) / float(np.median(times[label])) for label in specs}
+    torch_rows = [label for label in specs if specs[label][0] == "torch"]
     out: dict[str, Any] = {}
-    for name in names:
-        rate = len(texts) / float(np.median(times[name]))
-        cos = (vectors[name] * vectors["torch"]).sum(axis=1)
-        out[name] = {
-            "texts_per_s": round(rate, 2),
-            "ratio_to_torch": round(rate / ref_rate, 3),
+    for label in specs:
+        cos = (vectors[label] * vectors["torch"]).sum(axis=1)
+        out[label] = {
+            "batch_size": embedders[label].batch_size,
+            "texts_per_s": round(rates[label], 2),
+            "ratio_to_torch": round(rates[label] / rates["torch"], 3),
+            "ratio_to": {ref: round(rates[label] / rates[ref], 3) for ref in torch_rows},
             "min_cos": round(float(cos.min()), 6),
             "mean_cos": round(float(cos.mean()), 6),
-            "load_s": round(load_s[name], 3),
-            "encode": _summary(times[name]),
+            "load_s": round(load_s[label], 3),
+            "encode": _summary(times[label]),
         }
         if queries:
-            out[name]["query"] = _summary(query_times[name])
+            out[label]["query"] = _summary(query_times[label])
     return {
         "texts": len(texts),
         "repeats": repeats,
         "threads": used_threads,
-        "batch_size": batch_size,
         "model": embedders["torch"].name,
         "backends": out,
     }

@@ -46,6 +46,12 @@ _DEFAULT_ALIASES = {DEFAULT_MODEL_NAME, "all-MiniLM-L6-v2", "default"}
 _MODELS: dict[tuple[str, str], Any] = {}
 _BERT: dict[tuple[str, str], Any] = {}  # compact BERT query encoder per model, or False
 _LOCK = threading.Lock()
+# Texts per forward pass when none is given, per backend. Measured on 2 cores with 1,000 pooled
+# HotpotQA paragraphs (docs/results/scale/README.md, "Embedding backends"): torch runs 1.2-1.6x
+# faster at 16 than at 64 (a batch's activations then stay in cache); the ONNX backends are
+# fastest one text per call with one call per core running at once (no padding at all, see
+# ``OnnxEncoder.forward_batches``).
+DEFAULT_BATCH_SIZE = {"torch": 16, "onnx": 1, "onnx-int8": 1}
 logger = logging.getLogger(__name__)
 
 
@@ -143,7 +149,9 @@ class Embedder:
         name_or_path: sentence-transformers model name or local folder; ``None`` is the
             bundled all-MiniLM-L6-v2 (recorded as ``"sentence-transformers/all-MiniLM-L6-v2"``).
         device: torch device, ``"cpu"`` by default.
-        batch_size: texts per forward pass in ``encode``.
+        batch_size: texts per forward pass in ``encode``; ``None`` takes the backend's default
+            (``DEFAULT_BATCH_SIZE``: 16 for torch, 1 for the ONNX backends, whose batches run
+            concurrently on single-thread sessions, one per thread).
         fast_bert: for BERT-architecture models (all-MiniLM-L6-v2, bge-small, e5-small...),
             let ``encode_query`` run a compact re-statement of the BERT forward pass over
             the model's own weights (fused QKV projection, no padding/masking machinery):
@@ -174,14 +182,14 @@ class Embedder:
         self,
         name_or_path: str | os.PathLike | None = None,
         device: str = "cpu",
-        batch_size: int = 64,
+        batch_size: int | None = None,
         *,
         fast_bert: bool = True,
         query_cache: int = 256,
         backend: str | None = None,
         cache_dir: str | os.PathLike | None = None,
     ) -> None:
-        if not isinstance(batch_size, int) or batch_size < 1:
+        if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
             raise InputError(f"batch_size must be a positive integer, got {batch_size!r}", argument="batch_size")
         self.backend = resolve_backend(backend)
         if self.backend not in ("torch", AUTO) and str(device) != "cpu":
@@ -193,7 +201,7 @@ class Embedder:
             self.backend = auto_backend(self.name, self._target, cache_dir) if str(device) == "cpu" else "torch"
         self.device = str(device)
         self.cache_dir = cache_dir
-        self.batch_size = batch_size
+        self._batch_size = batch_size
         self.fast_bert = fast_bert
         self.query_cache = int(query_cache)
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
@@ -201,6 +209,16 @@ class Embedder:
         self._fast: Any = None  # (tokenizer, transformer, pooling, max_len) or False when not applicable
         self._query_prompt: str | None = None
         self._onnx: Any = None  # OnnxEncoder once loaded (ONNX backends)
+
+    @property
+    def batch_size(self) -> int:
+        """Texts per forward pass: the one given, else the current backend's default (an
+        ``"auto"`` embedder that falls back to torch takes torch's)."""
+        return self._batch_size or DEFAULT_BATCH_SIZE[self.backend]
+
+    @batch_size.setter
+    def batch_size(self, value: int | None) -> None:
+        self._batch_size = value
 
     def __repr__(self) -> str:
         backend = "" if self.backend == "torch" else f", backend={self.backend!r}"
@@ -327,24 +345,23 @@ class Embedder:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         enc = self._encoder()
-        if enc is not None:
-            def encode(batch: list[str], **_: Any) -> np.ndarray:
-                return enc.forward(batch, enc.document_prompt)
-        else:
-            model = self.model
-            encode = getattr(model, "encode_document", None) or model.encode
         order = np.argsort([-len(t) for t in texts], kind="stable")
         sorted_texts = [texts[i] for i in order]
-        # Hand sentence-transformers one batch at a time (the same batches as one big call, since
-        # the input is already sorted), so the bar moves batch by batch.
-        group = bs
+        batches = [sorted_texts[start : start + bs] for start in range(0, len(sorted_texts), bs)]
+        if enc is not None:
+            results = enc.forward_batches(batches, enc.document_prompt)
+        else:
+            # Hand sentence-transformers one batch at a time (the same batches as one big call,
+            # since the input is already sorted), so the bar moves batch by batch.
+            model = self.model
+            encode = getattr(model, "encode_document", None) or model.encode
+            results = (encode(batch, batch_size=bs, convert_to_numpy=True, show_progress_bar=False)
+                       for batch in batches)
         parts: list[np.ndarray] = []
         from tqdm.auto import tqdm
 
         with tqdm(total=len(texts), desc=desc, unit="text", disable=not show_progress) as bar:
-            for start in range(0, len(sorted_texts), group):
-                batch = sorted_texts[start : start + group]
-                vecs = encode(batch, batch_size=bs, convert_to_numpy=True, show_progress_bar=False)
+            for batch, vecs in zip(batches, results):
                 parts.append(np.asarray(vecs, dtype=np.float32))
                 bar.update(len(batch))
         out = np.empty((len(texts), parts[0].shape[1]), dtype=np.float32)
@@ -364,14 +381,16 @@ class Embedder:
         if not queries:
             return np.zeros((0, self.dimension), dtype=np.float32)
         if enc is not None or self._fast:
-            forward = self._fast_forward if enc is None else (lambda batch: enc.forward(batch, enc.query_prompt))
-            if len(queries) <= self.batch_size:
-                return _normalise(forward(queries))
+            if enc is None and len(queries) <= self.batch_size:
+                return _normalise(self._fast_forward(queries))
             order = np.argsort([-len(q) for q in queries], kind="stable")
+            groups = [order[start : start + self.batch_size] for start in range(0, len(order), self.batch_size)]
+            batches = [[queries[i] for i in rows] for rows in groups]
+            results = (enc.forward_batches(batches, enc.query_prompt) if enc is not None
+                       else map(self._fast_forward, batches))
             out = np.empty((len(queries), self.dimension), dtype=np.float32)
-            for start in range(0, len(order), self.batch_size):
-                rows = order[start : start + self.batch_size]
-                out[rows] = forward([queries[i] for i in rows])
+            for rows, vecs in zip(groups, results):
+                out[rows] = vecs
             return _normalise(out)
         encode = getattr(model, "encode_query", None) or model.encode
         vecs = encode(queries, batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False)

@@ -98,6 +98,12 @@ def test_query_cache_returns_independent_copies(embedder):
     assert list(small._cache) == ["b", "c"]
 
 
+def test_default_batch_size_follows_the_backend():
+    assert Embedder().batch_size == 16 and Embedder(batch_size=5).batch_size == 5
+    emb = Embedder(backend="auto", cache_dir="/nonexistent-ragnet-cache")  # no export cached: settles on torch
+    assert emb.backend == "torch" and emb.batch_size == 16
+
+
 def test_encode_queries_in_several_batches():
     small = Embedder(batch_size=2)
     queries = QUERIES + ["one more", "and a last, longer query about rivers"]

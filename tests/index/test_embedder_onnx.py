@@ -239,14 +239,51 @@ def test_unsupported_pooling_is_refused(tmp_path):
 
 @pytest.mark.slow
 def test_embed_bench_reports_speed_and_agreement(exports):
-    result = run_embed_bench(TEXTS[:8], backends=("onnx", "onnx-int8"), repeats=1, cache_dir=exports[0],
-                             queries=QUESTIONS[:2])
+    result = run_embed_bench(TEXTS[:8], backends=("torch@4", "onnx", "onnx-int8", "onnx-int8@3"), repeats=1,
+                             cache_dir=exports[0], queries=QUESTIONS[:2])
     assert result["texts"] == 8 and result["model"] == DEFAULT_MODEL_NAME
-    assert list(result["backends"]) == ["torch", "onnx", "onnx-int8"]
-    torch_row, fp32, int8 = (result["backends"][b] for b in ("torch", "onnx", "onnx-int8"))
-    assert torch_row["ratio_to_torch"] == 1.0 and torch_row["min_cos"] == 1.0
+    assert list(result["backends"]) == ["torch", "torch@4", "onnx", "onnx-int8", "onnx-int8@3"]
+    rows = result["backends"]
+    torch_row, fp32, int8 = (rows[b] for b in ("torch", "onnx", "onnx-int8"))
+    assert [row["batch_size"] for row in rows.values()] == [16, 4, 1, 1, 3]
+    assert torch_row["ratio_to_torch"] == 1.0 and torch_row["min_cos"] == 1.0 and rows["torch@4"]["min_cos"] > 0.9999
+    assert set(int8["ratio_to"]) == {"torch", "torch@4"} and int8["ratio_to"]["torch"] == int8["ratio_to_torch"]
     assert fp32["min_cos"] > 0.9999 and 0.98 < int8["min_cos"] <= int8["mean_cos"] <= 1.0
-    assert all(row["texts_per_s"] > 0 and row["query"]["median_ms"] > 0 for row in (torch_row, fp32, int8))
+    assert rows["onnx-int8@3"]["min_cos"] > 0.98
+    assert all(row["texts_per_s"] > 0 and row["query"]["median_ms"] > 0 for row in rows.values())
+
+
+def test_embed_bench_refuses_a_bad_batch_pin():
+    with pytest.raises(InputError, match="'torch@x'.*positive integer"):
+        run_embed_bench(TEXTS[:2], backends=("torch@x",), repeats=1)
+    with pytest.raises(InputError, match="unknown embedding backend"):
+        run_embed_bench(TEXTS[:2], backends=("tensorflow@8",), repeats=1)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("which", ["onnx_emb", "int8_emb"])
+def test_concurrent_batches_equal_one_batch_at_a_time(request, which):
+    """forward_batches on 2 single-thread workers gives each batch's forward, in order,
+    with more batches than its look-ahead holds."""
+    enc = request.getfixturevalue(which)._onnx
+    batches = [TEXTS[i : i + 3] for i in range(0, 30, 3)] + [[TEXTS[0]]]
+    want = [enc.forward(b, enc.document_prompt, threads=1) for b in batches]
+    got = list(enc.forward_batches(batches, enc.document_prompt, workers=2))
+    assert len(got) == len(batches)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, atol=1e-5)
+    assert ob._SESSIONS.get((str(enc.path), 1)) is not None  # the workers' shared single-thread session
+
+
+@pytest.mark.slow
+def test_onnx_batch_of_one_by_default_and_encode_matches_torch(exports, onnx_emb, torch_vecs):
+    assert onnx_emb.batch_size == 1 and Embedder(backend="onnx", batch_size=8, cache_dir=exports[0]).batch_size == 8
+    docs = onnx_emb.encode(TEXTS)  # one text per call, two calls at a time on this machine's threads
+    np.testing.assert_allclose(docs, torch_vecs[0], atol=1e-4)
+    # int8 vectors no longer depend on their batch mates at batch size 1: encode == encode_query's path
+    int8 = Embedder(backend="onnx-int8", cache_dir=exports[0], query_cache=0)
+    np.testing.assert_allclose(int8.encode_queries(QUESTIONS[:5]), np.stack([int8.encode_query(q) for q in QUESTIONS[:5]]),
+                               atol=1e-5)
 
 
 def test_outdated_or_corrupt_export_is_not_reused(tmp_path):
