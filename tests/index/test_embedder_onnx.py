@@ -410,7 +410,16 @@ def test_cli_index_prepares_the_export_once(tmp_path, monkeypatch):
     exported = list((tmp_path / "home" / "onnx").glob(f"*/{ob.FP32_FILE}"))
     assert len(exported) == 1
     stamp = exported[0].stat().st_mtime_ns
-    assert Index.load(tmp_path / "idx").embedder.backend == "onnx"
+    built = Index.load(tmp_path / "idx")
+    assert built.manifest["embedder_backend"] == "onnx"  # exported first, then embedded through it
+    assert built.embedder.backend == "onnx"
+    # the same vectors as a torch build of the same documents
+    result = CliRunner().invoke(app, ["index", str(docs), "--out", str(tmp_path / "idx-torch"), "--no-sentences",
+                                      "--embed-backend", "torch"])
+    assert result.exit_code == 0, result.output
+    torch_built = Index.load(tmp_path / "idx-torch")
+    assert torch_built.manifest["embedder_backend"] == "torch"
+    np.testing.assert_allclose(built._emb, torch_built._emb, atol=1e-4)
     result = CliRunner().invoke(app, ["index", str(docs), "--out", str(tmp_path / "idx2"), "--no-sentences"])
     assert result.exit_code == 0, result.output
     assert exported[0].stat().st_mtime_ns == stamp  # reused, not exported again
