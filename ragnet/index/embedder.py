@@ -47,7 +47,7 @@ _MODELS: dict[tuple[str, str], Any] = {}
 _BERT: dict[tuple[str, str], Any] = {}  # compact BERT query encoder per model, or False
 _LOCK = threading.Lock()
 # Texts per forward pass when none is given, per backend. Measured on 2 cores with 1,000 pooled
-# HotpotQA paragraphs (docs/results/scale/README.md, "Embedding backends"): torch runs 1.2-1.6x
+# HotpotQA paragraphs (docs/results/scale/README.md, "Embedding at 2x the torch path"): torch runs 1.2-1.6x
 # faster at 16 than at 64 (a batch's activations then stay in cache); the ONNX backends are
 # fastest one text per call with one call per core running at once (no padding at all, see
 # ``OnnxEncoder.forward_batches``).
