@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import List, Optional
 
@@ -34,18 +33,12 @@ def index(
     from ragnet.index import Index
     from ragnet.index.index import check_output_folder
 
-    from ragnet.index.embedder import Embedder
+    from ragnet.index.embedder import Embedder, build_embedder
     from ragnet.index.ivfpq import IVFPQParams
-    from ragnet.index.onnx_backend import AUTO, ENV_BACKEND
 
     check_output_folder(out)  # before reading or embedding anything
-    if embed_backend is None and not os.environ.get(ENV_BACKEND):
-        # The fp32 ONNX export gives torch's vectors (checked when it is made) and embeds 1.34x
-        # faster on 2 cores (docs/results/scale, 2026-11-27). Made once per model and machine;
-        # "auto" falls back to torch when it cannot be made.
-        Embedder(embedder).prepare_onnx_export()
-        embed_backend = AUTO
-    emb = Embedder(embedder, backend=embed_backend)
+    # No backend named: the model's fp32 ONNX export (torch's vectors, 1.34x faster), see build_embedder
+    emb = build_embedder(embedder) if embed_backend is None else Embedder(embedder, backend=embed_backend)
     if nprobe < 1:
         raise InputError("must be at least 1", argument="nprobe")
     params = IVFPQParams(nprobe=nprobe)

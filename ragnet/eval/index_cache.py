@@ -127,11 +127,11 @@ def cached_index(
         log: called with a one-line notice before a build.
     """
     from ragnet.index import Index
-    from ragnet.index.embedder import Embedder
+    from ragnet.index.embedder import build_embedder
 
     if not docs:
         raise InputError("no documents to index", argument="data")
-    emb = embedder if isinstance(embedder, Embedder) else Embedder(embedder)
+    emb = build_embedder(embedder)
     key = content_key(docs, embedder=emb, chunk_tokens=chunk_tokens, overlap=overlap, gazetteer=gazetteer)
     path = index_dir(name, key, root)
     with _lock(path):

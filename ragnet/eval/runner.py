@@ -414,7 +414,7 @@ class QAEvaluator(Evaluator):
         from ragnet.eval.judge import AnswerJudge
         from ragnet.eval.report import build_summary, finish_summary
         from ragnet.eval.scoring import error_scores, score_prediction
-        from ragnet.index.embedder import Embedder
+        from ragnet.index.embedder import build_embedder
         from ragnet.lm.failures import answer_failure
         from ragnet.programs.registry import answer_layout, parse_spec
 
@@ -444,7 +444,7 @@ class QAEvaluator(Evaluator):
 
         # -- indexes and programs (set-up, timed apart from the evaluation loop)
         t_setup = time.perf_counter()
-        emb = self.embedder if isinstance(self.embedder, Embedder) else Embedder(self.embedder)
+        emb = build_embedder(self.embedder)  # a name: built (and queried) through its fp32 ONNX export
         indexes = EvalIndexes(self.eval_set, index=self.index, embedder=emb, root=self.index_root,
                               show_progress=self.show_progress, log=log, keep=2 * self.threads + 2)
         shared: dict[str, Any] = {}

@@ -38,7 +38,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from ragnet.errors import InputError, RagnetError, require
-from ragnet.index.onnx_backend import AUTO, auto_backend, ensure_export, load_encoder, onnx_installed, resolve_backend
+from ragnet.index.onnx_backend import (AUTO, ENV_BACKEND, auto_backend, ensure_export, load_encoder, onnx_installed,
+                                       resolve_backend)
 
 DEFAULT_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 _DEFAULT_ALIASES = {DEFAULT_MODEL_NAME, "all-MiniLM-L6-v2", "default"}
@@ -611,3 +612,25 @@ def _normalise(vecs: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(vecs, axis=1, keepdims=True)
     np.divide(vecs, norms, out=vecs, where=norms > 0)
     return vecs
+
+
+def build_embedder(embedder: "Embedder | str | os.PathLike | None" = None) -> Embedder:
+    """The embedder an index is built with when the caller gives a model name (or nothing)
+    rather than an ``Embedder``.
+
+    Unless ``$RAGNET_EMBED_BACKEND`` names a backend, that is the model's fp32 ONNX export, made
+    here once per model and machine (which loads torch once): torch's vectors (checked when the
+    export is made) at 1.34x torch's embedding speed on 2 cores (docs/results/scale/README.md,
+    2026-11-27). It falls back to torch when ONNX Runtime is missing or the model cannot be
+    exported. An ``Embedder`` is returned as it is.
+
+    Example:
+        >>> build_embedder(Embedder(backend="torch")).backend
+        'torch'
+    """
+    if isinstance(embedder, Embedder):
+        return embedder
+    if os.environ.get(ENV_BACKEND):
+        return Embedder(embedder)
+    Embedder(embedder).prepare_onnx_export()
+    return Embedder(embedder, backend=AUTO)

@@ -423,3 +423,21 @@ def test_cli_index_prepares_the_export_once(tmp_path, monkeypatch):
     result = CliRunner().invoke(app, ["index", str(docs), "--out", str(tmp_path / "idx2"), "--no-sentences"])
     assert result.exit_code == 0, result.output
     assert exported[0].stat().st_mtime_ns == stamp  # reused, not exported again
+
+
+def test_a_build_given_no_backend_embeds_through_the_fp32_export(tmp_path, monkeypatch, embedder):
+    """Index.build(embedder=None or a name) exports first and embeds through ONNX, unless the
+    environment names a backend; an Embedder given is used as it is."""
+    from ragnet.index.embedder import build_embedder
+
+    monkeypatch.setenv("RAGNET_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv(ob.ENV_BACKEND, raising=False)
+    docs = make_docs()[:4]
+    built = Index.build(docs, tmp_path / "idx", show_progress=False, sentences=False)
+    assert built.manifest["embedder_backend"] == "onnx"
+    assert len(list((tmp_path / "home" / "onnx").glob(f"*/{ob.FP32_FILE}"))) == 1
+    given = Index.build(docs, tmp_path / "idx-torch", embedder=embedder, show_progress=False, sentences=False)
+    assert given.manifest["embedder_backend"] == "torch"
+    np.testing.assert_allclose(built._emb, given._emb, atol=1e-4)
+    monkeypatch.setenv(ob.ENV_BACKEND, "torch")
+    assert build_embedder(None).backend == "torch" and build_embedder(DEFAULT_MODEL_NAME).backend == "torch"
