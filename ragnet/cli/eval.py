@@ -66,7 +66,7 @@ def evaluate(
     budgets: Optional[str] = typer.Option(None, help="Comma-separated budgets: budgeted strategies run at each (oneshot@2000)."),
     mode: str = typer.Option("pooled", help="pooled (all questions' paragraphs / corpus.jsonl) | per-question."),
     program: Optional[List[str]] = typer.Option(None, "--program", help="Compiled program from `ragnet optimize`: STRATEGY=FILE, or FILE with one strategy. Repeatable."),
-    out: Optional[Path] = typer.Option(None, help="Output folder (default .ragnet-cache/eval/<set>-<split>[-per-question])."),
+    out: Optional[Path] = typer.Option(None, help="Output folder: new, empty or an earlier ragnet eval's (default .ragnet-cache/eval/<set>-<split>[-per-question])."),
     fresh: bool = typer.Option(False, "--fresh", help="Discard earlier results in --out instead of resuming."),
     retry_errors: bool = typer.Option(False, "--retry-errors", help="Re-run questions whose earlier row is an error."),
     no_plots: bool = typer.Option(False, "--no-plots", help="Do not write PNG plots."),
@@ -74,9 +74,9 @@ def evaluate(
     """Run strategies on benchmark questions; write results.jsonl, report.md, summary.json and plots."""
     if ctx.invoked_subcommand is not None:
         return
-    from ragnet._atomic import check_writable_dir
     from ragnet._threads import pin_threads
     from ragnet.eval.datasets import load_eval_set
+    from ragnet.eval.run_folder import claim_folder
     from ragnet.eval.runner import parse_program_args, plan_strategies, run_eval
     from ragnet.lm.config import configure, make_lm
     from ragnet.programs.base import AnswerLM
@@ -90,7 +90,7 @@ def evaluate(
                            programs=programs)
     ev = load_eval_set(data, data_dir=data_dir, split=None if split == "all" else split, n=n, ids=ids, mode=mode)
     target = out or Path(".ragnet-cache") / "eval" / (f"{ev.name}-{split}" + ("" if mode == "pooled" else f"-{mode}"))
-    check_writable_dir(target, argument="out")  # before any index or LM work
+    claim_folder(target)  # before any index or LM work
     pin_threads(max(1, (os.cpu_count() or 2) // threads))
     settings = lm_settings(api_base, api_key, api_key_env, timeout)
     program_lm = configure(lm=lm, **settings)
@@ -147,20 +147,20 @@ def retrieval(
     data_dir: Optional[Path] = data_dir_option(),
     index_dir: Optional[Path] = index_dir_option(),
     sentence_budgets: str = typer.Option("512,1000,2000,4000", help="Context budgets of the sentence-level evidence table (sets with gold supporting sentences); 'none' to skip it."),
-    out: Optional[Path] = typer.Option(None, help="Write report.md and summary.json here."),
+    out: Optional[Path] = typer.Option(None, help="Write report.md and summary.json here (a new, empty or earlier ragnet eval folder)."),
     threads: int = typer.Option(2, help="Threads for torch/FAISS (pinned)."),
 ) -> None:
     """Gold-evidence recall of top-k, rank-order filling, Top-Kmax and sentence selections; no LM."""
-    from ragnet._atomic import check_writable_dir
     from ragnet._threads import pin_threads
     from ragnet.eval.datasets import load_questions
     from ragnet.eval.indexes import load_pooled
     from ragnet.eval.retrieval import RetrievalEvaluator
+    from ragnet.eval.run_folder import claim_folder
 
     _check_split(split)
     budget_list = parse_ints(budgets, "budgets")
     if out is not None:
-        check_writable_dir(out, argument="out")
+        claim_folder(out)
     pin_threads(threads)
     idx, ev = load_pooled(data, data_dir=data_dir, path=index_dir, log=say)
     questions = load_questions(ev.path, split=split, limit=n)
@@ -185,7 +185,7 @@ def laziness(
     lm: Optional[str] = lm_option(),
     program_file: Optional[Path] = typer.Option(None, "--program", help="Compiled program JSON (`ragnet optimize`) whose sufficiency step to use."),
     seed: int = typer.Option(0, help="Seed for the kept gold paragraph, the padding and the gold position."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write report.md, summary.json and results.jsonl here (an interrupted run resumes)."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write report.md, summary.json and results.jsonl here (a new, empty or earlier ragnet eval folder; an interrupted run resumes)."),
     data_dir: Optional[Path] = data_dir_option(),
     n_ctx: Optional[int] = typer.Option(None, "--n-ctx", help="Local model context window (default: sized to the largest prompt)."),
     timeout: float = typer.Option(300.0, help="Seconds per LM call (a 12k-token prompt takes about a minute on 2 CPU cores)."),
@@ -194,14 +194,14 @@ def laziness(
     overwrite: bool = typer.Option(False, "--overwrite", hidden=True, help="Deprecated alias of --fresh."),
 ) -> None:
     """Follow-up search rate of the agent as padding grows, next to the iterative study's."""
-    from ragnet._atomic import check_writable_dir
     from ragnet.eval.laziness import format_laziness_report
     from ragnet.eval.laziness_evaluator import LazinessEvaluator, parse_pads
+    from ragnet.eval.run_folder import claim_folder
 
     if overwrite:
         typer.secho("warning: --overwrite is deprecated; use --fresh", fg=typer.colors.YELLOW, err=True)
     if out is not None:
-        check_writable_dir(out, argument="out")
+        claim_folder(out)
     evaluator = LazinessEvaluator.from_data(
         data, split=split, data_dir=data_dir, n=n, pads=parse_pads(pads, "pads"),
         full_gold_pads=parse_pads(full_gold_pads, "full-gold-pads"), controls=controls, position=position,

@@ -90,16 +90,27 @@ class Evaluator:
         """Evaluate; write ``results.jsonl``/``run.json`` (if resumable), ``report.md`` and
         ``summary.json`` into ``output_path`` when given; return the summary.
 
+        The folder is locked for the whole run and claimed first (:meth:`RunFolder.claim`):
+        a folder holding files ragnet eval did not write is refused before any work.
+
         Args:
             output_path: the output folder (None: nothing is written, nothing is resumed).
             fresh: discard rows already in the folder instead of resuming from them.
+
+        Raises:
+            InputError: ``output_path`` holds files of someone else's, or another run is
+                writing it right now.
         """
-        folder = None if output_path is None else RunFolder(output_path, key=self.row_key or (), log=self.log)
-        self.prepare()
-        if folder is not None and self.row_key is not None:
-            folder.start(self.settings(), compare=self.compare, fresh=fresh)
-        summary = self.evaluate(folder)
-        if folder is not None:
+        if output_path is None:
+            self.prepare()
+            return self.evaluate(None)
+        folder = RunFolder(output_path, key=self.row_key or (), log=self.log)
+        with folder.locked():
+            folder.claim()  # before any work: a folder that is not ragnet's is refused untouched
+            self.prepare()
+            if self.row_key is not None:
+                folder.start(self.settings(), compare=self.compare, fresh=fresh)
+            summary = self.evaluate(folder)
             folder.write_outputs(self.format_report(summary), summary)
         return summary
 

@@ -5,7 +5,7 @@
 with the baseline (``basic``) with a sign test, budget curves and the evaluation overhead.
 :func:`finish_summary` adds the PNG plots and the overhead, :func:`format_report` renders the
 summary as markdown, and the run folder (``ragnet.eval.run_folder``) writes ``summary.json``
-and ``report.md`` atomically (:func:`write_outputs` does all three for a folder).
+and ``report.md`` atomically.
 
 Example:
     >>> rows = [{"strategy": "basic", "id": "q1", "type": "bridge", "level": "easy", "em": 1.0, "f1": 1.0,
@@ -31,7 +31,7 @@ from typing import Any
 from ragnet.eval.stats import aggregate, paired_comparison
 from ragnet.eval.tables import DASH, markdown_table, number, percent
 
-__all__ = ["build_summary", "finish_summary", "format_report", "write_outputs"]
+__all__ = ["build_summary", "finish_summary", "format_report"]
 
 #: A strategy "beats basic" only when its mean gain is positive and the sign test says p < this.
 SIGNIFICANCE = 0.05
@@ -358,13 +358,3 @@ def finish_summary(summary: dict[str, Any], folder: Any = None, *, plots: bool =
             summary["overhead"] = {**previous, "carried_over": True}
     return summary
 
-
-def write_outputs(out_dir: str | Path, summary: dict[str, Any], rows: Sequence[dict[str, Any]] = (), *,
-                  plots: bool = True, log: Callable[[str], None] = print, started: float | None = None) -> None:
-    """Write plots, then ``report.md`` and ``summary.json`` (atomically), with the overhead
-    including the time spent here (:func:`finish_summary`, then the run folder's writer)."""
-    from ragnet.eval.run_folder import RunFolder
-
-    folder = RunFolder(out_dir)
-    finish_summary(summary, folder, plots=plots, log=log, started=started)
-    folder.write_outputs(format_report(summary), summary)

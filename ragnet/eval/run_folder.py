@@ -19,10 +19,16 @@ Every ``ragnet eval`` command writes the same files (:class:`RunFolder`):
     the machine, the folder does).
 ``report.md`` and ``summary.json``
     written atomically (temporary file, then rename) by :meth:`RunFolder.write_outputs`.
+``.ragnet-eval``
+    the marker saying that ragnet eval owns the folder. ragnet writes only into an empty folder
+    (and marks it) or one that holds this marker (:meth:`RunFolder.claim`), so ``--out`` never
+    replaces a user's own ``report.md``; :meth:`RunFolder.locked` keeps a second run out while
+    one is writing.
 
 Example:
     >>> import tempfile
     >>> folder = RunFolder(tempfile.mkdtemp(), key=("id",))
+    >>> folder.claim()
     >>> folder.start({"lm": "a"})
     >>> with folder.writer() as write:
     ...     write({"id": "q1", "em": 1.0})
@@ -38,17 +44,20 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from ragnet.errors import InputError
 
-__all__ = ["IDS", "REPORT", "RESULTS", "RUN_FILE", "SUMMARY", "RowWriter", "RunFolder", "read_rows"]
+__all__ = ["IDS", "MARKER", "REPORT", "RESULTS", "RUN_FILE", "SUMMARY", "RowWriter", "RunFolder", "claim_folder",
+           "read_rows"]
 
+MARKER = ".ragnet-eval"
 RESULTS = "results.jsonl"
 RUN_FILE = "run.json"
 REPORT = "report.md"
@@ -151,6 +160,36 @@ class RunFolder:
         self.key = tuple(key)
         self.log = log
 
+    def claim(self) -> None:
+        """Make sure the folder is ragnet eval's to write, marking it if it is new or empty.
+
+        A folder that holds anything but no :data:`MARKER` belongs to someone else: it is
+        refused, naming a few of its entries, and nothing in it is touched.
+
+        Raises:
+            InputError: the folder is not empty and holds no marker.
+        """
+        from ragnet._atomic import write_json
+
+        marker = self.path / MARKER
+        if marker.is_file() and not marker.is_symlink():
+            return
+        entries = sorted(p.name for p in self.path.iterdir()) if self.path.is_dir() else []
+        if entries:
+            shown = ", ".join(entries[:5]) + (f" and {len(entries) - 5} more" if len(entries) > 5 else "")
+            raise InputError(f"{self.path} is not empty and holds no ragnet eval run ({shown}); ragnet eval "
+                             "writes only into an empty folder or one an earlier ragnet eval wrote: choose "
+                             "another --out", argument="out")
+        write_json(marker, {"written_by": "ragnet eval"})
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator["RunFolder"]:
+        """Hold the folder's lock for a whole run: a second run on it is refused at once."""
+        from ragnet._atomic import dir_lock
+
+        with dir_lock(self.path):
+            yield self
+
     @property
     def results_path(self) -> Path:
         return self.path / RESULTS
@@ -225,3 +264,18 @@ class RunFolder:
 
         write_text(self.path / REPORT, report)
         write_json(self.path / SUMMARY, summary)
+
+
+def claim_folder(path: str | Path) -> RunFolder:
+    """Check an ``--out`` folder before any index or LM work: writable, and new, empty or an
+    earlier ragnet eval's (:meth:`RunFolder.claim`); the evaluation claims it again under its lock.
+
+    Raises:
+        InputError: naming ``out``: a file, an unwritable folder, or someone else's files.
+    """
+    from ragnet._atomic import check_writable_dir
+
+    check_writable_dir(path, argument="out")
+    folder = RunFolder(path)
+    folder.claim()
+    return folder

@@ -93,3 +93,43 @@ def test_subcommands_and_help_still_work(env):
     result = invoke("retrieval", "--help")
     assert result.exit_code == 0 and "Gold-evidence recall" in result.output
     assert "--strategies" in invoke("--help").output
+
+
+@pytest.mark.parametrize("command", [(), ("retrieval",)])
+def test_out_holding_a_users_files_is_refused_and_left_untouched(env, command):
+    data, tmp, _, _ = env
+    proj = tmp / "proj"
+    proj.mkdir()
+    (proj / "report.md").write_text("# my own report\n")
+    (proj / "ids.txt").write_text("mine\n")
+    before = {p.name: p.read_bytes() for p in proj.iterdir()}
+    options = ("--strategies", "basic", "--lm", "scripted", "--no-judge", "--no-plots") if not command else ()
+    result = invoke(*command, "--data", "tiny", "--data-dir", str(data), *options, "--out", str(proj))
+    assert result.exit_code == 2 and "holds no ragnet eval run (ids.txt, report.md)" in result.output
+    assert "Traceback" not in result.output
+    assert {p.name: p.read_bytes() for p in proj.iterdir()} == before
+
+
+def test_a_second_run_on_the_same_out_is_refused_while_the_first_writes(env):
+    import subprocess
+    import sys
+    import textwrap
+
+    data, tmp, _, _ = env
+    out = tmp / "busy"
+    # another process holding the folder's lock, as a running `ragnet eval --out busy` does
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import sys, time
+        from ragnet._atomic import dir_lock
+        with dir_lock({str(out)!r}):
+            print("held", flush=True)
+            sys.stdin.read()
+        """)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        result = invoke("--data", "tiny", "--data-dir", str(data), "--strategies", "basic", "--lm", "scripted",
+                        "--no-judge", "--out", str(out), "--no-plots")
+        assert result.exit_code == 2 and "another ragnet process" in result.output
+        assert not (out / "results.jsonl").exists()
+    finally:
+        holder.communicate("")

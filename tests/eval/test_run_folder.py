@@ -161,3 +161,36 @@ def test_an_evaluator_without_a_folder_writes_nothing(tmp_path, monkeypatch):
     toy = Squares([3])
     assert toy() == {"mean": 9.0} and toy.calls == ["prepare", "evaluate"]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_folder_with_someone_elses_files_is_refused_untouched(tmp_path):
+    (tmp_path / "report.md").write_text("mine")
+    (tmp_path / "ids.txt").write_text("mine")
+    with pytest.raises(InputError) as err:
+        Squares([1])(tmp_path)
+    assert err.value.argument == "out" and "holds no ragnet eval run (ids.txt, report.md)" in str(err.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ids.txt", "report.md"]
+    assert (tmp_path / "report.md").read_text() == "mine"
+
+
+def test_an_empty_folder_is_marked_and_then_reused(tmp_path):
+    out = tmp_path / "run"
+    out.mkdir()
+    Squares([2])(out)
+    assert (out / ".ragnet-eval").is_file()
+    (out / "notes.txt").write_text("the user's, added later")  # a marked folder stays ragnet's
+    assert Squares([2, 3])(out)["mean"] == 6.5
+    assert (out / "notes.txt").read_text() == "the user's, added later"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]  # the lock is gone
+
+
+def test_a_symlinked_marker_does_not_claim_a_folder(tmp_path):
+    elsewhere = tmp_path / "marker"
+    elsewhere.write_text("{}")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / ".ragnet-eval").symlink_to(elsewhere)
+    (out / "report.md").write_text("mine")
+    with pytest.raises(InputError, match="holds no ragnet eval run"):
+        Squares([1])(out)
+    assert (out / "report.md").read_text() == "mine"
