@@ -11,9 +11,12 @@ Example:
 
 from __future__ import annotations
 
+import functools
+import inspect
 import logging
 import shlex
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Optional
 
@@ -34,6 +37,7 @@ __all__ = [
     "parse_ints",
     "say",
     "split_option",
+    "with_lm_options",
 ]
 
 EXIT_USAGE = 2
@@ -149,24 +153,61 @@ def timeout_option(default: float = 120.0) -> Any:
 
 def lm_settings(api_base: Optional[str], api_key: Optional[str], api_key_env: Optional[str],
                 timeout: Optional[float]) -> dict[str, Any]:
-    """Keyword arguments for ``ragnet.configure`` / ``make_lm`` from the LM connection options.
+    """Keyword arguments for ``ragnet.configure`` / ``make_lm`` from the LM connection options."""
+    from ragnet.lm.config import LMOptions
+
+    return LMOptions(api_base=api_base, api_key=api_key, api_key_env=api_key_env, timeout=timeout).connection()
+
+
+def with_lm_options(*, answer_lm: str | None | bool = None, timeout: float = 120.0) -> Callable[[Callable], Callable]:
+    """Give a command the LM options, declared here once, and pass them as one ``lms``
+    (:class:`ragnet.lm.config.LMOptions`) instead of six parameters.
+
+    Args:
+        answer_lm: the ``--answer-lm`` default ("auto" or None), or False for a command
+            without a reader option.
+        timeout: the ``--timeout`` default in seconds per LM call.
 
     Example:
-        >>> lm_settings("http://127.0.0.1:8000/v1", None, None, 30.0)
-        {'api_base': 'http://127.0.0.1:8000/v1', 'timeout': 30.0}
+        >>> @with_lm_options(answer_lm=False, timeout=30.0)
+        ... def hello(name: str = "x", *, lms):
+        ...     return lms
+        >>> [p for p in inspect.signature(hello).parameters][:3]
+        ['name', 'lm', 'api_base']
+        >>> hello(name="y", lm="openai/gpt-4o", api_base=None, api_key=None, api_key_env=None, timeout=30.0).lm
+        'openai/gpt-4o'
     """
-    import os
+    from ragnet.lm.config import LMOptions
 
-    if api_key is not None and api_key_env is not None:
-        raise InputError("give --api-key or --api-key-env, not both", argument="api-key-env")
-    if api_key_env is not None:
-        api_key = os.environ.get(api_key_env)
-        if not api_key:
-            raise InputError(f"environment variable {api_key_env} is not set or empty", argument="api-key-env")
-    if timeout is not None and not timeout > 0:
-        raise InputError(f"must be more than 0 seconds, got {timeout}", argument="timeout")
-    out = {"api_base": api_base, "api_key": api_key, "timeout": timeout}
-    return {k: v for k, v in out.items() if v is not None}
+    options: list[tuple[str, Any, Any]] = [("lm", Optional[str], lm_option())]
+    if answer_lm is not False:
+        options.append(("answer_lm", Optional[str], answer_lm_option(answer_lm or None)))
+    options += [
+        ("api_base", Optional[str], api_base_option()),
+        ("api_key", Optional[str], api_key_option()),
+        ("api_key_env", Optional[str], api_key_env_option()),
+        ("timeout", float, timeout_option(timeout)),
+    ]
+    names = [name for name, _, _ in options]
+
+    def wrap(func: Callable) -> Callable:
+        signature = inspect.signature(func)
+        own = [p for p in signature.parameters.values() if p.name != "lms"]
+
+        @functools.wraps(func)
+        def command(*args: Any, **kwargs: Any) -> Any:
+            return func(*args, lms=LMOptions(**{name: kwargs.pop(name) for name in names}), **kwargs)
+
+        added = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default, annotation=kind)
+                 for name, kind, default in options]
+        command.__signature__ = signature.replace(parameters=[
+            *(p.replace(kind=inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in own), *added])
+        # typer reads the annotations too; the wrapped function's own stay as they are
+        command.__annotations__ = {**{k: v for k, v in func.__annotations__.items() if k != "lms"},
+                                   **{name: kind for name, kind, _ in options}}
+        return command
+
+    return wrap
 
 
 def index_dir_option() -> Optional[Path]:

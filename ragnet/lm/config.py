@@ -23,6 +23,7 @@ Example:
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +33,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from ragnet.errors import InputError  # noqa: E402
 from ragnet.lm.models import MODELS, default_model_path, ragnet_home  # noqa: E402
 
-__all__ = ["DEFAULT_READER", "cache_dir", "configure", "default_answer_lm", "get_lm", "make_lm", "parse_lm_spec",
-           "resolve_answer_lm"]
+__all__ = ["DEFAULT_READER", "LMOptions", "cache_dir", "configure", "default_answer_lm", "get_lm", "make_lm",
+           "parse_lm_spec", "resolve_answer_lm"]
 
 _cache_state: dict[str, Any] = {"dir": None}
 
@@ -279,3 +280,64 @@ def get_lm():
 
     current = dspy.settings.lm
     return current if current is not None else configure()
+
+
+@dataclass(frozen=True)
+class LMOptions:
+    """Which LMs a run uses and how to reach them: what every ``ragnet`` command's LM options mean.
+
+    One object instead of six loose options, so a command (or a script) builds it once and
+    asks it for the configured step LM, the reader and any other LM on the same connection.
+
+    Args:
+        lm: the steps' LM spec (see the module docs); None reads ``$RAGNET_LM``, then "local".
+        answer_lm: the reader (the answer step's LM): ``"auto"`` (ragnet's default reader for
+            ``lm``, :func:`default_answer_lm`), ``"none"`` or None (``lm`` answers too), or a spec.
+        api_base: server URL for litellm models.
+        api_key: key for litellm models.
+        api_key_env: name of the environment variable holding the key (instead of ``api_key``).
+        timeout: seconds per LM call.
+
+    Example:
+        >>> options = LMOptions(lm="openai/gpt-4o-mini", answer_lm="openai/gpt-4o", api_key="sk-test", timeout=30)
+        >>> options.connection()
+        {'api_key': 'sk-test', 'timeout': 30.0}
+        >>> options.reader(), options.make("openai/gpt-4o").model
+        ('openai/gpt-4o', 'openai/gpt-4o')
+    """
+
+    lm: str | None = None
+    answer_lm: str | None = None
+    api_base: str | None = None
+    api_key: str | None = None
+    api_key_env: str | None = None
+    timeout: float | None = 120.0
+
+    def connection(self) -> dict[str, Any]:
+        """Keyword arguments for :func:`make_lm` / :func:`configure`: server, key and timeout.
+
+        Raises:
+            InputError: both a key and its variable, an unset variable, or a timeout <= 0.
+        """
+        api_key = self.api_key
+        if api_key is not None and self.api_key_env is not None:
+            raise InputError("give --api-key or --api-key-env, not both", argument="api-key-env")
+        if self.api_key_env is not None:
+            api_key = os.environ.get(self.api_key_env)
+            if not api_key:
+                raise InputError(f"environment variable {self.api_key_env} is not set or empty",
+                                 argument="api-key-env")
+        out = {"api_base": self.api_base, "api_key": api_key, "timeout": _check_timeout(self.timeout)}
+        return {k: v for k, v in out.items() if v is not None}
+
+    def configure(self, **kwargs: Any):
+        """:func:`configure` the steps' LM (``lm``) on this connection; returns it."""
+        return configure(self.lm, **self.connection(), **kwargs)
+
+    def make(self, spec: Any, **kwargs: Any):
+        """Build another LM (a judge, a teacher) on this connection, without installing it."""
+        return make_lm(spec, **self.connection(), **kwargs)
+
+    def reader(self) -> Any:
+        """The reader's spec, or None when ``lm`` answers too (:func:`resolve_answer_lm`)."""
+        return resolve_answer_lm(self.answer_lm, self.lm)
