@@ -4,8 +4,6 @@
 * :mod:`ragnet.core.noise` - ReflectiveRAG noise removal and the redundancy metric.
 * :mod:`ragnet.core.rules` - the Chunk Filter metadata rules (drop contradicting, add matching).
 
-``ragnet.core.bench`` (timings for ``ragnet bench core``) is imported on demand only.
-
 Example:
     >>> from ragnet.core import knapsack, noise
     >>> knapsack.select([0.9, 0.2], [100, 50], budget=120).tolist()

@@ -73,7 +73,7 @@ import numpy as np
 
 from ragnet.errors import InputError
 
-__all__ = ["METHODS", "KnapsackResult", "select", "select_with_info", "upper_bound"]
+__all__ = ["METHODS", "KnapsackResult", "optimum", "select", "select_with_info", "upper_bound"]
 
 METHODS = ("exact", "greedy")
 
@@ -195,6 +195,22 @@ def upper_bound(relevance, tokens, budget) -> float:
     cum_w = np.cumsum(w[order])
     brk = int(np.searchsorted(cum_w, cap, side="right"))
     return _lp_bound(v, w, cap, order, cum_w, brk)
+
+
+
+def optimum(relevance, tokens, budget) -> float:
+    """The best achievable total relevance, by a full dynamic program over every capacity.
+
+    Costs ``items x budget`` time and memory, so it is for checking the solvers' gaps on
+    benchmark-sized problems, not for selecting.
+
+    Example:
+        >>> optimum([1.0, 1.0, 1.5], [60, 60, 100], 120)
+        2.0
+    """
+    v, w, cap = _validate(relevance, tokens, budget, "exact")
+    eligible = np.flatnonzero((v > 0) & (w <= cap))
+    return float(v[eligible][_dense_dp(v[eligible], w[eligible], cap)].sum())
 
 
 # --------------------------------------------------------------------------- validation

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragnet.core import knapsack
-from ragnet.core.bench import run_core_bench, synthetic_candidates
+from ragnet.bench.core import synthetic_candidates
 from ragnet.errors import InputError
 
 SETTINGS = settings(max_examples=200, deadline=None)
@@ -191,6 +191,14 @@ def test_exact_matches_full_dp_on_realistic_instance():
     assert result.value <= optimum + 1e-12
 
 
+
+def test_optimum_is_the_brute_force_best():
+    rel, tok = synthetic_candidates(12, seed=5)
+    budget = int(0.4 * tok.sum())
+    assert knapsack.optimum(rel, tok, budget) == pytest.approx(brute_force(rel, tok, budget))
+    assert knapsack.optimum([1.0], [50], 10) == 0.0
+
+
 # --------------------------------------------------------------------------- edge cases
 
 
@@ -265,21 +273,3 @@ def test_invalid_input_raises_input_error(rel, tok, budget, method, argument):
 def test_error_names_offending_item():
     with pytest.raises(InputError, match="item 2"):
         knapsack.select([1, 1, 1], [5, 5, 0], 10)
-
-
-# --------------------------------------------------------------------------- bench smoke test
-
-
-def test_core_bench_returns_json_able_medians():
-    import json
-
-    result = run_core_bench(repeats=1, sizes=(100, 1000), noise_sizes=(50,), gap_instances=2)
-    json.dumps(result)
-    rows = {(r["n"], r["method"]): r for r in result["knapsack"]}
-    assert set(rows) == {(100, "exact"), (100, "greedy"), (1000, "exact"), (1000, "greedy")}
-    assert all(r["median_ms"] > 0 and r["tokens_used"] <= 32_000 for r in rows.values())
-    assert result["optimality"]["exact_certified_gap"] <= 0.005
-    assert result["optimality"]["exact_gap_to_optimum"] <= 0.005
-    assert result["noise"][0]["n"] == 50 and result["noise"][0]["median_ms"] > 0
-    with pytest.raises(InputError):
-        run_core_bench(repeats=0)

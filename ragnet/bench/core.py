@@ -141,8 +141,7 @@ def run_core_bench(
     rel, tok = synthetic_candidates(1000, seed)
     exact = knapsack.select_with_info(rel, tok, budget)
     greedy = knapsack.select_with_info(rel, tok, budget, method="greedy")
-    eligible = np.flatnonzero((rel > 0) & (tok <= budget))
-    best = rel[eligible][knapsack._dense_dp(rel[eligible], tok[eligible], budget)].sum()  # true optimum
+    best = knapsack.optimum(rel, tok, budget)
     gaps = {"exact": [], "greedy": []}
     for s in range(gap_instances):
         r, t = synthetic_candidates(1000, seed + s)
