@@ -22,18 +22,17 @@ def core(
 ) -> None:
     """Median timings (ms) of knapsack, noise removal and hybrid search, as JSON."""
     from ragnet._threads import pin_threads
-    from ragnet.core.bench import run_core_bench
+    from ragnet.bench.core import run_core_bench
 
     pin_threads(threads)
     result = {"threads": threads, **run_core_bench(repeats=repeats)}
     if not skip_search:
-        from ragnet.eval.datasets import read_split
+        from ragnet.bench.index import run_search_bench
+        from ragnet.bench.questions import dev_questions
         from ragnet.eval.indexes import load_pooled
-        from ragnet.index.bench import run_search_bench
 
         idx, ev = load_pooled(data, data_dir=data_dir, path=index_dir, log=say)
-        dev = read_split(ev.path, "dev")
-        texts = [q.question for q in ev.questions if q.id in dev][:queries]
+        texts = [q.question for q in dev_questions(ev.questions, ev.path, queries)]
         result["search"] = {"corpus_chunks": len(idx), **run_search_bench(idx, texts, repeats=3)}
     typer.echo(json.dumps(result, indent=2))
 
@@ -47,7 +46,7 @@ def index(
     """Indexing overhead of Index.build over raw SentenceTransformer.encode, as JSON."""
     from ragnet._threads import pin_threads
     from ragnet.eval.datasets import load_questions, pooled_documents
-    from ragnet.index.bench import run_index_bench
+    from ragnet.bench.index import run_index_bench
 
     pin_threads(threads)
     docs = pooled_documents(load_questions(data, data_dir=data_dir))[:n]
@@ -57,8 +56,8 @@ def index(
 def embed(
     n: int = typer.Option(1000, help="Pooled HotpotQA paragraphs to embed per pass."),
     backends: str = typer.Option("torch@64,torch,onnx,onnx-int8", help="Comma-separated Embedder backends, each "
-                                 "at its default batch size or pinned with @N (torch@64: torch's default until "
-                                 "2026-11-27). Plain torch is always measured: the reference."),
+                                 "at its default batch size or pinned with @N (torch@64: torch's former default). "
+                                 "Plain torch is always measured: the reference."),
     batch_size: Optional[int] = typer.Option(None, "--batch-size", min=1, help="Texts per forward pass for every "
                                              "backend not pinned with @N (default: each backend's own)."),
     repeats: int = typer.Option(3, help="Timed passes per backend (medians reported)."),
@@ -72,22 +71,22 @@ def embed(
     """Embedding throughput of each backend on the same texts (ratio to torch, cosine to torch's
     vectors), query latency, and optionally recall with a backend-embedded index, as JSON."""
     from ragnet._threads import pin_threads
-    from ragnet.eval.datasets import load_questions, pooled_documents, read_split, resolve_dataset
-    from ragnet.index.bench import run_embed_bench
-    from ragnet.index.passages import passage_text
+    from ragnet.bench.index import run_embed_bench
+    from ragnet.bench.questions import dev_questions
     from ragnet.corpus.types import Chunk
+    from ragnet.eval.datasets import load_questions, pooled_documents, resolve_dataset
+    from ragnet.index.passages import passage_text
 
     pin_threads(threads)
     path = resolve_dataset("hotpotqa_dev_distractor", data_dir)
     records = load_questions(path)
     docs = pooled_documents(records)[:n]
     texts = [passage_text(Chunk(id=d.id, doc_id=d.id, title=d.title, text=d.text, tokens=0)) for d in docs]
-    dev = read_split(path, "dev")
-    qs = [r.question for r in records if r.id in dev][:queries]
+    qs = [r.question for r in dev_questions(records, path, queries)]
     names = [b.strip() for b in backends.split(",") if b.strip()]
     result = run_embed_bench(texts, backends=names, repeats=repeats, threads=threads, queries=qs, batch_size=batch_size)
     if recall:
-        from ragnet.index.scale import run_backend_recall
+        from ragnet.bench.scale import run_backend_recall
 
         result["recall"] = run_backend_recall(recall, workdir, data_dir=data_dir, threads=threads, log=say)
     typer.echo(json.dumps(result, indent=2))
@@ -101,13 +100,13 @@ def ray(
 ) -> None:
     """One-process build against Ray Data builds on a local cluster: seconds, chunks/s, speed-up
     and equality (ids, vectors, top-5), as JSON. Needs ragnet[scale]."""
-    from ragnet.eval.datasets import load_questions, pooled_documents, read_split, resolve_dataset
-    from ragnet.index.bench import run_ray_bench
+    from ragnet.bench.index import run_ray_bench
+    from ragnet.bench.questions import dev_questions
+    from ragnet.eval.datasets import load_questions, pooled_documents, resolve_dataset
 
     path = resolve_dataset("hotpotqa_dev_distractor", data_dir)
     records = load_questions(path)
-    dev = read_split(path, "dev")
-    qs = [r.question for r in records if r.id in dev][:queries]
+    qs = [r.question for r in dev_questions(records, path, queries)]
     counts = [int(w) for w in workers.split(",") if w.strip()]
     typer.echo(json.dumps(run_ray_bench(pooled_documents(records)[:n], workers=counts, queries=qs), indent=2))
 
@@ -127,10 +126,10 @@ def scale(
     query_backends: str = typer.Option("torch", help="Comma-separated query embedder backends to measure search with."),
     data_dir: Optional[Path] = data_dir_option(),
 ) -> None:
-    """Build an index of N passages (real + distractors; see ragnet.index.scale) and print build
+    """Build an index of N passages (real + distractors; see ragnet.bench.scale) and print build
     throughput, peak RSS, size on disk, search latency and recall against exact search, as JSON."""
     from ragnet.index.ivfpq import IVFPQParams
-    from ragnet.index.scale import run_scale_bench
+    from ragnet.bench.scale import run_scale_bench
 
     params = IVFPQParams(nlist=nlist, m=m, nprobe=nprobe, opq=opq)
     result = run_scale_bench(passages, workdir, data_dir=data_dir, questions=questions, faiss_index=faiss_index,

@@ -725,6 +725,32 @@ class Index:
             )
         self._dimension_checked = True
 
+    def replace_dense(self, make: Callable[[np.ndarray], Any]) -> Any:
+        """Serve dense search from ``make(vectors)`` instead of the stored FAISS index.
+
+        ``vectors`` are the stored chunk vectors (row ``i`` is chunk ``i``); the object made must,
+        like :class:`~ragnet.index.dense.DenseIndex`, have ``kind``, ``ntotal``, ``dimension`` and
+        ``search(queries, n) -> (scores, row ids)``. Benchmarks use it to compare an approximate
+        kind with an exact scan of the same corpus; nothing is written to the folder.
+
+        Returns:
+            The new dense index.
+
+        Raises:
+            InputError: it does not cover every chunk at the index's dimension.
+
+        Example:
+            >>> from ragnet.index.dense import DenseIndex
+            >>> Index.load(index.path).replace_dense(lambda v: DenseIndex.build(v, kind="hnsw")).kind
+            'hnsw'
+        """
+        dense = make(self._emb)
+        if (dense.ntotal, dense.dimension) != (len(self._chunks), self.dimension):
+            raise InputError(f"the dense index made holds {dense.ntotal} vectors of dimension {dense.dimension}, "
+                             f"expected {len(self._chunks)} of {self.dimension}", argument="make")
+        self._dense = dense
+        return dense
+
     # -- search ------------------------------------------------------------------------
     def search(
         self,

@@ -25,6 +25,7 @@ from ragnet.errors import InputError
 from ragnet.index.embedder import Embedder
 from ragnet.index.index import Index, passage_text
 from ragnet.index.onnx_backend import resolve_backend
+from ragnet.index.options import BuildEngine, DenseOptions
 
 
 @contextlib.contextmanager
@@ -177,7 +178,7 @@ def run_index_bench(
             model.encode(["warm up the model"] * 4, batch_size=batch_size)
             for _ in range(max(1, repeats)):
                 index = Index.build(docs, Path(tmp) / "index", chunk_tokens=chunk_tokens, overlap=overlap,
-                                    embedder=emb, faiss_index=faiss_index, show_progress=False)
+                                    embedder=emb, dense=DenseOptions(kind=faiss_index), show_progress=False)
                 builds.append(index.build_stats or {})
                 passages = [passage_text(c) for c in index.chunks]
                 t0 = time.perf_counter()
@@ -339,7 +340,7 @@ def run_ray_bench(docs: Sequence[Document], workers: Sequence[int] = (1, 2), que
             ray.init(num_cpus=n, include_dashboard=False, log_to_driver=False)
             t0 = time.perf_counter()
             built = Index.build(docs, Path(tmp) / f"ray{n}", embedder=embedder, sentences=False,
-                                show_progress=False, engine="ray", workers=n)
+                                show_progress=False, engine=BuildEngine("ray", workers=n))
             seconds = time.perf_counter() - t0
             out["builds"][f"ray_{n}"] = {
                 "seconds": round(seconds, 1),

@@ -16,7 +16,7 @@ Embedding a million passages for real takes about 8 hours on 2 cores, so the cor
 an all-real corpus (HotpotQA plus the other benchmarks' paragraphs, embedded for real)
 with a mixed corpus of the same size (HotpotQA plus as many distractors).
 
-Search figures are taken in a fresh process per index (``python -m ragnet.index.scale``),
+Search figures are taken in a fresh process per index (``python -m ragnet.bench.scale``),
 so the peak RSS is that of serving, not of building.
 """
 
@@ -182,11 +182,12 @@ def build_corpus(path: Path, real: Sequence[tuple[list[Chunk], np.ndarray]], tot
                  pool: SentencePool | None, model: VectorModel | None, faiss_index: str, embedder: str,
                  ivfpq: Any = None, show_progress: bool = True) -> dict[str, Any]:
     """Build the index at ``path``; returns build figures (seconds, throughput, peak RSS)."""
-    from ragnet.index import Index
+    from ragnet.index import DenseOptions, Index
 
     t0 = time.perf_counter()
     index = Index.build_from_shards(corpus_shards(real, total, pool, model), path, count=total, embedder=embedder,
-                                    faiss_index=faiss_index, ivfpq=ivfpq, show_progress=show_progress)
+                                    dense=DenseOptions(kind=faiss_index, ivfpq=ivfpq),
+                                    show_progress=show_progress)
     seconds = time.perf_counter() - t0
     return {
         "passages": total,
@@ -258,8 +259,7 @@ def measure(index_path: str, questions: Sequence[dict[str, Any]], exact: bool = 
     t0 = time.perf_counter()
     index = Index.load(index_path, verify=False)
     load_s = time.perf_counter() - t0
-    if exact:
-        index._dense = ExactScan(index._emb)
+    dense_kind = index.replace_dense(ExactScan).kind if exact else index.manifest["faiss_index"]
     index.search("warm up the embedder", k=k)
     rss_loaded = _proc_status_mb("VmRSS")
     times = []
@@ -274,7 +274,7 @@ def measure(index_path: str, questions: Sequence[dict[str, Any]], exact: bool = 
         hits.append(all(any(i in kept for i in ids) for ids in q["gold"].values() if ids))
     return {
         "index": index_path,
-        "dense": index._dense.kind,
+        "dense": dense_kind,
         "questions": len(questions),
         "load_s": round(load_s, 2),
         "search_ms_p50": round(statistics.median(times), 2),
@@ -306,7 +306,7 @@ def measure_in_subprocess(index_path: Path, questions_file: Path, exact: bool = 
     env = dict(os.environ)
     if embed_backend is not None:
         env["RAGNET_EMBED_BACKEND"] = embed_backend
-    cmd = [sys.executable, "-m", "ragnet.index.scale", str(index_path), str(questions_file), str(threads)]
+    cmd = [sys.executable, "-m", "ragnet.bench.scale", str(index_path), str(questions_file), str(threads)]
     if exact:
         cmd.append("--exact")
     out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env)
@@ -315,12 +315,12 @@ def measure_in_subprocess(index_path: Path, questions_file: Path, exact: bool = 
 
 def question_file(folder: Path, real_index: Any, data_dir: str | Path | None, limit: int) -> Path:
     """HotpotQA dev questions with their gold chunk ids (in the real index), as JSON lines."""
-    from ragnet.eval.datasets import load_questions, read_split, resolve_dataset
+    from ragnet.bench.questions import dev_questions
+    from ragnet.eval.datasets import load_questions, resolve_dataset
     from ragnet.eval.evidence import gold_chunk_ids
 
     path = resolve_dataset(REAL_SET, data_dir)
-    dev = read_split(path, "dev")
-    records = [r for r in load_questions(path) if r.id in dev][:limit]
+    records = dev_questions(load_questions(path), path, limit)
     file = folder / "questions.jsonl"
     with open(file, "w", encoding="utf-8") as fh:
         for r in records:
@@ -335,7 +335,7 @@ def run_backend_recall(backend: str, workdir: str | Path, *, data_dir: str | Pat
     (documents and queries) with ``backend`` against the torch-embedded pooled index."""
     from ragnet.eval.datasets import load_eval_set
     from ragnet.eval.indexes import load_pooled
-    from ragnet.index import Index
+    from ragnet.index import DenseOptions, Index
     from ragnet.index.embedder import Embedder
 
     workdir = Path(workdir)
@@ -349,7 +349,7 @@ def run_backend_recall(backend: str, workdir: str | Path, *, data_dir: str | Pat
         docs = load_eval_set(REAL_SET, data_dir=data_dir, split=None, mode="pooled").documents
         log(f"embedding the {len(docs)} pooled HotpotQA paragraphs with the {backend} backend")
         t0 = time.perf_counter()
-        Index.build(docs, path, embedder=Embedder(backend=backend), faiss_index="flat", sentences=False)
+        Index.build(docs, path, embedder=Embedder(backend=backend), dense=DenseOptions(kind="flat"), sentences=False)
         build_s = round(time.perf_counter() - t0, 1)
     ref = measure_in_subprocess(torch_index.path, qfile, threads=threads, embed_backend="torch")
     got = measure_in_subprocess(path, qfile, threads=threads, embed_backend=backend)
@@ -425,14 +425,14 @@ def run_scale_bench(passages: int, workdir: str | Path, *, data_dir: str | Path 
 def _validate(workdir: Path, real: list, docs: list, pool: SentencePool, model: VectorModel, embedder: str,
               qfile: Path, threads: int, log: Callable[[str], None]) -> dict[str, Any]:
     """Recall on HotpotQA + the other benchmarks' real paragraphs vs HotpotQA + as many distractors."""
-    from ragnet.index import Index
+    from ragnet.index import DenseOptions, Index
 
     others_path = workdir / "real-distractor-paragraphs"
     if (others_path / "manifest.json").is_file():
         others = Index.load(others_path, verify=False)
     else:
         log(f"embedding {len(docs)} real paragraphs of the other benchmarks (one-off)")
-        others = Index.build(docs, others_path, embedder=embedder, faiss_index="flat", sentences=False)
+        others = Index.build(docs, others_path, embedder=embedder, dense=DenseOptions(kind="flat"), sentences=False)
     other_parts = real_parts(others)
     total = len(real[0][0]) + len(other_parts[0])
     out: dict[str, Any] = {"passages": total}
@@ -446,7 +446,7 @@ def _validate(workdir: Path, real: list, docs: list, pool: SentencePool, model: 
     return out
 
 
-def main(argv: Sequence[str]) -> None:  # python -m ragnet.index.scale INDEX QUESTIONS THREADS [--exact]
+def main(argv: Sequence[str]) -> None:  # python -m ragnet.bench.scale INDEX QUESTIONS THREADS [--exact]
     from ragnet._threads import pin_threads
 
     pin_threads(int(argv[2]))
