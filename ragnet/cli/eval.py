@@ -194,8 +194,8 @@ def laziness(
     overwrite: bool = typer.Option(False, "--overwrite", hidden=True, help="Deprecated alias of --fresh."),
 ) -> None:
     """Follow-up search rate of the agent as padding grows, next to the iterative study's."""
-    from ragnet.eval.laziness import format_laziness_report
-    from ragnet.eval.laziness_evaluator import LazinessEvaluator, parse_pads
+    from ragnet.bench.laziness import format_laziness_report
+    from ragnet.bench.laziness_evaluator import LazinessEvaluator, parse_pads
     from ragnet.eval.run_folder import claim_folder
 
     if overwrite:

@@ -10,9 +10,6 @@ The framework:
   questions (``ragnet eval``);
 * :mod:`ragnet.eval.retrieval`: :class:`RetrievalEvaluator`, gold recall of context
   selections with no LM (``ragnet eval retrieval``);
-* :mod:`ragnet.eval.laziness_evaluator`: :class:`LazinessEvaluator`, the retrieval-laziness
-  experiment (``ragnet eval laziness``; contexts in :mod:`ragnet.eval.laziness`, the program's
-  decision step in :mod:`ragnet.eval.sufficiency_step`);
 * :mod:`ragnet.eval.indexes`: :func:`pooled_index` (the one pooled-index builder),
   :class:`EvalIndexes`, :class:`NoIndex`; :mod:`ragnet.eval.index_cache` caches by content hash;
 * :mod:`ragnet.eval.report`, :mod:`ragnet.eval.tables`, :mod:`ragnet.eval.plots`: reports.
@@ -45,7 +42,6 @@ _LAZY = {
     "run_eval": "ragnet.eval.runner",
     "RetrievalEvaluator": "ragnet.eval.retrieval",
     "run_retrieval_eval": "ragnet.eval.retrieval",
-    "LazinessEvaluator": "ragnet.eval.laziness_evaluator",
     "EvalIndexes": "ragnet.eval.indexes",
     "NoIndex": "ragnet.eval.indexes",
     "load_pooled": "ragnet.eval.indexes",

@@ -16,9 +16,9 @@ from ragnet.cli import app
 from ragnet.corpus.tokens import count_tokens
 from ragnet.errors import InputError
 from ragnet.eval.datasets import QARecord
-from ragnet.eval import laziness_evaluator
+from ragnet.bench import laziness_evaluator
 from ragnet.eval.indexes import NoIndex
-from ragnet.eval.laziness import (
+from ragnet.bench.laziness import (
     STUDY_RATES,
     PaddingPool,
     build_cases,
@@ -395,7 +395,7 @@ def test_local_context_window_is_sized_or_refused():
 
 
 def test_gold_paragraph_indices_win_over_titles():
-    from ragnet.eval.laziness import gold_paragraphs
+    from ragnet.bench.laziness import gold_paragraphs
 
     rec = QARecord(id="m", question="?", answers=["a"], gold_titles=["Same", "Same"],
                    context=[{"title": "Same", "text": "first"}, {"title": "Other", "text": "x"},
@@ -406,7 +406,7 @@ def test_gold_paragraph_indices_win_over_titles():
 
 
 def test_the_experiment_runs_from_python_with_an_lm_object(tmp_path):
-    from ragnet.eval.laziness_evaluator import LazinessEvaluator
+    from ragnet.bench.laziness_evaluator import LazinessEvaluator
 
     engine = ProgramLM(sufficiency=_verdict_by_length)
     logs = []

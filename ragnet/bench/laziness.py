@@ -451,9 +451,9 @@ def assess_case(predictor: Any, case: LazinessCase, *, retries: int = 1) -> dict
 
     ``follow_up`` is True for ``Refine`` (the agent searches again), False for
     ``Sufficient``, and None when the step failed and fell back to its default (see
-    ``ragnet.eval.sufficiency_step.decide`` for every field).
+    ``ragnet.bench.sufficiency_step.decide`` for every field).
     """
-    from ragnet.eval.sufficiency_step import decide
+    from ragnet.bench.sufficiency_step import decide
 
     return {**case.describe(), **decide(predictor, case.question, case.context_text(), retries=retries)}
 

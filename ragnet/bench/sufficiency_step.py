@@ -1,6 +1,6 @@
 """The agent's search-again decision, taken out of a program for the laziness experiment.
 
-This is the one module of :mod:`ragnet.eval` that reaches into programs: which attribute holds
+This is the one module of the study that reaches into programs: which attribute holds
 the sufficiency step (``program.steps()["sufficiency"]``: its predictor and retry count), and how the
 step is run (``ragnet.signatures.SufficiencyStep``). Everything else in the
 experiment sees a predictor and plain dicts.
