@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,9 +37,18 @@ STAGES = ("retrieved", "filter", "crop", "select", "delete", "noise", "final")
 # --------------------------------------------------------------------------- gold mapping
 
 
+# index -> (chunk count, by_doc, by_title): built once per index, rebuilt when its chunks change;
+# weak keys, so a cached map never keeps an index alive.
+_DOC_MAPS: "weakref.WeakKeyDictionary[Any, tuple[int, dict[str, list[str]], dict[str, list[str]]]]" = (
+    weakref.WeakKeyDictionary())
+
+
 def _doc_map(index: Any) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
-    """``doc_id -> chunk ids`` and ``casefolded title -> chunk ids`` (cached on the index object)."""
-    cached = getattr(index, "_ragnet_eval_doc_map", None)
+    """``doc_id -> chunk ids`` and ``casefolded title -> chunk ids`` (cached per index)."""
+    try:
+        cached = _DOC_MAPS.get(index)
+    except TypeError:  # an index that cannot be weakly referenced or hashed: not cached
+        cached = None
     if cached is not None and cached[0] == len(index.chunks):
         return cached[1], cached[2]
     by_doc: dict[str, list[str]] = {}
@@ -47,8 +57,8 @@ def _doc_map(index: Any) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
         by_doc.setdefault(c.doc_id, []).append(c.id)
         by_title.setdefault(" ".join(str(c.title).split()).casefold(), []).append(c.id)
     try:
-        index._ragnet_eval_doc_map = (len(index.chunks), by_doc, by_title)
-    except AttributeError:  # pragma: no cover - an index type with __slots__
+        _DOC_MAPS[index] = (len(index.chunks), by_doc, by_title)
+    except TypeError:
         pass
     return by_doc, by_title
 

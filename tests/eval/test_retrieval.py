@@ -310,3 +310,25 @@ def test_sentence_evidence_section_is_reported_for_sets_with_gold_sentences(tmp_
     assert all(ev["tokens"][s]["18"] <= 18 for s in ("rank-fill", "rank-cut", "knapsack", "sentences", "sentences+links"))
     report = (tmp_path / "out" / "report.md").read_text()
     assert "All gold supporting sentences in context: 2 questions" in report and "| sentences+links |" in report
+
+
+def test_gold_chunk_ids_cache_follows_the_chunks_and_leaves_the_index_alone():
+    import gc
+    from types import SimpleNamespace as NS
+
+    from ragnet.eval import evidence
+
+    class Toy:
+        def __init__(self, chunks):
+            self.chunks = chunks
+
+    toy = Toy([NS(id="a#0", doc_id="a", title="A")])
+    rec = _q("t", "q", ["A", "B"])
+    assert gold_chunk_ids(rec, toy) == {"A": ["a#0"], "B": []}
+    toy.chunks = toy.chunks + [NS(id="b#0", doc_id="b", title="B")]  # more chunks: the map is rebuilt
+    assert gold_chunk_ids(rec, toy) == {"A": ["a#0"], "B": ["b#0"]}
+    assert vars(toy) == {"chunks": toy.chunks}  # nothing hung on the index
+    assert toy in evidence._DOC_MAPS
+    del toy
+    gc.collect()
+    assert len(evidence._DOC_MAPS) == 0 or all(type(k).__name__ != "Toy" for k in evidence._DOC_MAPS)
