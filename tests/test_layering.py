@@ -1,7 +1,14 @@
 """Import layering, checked statically over every module of ``ragnet`` (function-level imports
-included): no module imports a module that imports it back; the library never imports the
-command line (``ragnet.cli``); ``ragnet.eval`` never imports ``ragnet.optimize`` (optimize builds on
-eval's metrics, not the other way round)."""
+included):
+
+* the sub-packages follow one declared order (:data:`LAYERS`): a module imports only from its
+  own layer or a lower one, so the numpy core never reaches for an LM and no library package
+  reaches for the benchmarks or the command line;
+* no module imports a module that imports it back.
+
+``ragnet/__init__.py`` (the public re-exports) and ``ragnet/__main__.py`` stand outside the order;
+an ``import ragnet`` inside a function (for ``ragnet.__version__``) is not checked against it.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +16,20 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "ragnet"
+
+#: The declared order, lowest first; packages on one line are on one layer.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("ragnet._atomic", "ragnet._hashing", "ragnet._threads", "ragnet.errors"),
+    ("ragnet.core", "ragnet.corpus"),
+    ("ragnet.index",),
+    ("ragnet.lm", "ragnet.signatures"),
+    ("ragnet.programs",),
+    ("ragnet.eval",),
+    ("ragnet.optimize",),
+    ("ragnet.demo", "ragnet.bench"),
+    ("ragnet.cli",),
+)
+EXEMPT = ("ragnet", "ragnet.__main__")
 
 
 def _modules() -> dict[str, Path]:
@@ -36,11 +57,27 @@ def _graph() -> dict[str, set[str]]:
     return graph
 
 
-def test_eval_does_not_import_optimize():
-    graph = _graph()
-    offenders = {m: sorted(t for t in deps if t.startswith("ragnet.optimize"))
-                 for m, deps in graph.items() if m.startswith("ragnet.eval")}
-    assert {m: t for m, t in offenders.items() if t} == {}
+def _layer(module: str, layers: tuple[tuple[str, ...], ...]) -> int | None:
+    """The layer of ``module``: that of the longest declared package it is in (None: undeclared)."""
+    best, found = -1, None
+    for level, packages in enumerate(layers):
+        for package in packages:
+            if (module == package or module.startswith(package + ".")) and len(package) > best:
+                best, found = len(package), level
+    return found
+
+
+def _order_violations(graph: dict[str, set[str]], layers: tuple[tuple[str, ...], ...],
+                      exempt: tuple[str, ...] = ()) -> list[tuple[str, str]]:
+    """``(importer, imported)`` pairs where a module imports from a higher layer."""
+    out = []
+    for module, deps in graph.items():
+        if module in exempt:
+            continue
+        mine = _layer(module, layers)
+        out.extend((module, dep) for dep in deps
+                   if dep not in exempt and (_layer(dep, layers) or 0) > (mine or 0))
+    return sorted(out)
 
 
 def _reaches(graph: dict[str, set[str]], start: str, goal: str) -> bool:
@@ -54,6 +91,22 @@ def _reaches(graph: dict[str, set[str]], start: str, goal: str) -> bool:
                 seen.add(nxt)
                 todo.append(nxt)
     return False
+
+
+def test_every_module_has_a_declared_layer():
+    undeclared = sorted(m for m in _modules() if m not in EXEMPT and _layer(m, LAYERS) is None)
+    assert undeclared == []
+
+
+def test_packages_import_only_from_their_own_layer_or_below():
+    assert _order_violations(_graph(), LAYERS, EXEMPT) == []
+
+
+def test_eval_does_not_import_optimize():
+    graph = _graph()
+    offenders = {m: sorted(t for t in deps if t.startswith("ragnet.optimize"))
+                 for m, deps in graph.items() if m.startswith("ragnet.eval")}
+    assert {m: t for m, t in offenders.items() if t} == {}
 
 
 def test_no_module_imports_a_module_that_imports_it_back():
@@ -73,3 +126,18 @@ def test_the_library_never_imports_the_command_line():
 def test_the_check_sees_a_cycle():
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert _reaches(graph, "b", "a") and not _reaches(graph, "a", "d")
+
+
+def test_the_order_check_sees_an_upward_import():
+    layers = (("p.base",), ("p.low", "p.side"), ("p.high",))
+    graph = {
+        "p": {"p.high"},                      # exempt, like ragnet/__init__.py
+        "p.base": set(),
+        "p.low": {"p.base", "p.side"},        # down and sideways: allowed
+        "p.low.deep": {"p.high.mod"},         # a sub-module reaching up: caught
+        "p.side": {"p.low.deep"},
+        "p.high": {"p.low"},
+        "p.high.mod": {"p.base"},
+    }
+    assert _order_violations(graph, layers, exempt=("p",)) == [("p.low.deep", "p.high.mod")]
+    assert _layer("p.low.deep", layers) == 1 and _layer("p.lowest", layers) is None
