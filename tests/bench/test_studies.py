@@ -1,0 +1,41 @@
+"""The study scripts behind docs/results import against today's library and answer ``--help``."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+import pytest
+
+import ragnet.bench.studies as studies
+
+
+def test_every_study_module_is_listed():
+    found = {m.name for m in pkgutil.iter_modules(studies.__path__)}
+    assert found == set(studies.STUDIES)
+
+
+@pytest.mark.parametrize("name", studies.STUDIES)
+def test_study_imports_and_prints_its_help(name, capsys):
+    module = importlib.import_module(f"ragnet.bench.studies.{name}")
+    with pytest.raises(SystemExit) as stop:
+        module.main(["--help"])
+    assert stop.value.code == 0
+    out = capsys.readouterr().out
+    assert f"python -m ragnet.bench.studies.{name}" in out and module.__doc__.split("\n")[0][:30] in out
+
+
+def test_studies_find_the_results_folder():
+    assert (studies.RESULTS / "README.md").is_file()
+
+
+def test_result_rows_read_a_plain_or_a_compressed_results_file(tmp_path, monkeypatch):
+    import gzip
+
+    monkeypatch.setattr(studies, "RESULTS", tmp_path)
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "plain" / "results.jsonl").write_text('{"id": "q1"}\n\n', encoding="utf-8")
+    (tmp_path / "packed").mkdir()
+    with gzip.open(tmp_path / "packed" / "results.jsonl.gz", "wt", encoding="utf-8") as fh:
+        fh.write('{"id": "q2"}\n')
+    assert studies.result_rows("plain") == [{"id": "q1"}] and studies.result_rows("packed") == [{"id": "q2"}]
