@@ -217,28 +217,19 @@ def _describe_layout(layout: dict[str, Any]) -> str:
 
 def row_answer_prompt(row: dict[str, Any]) -> dict[str, Any] | None:
     """The answer-prompt layout a row was answered with (see
-    :func:`ragnet.programs.registry.answer_layout`): its ``answer_prompt`` field, else read from
-    its trace's answer event (rows written before the field), else None (unknown). Rows and
-    events written before ``question_at`` existed say ``question_last``; they read as "last" or "first".
+    :func:`ragnet.programs.registry.answer_layout`), from its ``answer_prompt`` field; None for a
+    row without one.
 
     Example:
-        >>> row_answer_prompt({"trace": [{"step": "search"}, {"step": "answer", "question_last": True}]})
-        {'question_at': 'last', 'reasoning': False}
-        >>> row_answer_prompt({"answer_prompt": {"question_last": False, "reasoning": True}})
-        {'question_at': 'first', 'reasoning': True}
+        >>> row_answer_prompt({"answer_prompt": {"question_at": "last", "reasoning": True}})
+        {'question_at': 'last', 'reasoning': True}
         >>> row_answer_prompt({"strategy": "basic"}) is None
         True
     """
-    def layout(where: Any, legacy_last: Any, reasoning: Any) -> dict[str, Any]:
-        return {"question_at": str(where or ("last" if legacy_last else "first")), "reasoning": bool(reasoning)}
-
-    if isinstance(row.get("answer_prompt"), dict):
-        saved = row["answer_prompt"]
-        return layout(saved.get("question_at"), saved.get("question_last"), saved.get("reasoning"))
-    for event in reversed(row.get("trace") or []):
-        if isinstance(event, dict) and event.get("step") == "answer":
-            return layout(event.get("question_at"), event.get("question_last"), "reasoning" in event)
-    return None
+    saved = row.get("answer_prompt")
+    if not isinstance(saved, dict):
+        return None
+    return {"question_at": str(saved.get("question_at")), "reasoning": bool(saved.get("reasoning"))}
 
 
 #: ``program_factory(run, index) -> program``.
@@ -639,4 +630,3 @@ def _run_threaded(jobs: list, run_job: Callable, record_row: Callable[[dict[str,
         raise
     finally:
         pool.shutdown(wait=wait_for_running, cancel_futures=True)
-

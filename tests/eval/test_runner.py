@@ -153,17 +153,6 @@ def test_resume_answers_again_the_rows_of_another_answer_prompt_layout(run, tmp_
     rows = [json.loads(line) for line in _lines(out / "results.jsonl")]
     assert [r["answer_prompt"]["question_at"] for r in rows if r["strategy"] == "oneshot"] == ["first", "first", "last", "last"]
     assert summary["strategies"]["oneshot"]["n"] == 2
-    # rows written before the field existed are judged by their trace's answer event
-    old = [{k: v for k, v in r.items() if k != "answer_prompt"} for r in rows]
-    (out / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in old), encoding="utf-8")
-    _, engine, logs = run(out, ["basic", "oneshot"], n=2, overrides=last, plots=False)
-    assert engine.calls == [] and not any("another answer prompt" in line for line in logs)
-    # rows that recorded the layout as ``question_last`` (before "both" existed) read the same way
-    legacy = [{**r, "answer_prompt": {"question_last": r["answer_prompt"]["question_at"] == "last", "reasoning": False}}
-              for r in rows]
-    (out / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in legacy), encoding="utf-8")
-    _, engine, logs = run(out, ["basic", "oneshot"], n=2, overrides=last, plots=False)
-    assert engine.calls == []
     # OneShotRAG's default chooses per question: a layout of its own, so those rows are answered again
     _, engine, logs = run(out, ["basic", "oneshot"], n=2, plots=False)
     assert engine.steps().count("answer") == 2
