@@ -20,7 +20,7 @@ def index(
     embedder: Optional[str] = typer.Option(None, help="sentence-transformers model name or path (default: bundled all-MiniLM-L6-v2)."),
     faiss_index: str = typer.Option("auto", help="auto | flat | hnsw | ivf | ivfpq (compressed, on disk; auto picks it from 200k chunks)."),
     nprobe: int = typer.Option(32, help="ivfpq: inverted lists scanned per query."),
-    embed_backend: Optional[str] = typer.Option(None, help="torch | onnx | onnx-int8 | auto (default: $RAGNET_EMBED_BACKEND, else the model's fp32 ONNX export, made here once per model and machine: torch's vectors, about 1.3x faster to embed; torch when the model cannot be exported)."),
+    embed_backend: Optional[str] = typer.Option(None, help="torch | onnx | onnx-int8 | auto (default: $RAGNET_EMBED_BACKEND, else the model's fp32 ONNX export, made here once per model and machine: torch's vectors, faster to embed; torch when the model cannot be exported)."),
     ray: Optional[str] = typer.Option(None, "--ray", help="Build on a Ray cluster: 'local' starts one on this machine, 'auto' or ray://HOST:10001 joins one (needs ragnet[scale])."),
     workers: Optional[int] = typer.Option(None, help="With --ray: embedding workers (default: the cluster's CPUs)."),
     gazetteer: Optional[Path] = typer.Option(None, help="File of place names, one per line, for chunk metadata."),
@@ -30,24 +30,24 @@ def index(
     """Load documents, chunk, embed and build the hybrid (FAISS + BM25) index."""
     from ragnet.corpus.loader import load_documents
     from ragnet.corpus.metadata import Gazetteer
-    from ragnet.index import Index
+    from ragnet.index import BuildEngine, DenseOptions, Index, IVFPQParams
+    from ragnet.index.dense import KINDS
+    from ragnet.index.embedder import Embedder, build_embedder
     from ragnet.index.index import check_output_folder
 
-    from ragnet.index.embedder import Embedder, build_embedder
-    from ragnet.index.ivfpq import IVFPQParams
-
     check_output_folder(out)  # before reading or embedding anything
-    # No backend named: the model's fp32 ONNX export (torch's vectors, 1.34x faster), see build_embedder
-    emb = build_embedder(embedder) if embed_backend is None else Embedder(embedder, backend=embed_backend)
+    if faiss_index not in KINDS:
+        raise InputError(f"choose one of {', '.join(KINDS)}, got {faiss_index!r}", argument="faiss-index")
     if nprobe < 1:
         raise InputError("must be at least 1", argument="nprobe")
-    params = IVFPQParams(nprobe=nprobe)
+    dense = DenseOptions(kind=faiss_index, ivfpq=IVFPQParams(nprobe=nprobe))
+    engine = BuildEngine("ray", address=ray, workers=workers) if ray else BuildEngine()
+    # No backend named: the model's fp32 ONNX export (torch's vectors, faster), see build_embedder
+    emb = build_embedder(embedder) if embed_backend is None else Embedder(embedder, backend=embed_backend)
     docs = load_documents(paths, max_file_mb=max_file_mb)
     gaz = Gazetteer.from_file(gazetteer) if gazetteer else None
     idx = Index.build(docs, out, chunk_tokens=chunk_tokens, overlap=overlap, embedder=emb,
-                      faiss_index=faiss_index, gazetteer=gaz, show_progress=True,
-                      sentences=sentences, ivfpq=params,
-                      engine="ray" if ray else "local", ray_address=ray, workers=workers)
+                      dense=dense, engine=engine, sentences=sentences, gazetteer=gaz, show_progress=True)
     # Once per model and machine (already done unless a backend was named): later `ask`/`search`
     # processes then query through ONNX Runtime (the same vectors) instead of spending 8-10 s
     # importing torch (Index.embedder, backend "auto").

@@ -9,11 +9,16 @@ Example:
     >>> index = Index.build(docs, tempfile.mkdtemp() + "/my_index", show_progress=False)
     >>> [c.id for c in index.search("who wrote Hamlet?", k=1)]
     ['hamlet#0']
+
+The dense index and the build engine are option groups, e.g.
+``Index.build(docs, path, dense=DenseOptions(kind="hnsw"), engine=BuildEngine("ray", workers=4))``.
 """
 
 from __future__ import annotations
 
 from ragnet.index.embedder import Embedder
 from ragnet.index.index import Index
+from ragnet.index.ivfpq import IVFPQParams
+from ragnet.index.options import BuildEngine, DenseOptions
 
-__all__ = ["Embedder", "Index"]
+__all__ = ["BuildEngine", "DenseOptions", "Embedder", "IVFPQParams", "Index"]

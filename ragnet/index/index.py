@@ -48,10 +48,11 @@ from ragnet.corpus.types import Chunk, Document
 from ragnet.errors import IndexFormatError, InputError
 from ragnet.index.chunk_store import ChunkStore
 from ragnet.index.passages import PASSAGE_FORMAT, passage_text
-from ragnet.index.dense import KINDS, DenseIndex
+from ragnet.index.dense import DenseIndex
 from ragnet.index.embedder import Embedder, build_embedder
 from ragnet.index.file_array import file_backed
 from ragnet.index.onnx_backend import AUTO, resolve_backend
+from ragnet.index.options import BuildEngine, DenseOptions
 from ragnet.index.sentences import FOLDER as SENTENCES_DIR
 from ragnet.index.sentences import FORMAT as SENTENCES_FORMAT
 from ragnet.index.sentences import SPLITTER as SENTENCES_SPLITTER
@@ -60,8 +61,6 @@ from ragnet.index.sparse import SparseIndex
 
 FORMAT_VERSION = 2
 READABLE_VERSIONS = (1, 2)
-# From this many chunks "auto" builds the compressed on-disk IVF-PQ index instead of HNSW.
-DISK_THRESHOLD = 200_000
 TOKENIZER = "tiktoken:cl100k_base"
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = "ragnet-index"  # what marks a folder as ragnet's to replace
@@ -146,17 +145,12 @@ class Index:
         chunk_tokens: int = 256,
         overlap: int = 32,
         embedder: EmbedderLike = None,
-        faiss_index: str = "auto",
-        show_progress: bool = True,
-        gazetteer: Any = None,
-        faiss_threshold: int = 50_000,
-        sentences: bool = True,
         *,
-        ivfpq: Any = None,
-        disk_threshold: int = DISK_THRESHOLD,
-        engine: str = "local",
-        ray_address: str | None = None,
-        workers: int | None = None,
+        dense: DenseOptions = DenseOptions(),
+        engine: BuildEngine = BuildEngine(),
+        sentences: bool = True,
+        gazetteer: Any = None,
+        show_progress: bool = True,
     ) -> "Index":
         """Chunk ``docs``, embed and index the chunks, and save everything to ``path``.
 
@@ -172,28 +166,17 @@ class Index:
             overlap: tokens shared by consecutive chunks of a document.
             embedder: an ``Embedder``, a sentence-transformers name/folder, or None for the
                 bundled all-MiniLM-L6-v2. A name or None embeds through the model's fp32 ONNX
-                export (torch's vectors, 1.34x faster; made once per model and machine) unless
+                export (torch's vectors, faster; made once per model and machine) unless
                 ``$RAGNET_EMBED_BACKEND`` names a backend (``embedder.build_embedder``).
-            faiss_index: ``"auto"`` (exact flat below ``faiss_threshold`` chunks, HNSW below
-                ``disk_threshold``, else the compressed on-disk IVF-PQ), ``"flat"``,
-                ``"hnsw"``, ``"ivf"`` or ``"ivfpq"``.
-            show_progress: progress bars for chunking, embedding and BM25.
-            gazetteer: optional ``ragnet.corpus.metadata.Gazetteer`` for place metadata.
-            faiss_threshold: chunk count from which ``"auto"`` switches to HNSW.
+            dense: which FAISS index to build (:class:`~ragnet.index.options.DenseOptions`).
+            engine: where to chunk and embed (:class:`~ragnet.index.options.BuildEngine`):
+                this process, or a Ray cluster whose workers embed the sentences too.
             sentences: also split every chunk into sentences and embed them (``sentences/``),
                 for sentence-level context selection; about as much embedding work again as
                 the chunks. Without it, sentence selection embeds candidate sentences per
                 question (or add them later with :meth:`add_sentences`).
-            ivfpq: ``ragnet.index.ivfpq.IVFPQParams`` (``nlist``, ``m``, ``nprobe``, ``opq``)
-                for the ``ivfpq`` kind; None derives them from the corpus size.
-            disk_threshold: chunk count from which ``"auto"`` builds ``ivfpq``.
-            engine: ``"local"`` (this process) or ``"ray"``: chunk, embed and tokenise on a
-                Ray cluster with Ray Data (``ragnet.index.ray_build``; needs ``ragnet[scale]``).
-                The result equals a local build (same chunk ids and BM25 scores, chunk and
-                sentence vectors up to float rounding); the workers embed the sentences too.
-            ray_address: the cluster (``"auto"``, ``"ray://head:10001"``); None or ``"local"``
-                starts a local one.
-            workers: embedding actors (one model each); default: the cluster's CPUs.
+            gazetteer: optional ``ragnet.corpus.metadata.Gazetteer`` for place metadata.
+            show_progress: progress bars for chunking, embedding and BM25.
 
         Raises:
             InputError: no documents, bad arguments, or ``path`` is a non-index folder.
@@ -201,10 +184,12 @@ class Index:
         Example:
             >>> import tempfile
             >>> docs = [Document(id="d", title="T", text="Some text.")]
-            >>> len(Index.build(docs, tempfile.mkdtemp() + "/i", show_progress=False))
+            >>> len(Index.build(docs, tempfile.mkdtemp() + "/i", dense=DenseOptions(kind="flat"),
+            ...                 show_progress=False))
             1
         """
-        _check_kind(faiss_index)
+        _check_option(dense, DenseOptions, "dense")
+        _check_option(engine, BuildEngine, "engine")
         path = Path(path)
         check_output_folder(path)
         docs = list(docs)
@@ -212,21 +197,18 @@ class Index:
             raise InputError("no documents to index", argument="docs")
         _check_unique_ids(docs)
         emb = build_embedder(embedder)
-        if engine not in ("local", "ray"):
-            raise InputError(f"unknown engine {engine!r}; use 'local' or 'ray'", argument="engine")
+        settings = {"chunk_tokens": chunk_tokens, "overlap": overlap, "doc_count": len(docs),
+                    "gazetteer": sorted(gazetteer.names) if gazetteer is not None else None}
         # One writer per folder from here to the swap; a second build is refused at once.
         with dir_lock(path):
             check_output_folder(path)  # re-checked under the lock: another process may have written it
-            if engine == "ray":
-                return cls._build_ray(docs, path, chunk_tokens, overlap, emb, faiss_index, show_progress, gazetteer,
-                                      faiss_threshold, sentences, ivfpq, disk_threshold, ray_address, workers)
-            return cls._build_locked(docs, path, chunk_tokens, overlap, emb, faiss_index, show_progress,
-                                     gazetteer, faiss_threshold, sentences, ivfpq, disk_threshold)
+            if engine.kind == "ray":
+                return cls._build_ray(docs, path, emb, settings, dense, engine, gazetteer, sentences, show_progress)
+            return cls._build_locked(docs, path, emb, settings, dense, gazetteer, sentences, show_progress)
 
     @classmethod
-    def _build_locked(cls, docs: list[Document], path: Path, chunk_tokens: int, overlap: int, emb: Embedder,
-                      faiss_index: str, show_progress: bool, gazetteer: Any, faiss_threshold: int,
-                      sentences: bool, ivfpq_params: Any, disk_threshold: int) -> "Index":
+    def _build_locked(cls, docs: list[Document], path: Path, emb: Embedder, settings: dict[str, Any],
+                      dense: DenseOptions, gazetteer: Any, sentences: bool, show_progress: bool) -> "Index":
         from tqdm.auto import tqdm
 
         from ragnet.corpus.chunking import chunk_documents
@@ -239,7 +221,8 @@ class Index:
         total_chars = sum(len(d.text) for d in docs if isinstance(getattr(d, "text", None), str))
         with tqdm(total=total_chars, desc="Chunking", unit="char", unit_scale=True, disable=not show_progress,
                   mininterval=0.5) as bar:
-            chunks = chunk_documents(docs, chunk_tokens, overlap, gazetteer=gazetteer, progress=bar.update)
+            chunks = chunk_documents(docs, settings["chunk_tokens"], settings["overlap"], gazetteer=gazetteer,
+                                     progress=bar.update)
         if not chunks:
             raise InputError("the documents produced no chunks (all empty?)", argument="docs")
         stats["chunk_s"] = time.perf_counter() - t0
@@ -262,30 +245,26 @@ class Index:
             stats["sentences_s"] = time.perf_counter() - t0
             return store.info
 
-        settings = {"chunk_tokens": chunk_tokens, "overlap": overlap, "doc_count": len(docs),
-                    "gazetteer": sorted(gazetteer.names) if gazetteer is not None else None}
-        return cls._write(path, [(chunks, embeddings, passages)], len(chunks), emb, faiss_index, faiss_threshold,
-                          ivfpq_params, settings, sentences_from=sentences_from if sentences else None,
-                          stats=stats, t_all=t_all, disk_threshold=disk_threshold)
+        return cls._write(path, [(chunks, embeddings, passages)], len(chunks), emb, dense, settings,
+                          sentences_from=sentences_from if sentences else None, stats=stats, t_all=t_all)
 
     @classmethod
-    def _build_ray(cls, docs: list[Document], path: Path, chunk_tokens: int, overlap: int, emb: Embedder,
-                   faiss_index: str, show_progress: bool, gazetteer: Any, faiss_threshold: int, sentences: bool,
-                   ivfpq_params: Any, disk_threshold: int, ray_address: str | None, workers: int | None) -> "Index":
+    def _build_ray(cls, docs: list[Document], path: Path, emb: Embedder, settings: dict[str, Any],
+                   dense: DenseOptions, engine: BuildEngine, gazetteer: Any, sentences: bool,
+                   show_progress: bool) -> "Index":
         from ragnet.index import ray_build
 
         t_all = time.perf_counter()
-        ray = ray_build.connect(ray_address, workers)
-        workers = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
-        names = sorted(gazetteer.names) if gazetteer is not None else None
+        ray = ray_build.connect(engine.address, engine.workers)
+        workers = engine.workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
         t0 = time.perf_counter()
         # the workers' sentence vectors wait on disk (same file system as the index), not in memory
         with VectorSpill(path.parent) if sentences else contextlib.nullcontext() as spill:
             count, parts = ray_build.shards(docs, embedder=emb.name, backend=getattr(emb, "backend", None),
-                                            chunk_tokens=chunk_tokens, overlap=overlap, gazetteer_names=names,
-                                            workers=workers, sentence_sink=spill)
+                                            chunk_tokens=settings["chunk_tokens"], overlap=settings["overlap"],
+                                            gazetteer_names=settings["gazetteer"], workers=workers,
+                                            sentence_sink=spill)
             stats = {"chunk_s": time.perf_counter() - t0, "workers": float(workers)}
-            settings = {"chunk_tokens": chunk_tokens, "overlap": overlap, "doc_count": len(docs), "gazetteer": names}
 
             def sentences_from(sparse: SparseIndex, staging: Path) -> dict[str, Any]:
                 # spans, tokens and BM25 terms here (they need the corpus vocabulary), block by block from
@@ -297,9 +276,9 @@ class Index:
                 stats["sentences_s"] = time.perf_counter() - t0
                 return info
 
-            return cls._write(path, parts, count, emb, faiss_index, faiss_threshold, ivfpq_params, settings,
+            return cls._write(path, parts, count, emb, dense, settings,
                               sentences_from=sentences_from if sentences else None, stats=stats, t_all=t_all,
-                              disk_threshold=disk_threshold, show_progress=show_progress)
+                              show_progress=show_progress)
 
     @classmethod
     def build_from_shards(
@@ -308,11 +287,8 @@ class Index:
         path: str | os.PathLike,
         count: int,
         embedder: EmbedderLike = None,
-        faiss_index: str = "auto",
         *,
-        ivfpq: Any = None,
-        faiss_threshold: int = 50_000,
-        disk_threshold: int = DISK_THRESHOLD,
+        dense: DenseOptions = DenseOptions(),
         chunk_tokens: int | None = None,
         overlap: int | None = None,
         show_progress: bool = True,
@@ -330,10 +306,9 @@ class Index:
             path: the index folder (same rules as :meth:`build`).
             count: the total number of chunks in all shards.
             embedder: the query embedder (or its name); it is not loaded here.
-            faiss_index: as for :meth:`build`, plus ``"ivfpq"``; ``"auto"`` picks flat,
-                HNSW or (from ``disk_threshold`` chunks) on-disk IVF-PQ.
-            ivfpq: ``ragnet.index.ivfpq.IVFPQParams`` for the on-disk kind.
+            dense: which FAISS index to build, as for :meth:`build`.
             chunk_tokens, overlap: recorded in the manifest when known.
+            show_progress: a progress bar over the chunks written.
 
         Example:
             >>> import tempfile
@@ -345,7 +320,7 @@ class Index:
             >>> idx.search("text", k=1)[0].id
             'd#0'
         """
-        _check_kind(faiss_index)
+        _check_option(dense, DenseOptions, "dense")
         path = Path(path)
         check_output_folder(path)
         emb = _as_embedder(embedder)
@@ -353,16 +328,14 @@ class Index:
         with dir_lock(path):
             check_output_folder(path)
             shards = ((chunks, vectors, None) for chunks, vectors in shards)
-            return cls._write(path, shards, count, emb, faiss_index, faiss_threshold, ivfpq, settings,
-                              disk_threshold=disk_threshold, show_progress=show_progress)
+            return cls._write(path, shards, count, emb, dense, settings, show_progress=show_progress)
 
     @classmethod
     def _write(cls, path: Path, shards: Iterable[tuple[Sequence[Chunk], np.ndarray, Sequence[str] | None]],
-               count: int, emb: Embedder, faiss_index: str, faiss_threshold: int, ivfpq_params: Any,
-               settings: dict[str, Any], *,
+               count: int, emb: Embedder, dense: DenseOptions, settings: dict[str, Any], *,
                sentences_from: Callable[[SparseIndex, Path], dict[str, Any]] | None = None,
                stats: dict[str, float] | None = None, t_all: float | None = None,
-               disk_threshold: int = DISK_THRESHOLD, show_progress: bool = False) -> "Index":
+               show_progress: bool = False) -> "Index":
         """Stream ``shards`` through an :class:`~ragnet.index.writer.IndexWriter` into a
         temporary folder, write the manifest, and swap the folder into place."""
         from tqdm.auto import tqdm
@@ -372,7 +345,7 @@ class Index:
 
         stats = stats if stats is not None else {}
         t_all = t_all if t_all is not None else time.perf_counter()
-        kind = resolve_kind(faiss_index, count, faiss_threshold, disk_threshold)
+        kind = resolve_kind(dense.kind, count, dense.hnsw_from, dense.ivfpq_from)
         swap = DirSwap()
         t0 = time.perf_counter()
         with atomic_dir(path, owned=index_files, swap=swap) as tmp:
@@ -380,14 +353,14 @@ class Index:
             with tqdm(total=count, desc="Writing", unit="chunk", disable=not show_progress, mininterval=0.5) as bar:
                 for chunks, vectors, passages in shards:
                     if writer is None:
-                        writer = IndexWriter(tmp, count, np.shape(vectors)[1], kind, ivfpq_params)
+                        writer = IndexWriter(tmp, count, np.shape(vectors)[1], kind, dense.ivfpq)
                     writer.add(chunks, vectors, passages)
                     bar.update(len(chunks))
             if writer is None:
                 raise InputError("no shards to index", argument="shards")
             stats["write_s"] = time.perf_counter() - t0
             t0 = time.perf_counter()
-            dense, sparse, fields = writer.finish()
+            dense_index, sparse, fields = writer.finish()
             stats.update(writer.stats)
             stats["finish_s"] = time.perf_counter() - t0
             # the sentence store needs the corpus BM25 vocabulary: written once BM25 is merged
@@ -416,7 +389,7 @@ class Index:
                 "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
                 "files": {},
             }
-            del dense, sparse  # the index reopens everything from the folder once it is in place
+            del dense_index, sparse  # the index reopens everything from the folder once it is in place
             t1 = time.perf_counter()
             manifest["files"] = {
                 f.relative_to(tmp).as_posix(): sha256_file(f) for f in sorted(tmp.rglob("*")) if f.is_file()
@@ -881,7 +854,7 @@ class Index:
         product runs in torch, whose thread pool the embedding already uses: NumPy's
         OpenBLAS threads would keep spinning next to torch's on a small machine and slow
         both several-fold. With an ONNX embedder torch is never imported (that alone would
-        cost ~2 s of a cold query), and NumPy does the product.
+        dominate a cold query), and NumPy does the product.
         """
         n = min(n, len(self._chunks))
         if self._dense.kind != "flat":
@@ -948,10 +921,9 @@ class Index:
 
 
 # -- helpers ---------------------------------------------------------------------------
-def _check_kind(faiss_index: Any) -> None:
-    if faiss_index not in KINDS:
-        raise InputError(f"unknown FAISS index kind {faiss_index!r}; choose one of {', '.join(KINDS)}",
-                         argument="faiss_index")
+def _check_option(value: Any, expected: type, argument: str) -> None:
+    if not isinstance(value, expected):
+        raise InputError(f"expected a {expected.__name__}, got {type(value).__name__}", argument=argument)
 
 
 def _check_query(query: Any) -> None:

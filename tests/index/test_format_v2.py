@@ -11,7 +11,7 @@ import pytest
 
 from ragnet.corpus.types import Document
 from ragnet.errors import IndexFormatError, InputError
-from ragnet.index import Index
+from ragnet.index import DenseOptions, Index
 from ragnet.index.index import passage_text
 from ragnet.index.file_array import FileArray
 from ragnet.index.ivfpq import IVFPQParams
@@ -92,12 +92,13 @@ def hotpot_docs(data_dir):
 @pytest.fixture(scope="module")
 def flat_and_ivfpq(hotpot_docs, tmp_path_factory):
     root = tmp_path_factory.mktemp("ivfpq")
-    flat = Index.build(hotpot_docs, root / "flat", faiss_index="flat", sentences=False, show_progress=False)
+    flat = Index.build(hotpot_docs, root / "flat", dense=DenseOptions(kind="flat"), sentences=False,
+                       show_progress=False)
     chunks = list(flat.chunks)
     vectors = flat.vectors([c.id for c in chunks])
     params = IVFPQParams(nlist=8, m=48, nprobe=4)
     pq = Index.build_from_shards([(chunks[:300], vectors[:300]), (chunks[300:], vectors[300:])], root / "pq",
-                                 count=len(chunks), faiss_index="ivfpq", ivfpq=params, show_progress=False)
+                                 count=len(chunks), dense=DenseOptions(kind="ivfpq", ivfpq=params), show_progress=False)
     return flat, pq
 
 
@@ -148,8 +149,8 @@ def test_ivfpq_settings_are_checked():
     with pytest.raises(InputError, match="nprobe"):
         IVFPQParams(nprobe=0).resolve(10_000, 384)
     assert IVFPQParams().resolve(12_800, 384).nlist == 200  # 2*sqrt(n) -> 256, capped at n / 64
-    with pytest.raises(InputError, match="faiss_index"):
-        Index.build([Document(id="a", title="a", text="x")], "/tmp/never", faiss_index="pq")
+    with pytest.raises(InputError, match="dense.kind"):
+        Index.build([Document(id="a", title="a", text="x")], "/tmp/never", dense=DenseOptions(kind="pq"))
 
 
 def test_passage_text_is_what_shards_index(built):

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from ragnet.errors import IndexFormatError, InputError
-from ragnet.index import Embedder, Index
+from ragnet.index import DenseOptions, Embedder, Index
 from ragnet.index.embedder import bundled_model_path
 
 from .conftest import QUERIES, make_docs
@@ -213,8 +213,8 @@ def test_build_refuses_to_overwrite_a_non_index_folder(tmp_path, embedder):
 def test_build_input_errors(tmp_path, embedder):
     with pytest.raises(InputError, match="no documents"):
         Index.build([], tmp_path / "a", embedder=embedder)
-    with pytest.raises(InputError, match="faiss_index"):
-        Index.build(make_docs()[:2], tmp_path / "b", faiss_index="lsh", embedder=embedder)
+    with pytest.raises(InputError, match="dense.kind"):
+        Index.build(make_docs()[:2], tmp_path / "b", dense=DenseOptions(kind="lsh"), embedder=embedder)
     docs = make_docs()[:3]
     with pytest.raises(InputError, match="duplicate document id 'doc00'"):
         Index.build(docs + docs[:1], tmp_path / "c", embedder=embedder, show_progress=False)
@@ -223,7 +223,7 @@ def test_build_input_errors(tmp_path, embedder):
 
 def test_hnsw_above_threshold_matches_flat(built, tmp_path, embedder):
     index = Index.build(make_docs(), tmp_path / "h", chunk_tokens=64, overlap=8, embedder=embedder,
-                        show_progress=False, faiss_threshold=10)
+                        show_progress=False, dense=DenseOptions(hnsw_from=10))
     assert index.manifest["faiss_index"] == "hnsw"
     loaded = Index.load(tmp_path / "h")
     for q in QUERIES:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ragnet.errors import InputError
-from ragnet.index import Index
+from ragnet.index import BuildEngine, Index
 from tests.required import skip_or_fail
 
 QUERIES = ["capital of France", "largest desert", "programming language memory safety", "bowed string instrument"]
@@ -28,7 +28,7 @@ def both(ray_cluster, docs, embedder, tmp_path_factory):
     root = tmp_path_factory.mktemp("ray")
     local = Index.build(docs, root / "local", chunk_tokens=64, overlap=8, embedder=embedder, show_progress=False)
     on_ray = Index.build(docs, root / "ray", chunk_tokens=64, overlap=8, embedder=embedder, show_progress=False,
-                         engine="ray", workers=2)
+                         engine=BuildEngine("ray", workers=2))
     return local, on_ray
 
 
@@ -97,4 +97,4 @@ def test_spilled_vectors_come_back_in_order_and_leave_no_file(embedder, tmp_path
 
 def test_unknown_engine_is_refused(docs, tmp_path):
     with pytest.raises(InputError, match="engine"):
-        Index.build(docs, tmp_path / "x", engine="spark")
+        Index.build(docs, tmp_path / "x", engine=BuildEngine("spark"))
