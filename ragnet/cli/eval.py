@@ -191,15 +191,12 @@ def laziness(
     timeout: float = typer.Option(300.0, help="Seconds per LM call (a 12k-token prompt takes about a minute on 2 CPU cores)."),
     retries: Optional[int] = typer.Option(None, help="LM retries before the step falls back (default: the program's, 1)."),
     fresh: bool = typer.Option(False, "--fresh", help="Discard results in --out from an earlier run instead of resuming."),
-    overwrite: bool = typer.Option(False, "--overwrite", hidden=True, help="Deprecated alias of --fresh."),
 ) -> None:
     """Follow-up search rate of the agent as padding grows, next to the iterative study's."""
     from ragnet.bench.laziness import format_laziness_report
     from ragnet.bench.laziness_evaluator import LazinessEvaluator, parse_pads
     from ragnet.eval.run_folder import claim_folder
 
-    if overwrite:
-        typer.secho("warning: --overwrite is deprecated; use --fresh", fg=typer.colors.YELLOW, err=True)
     if out is not None:
         claim_folder(out)
     evaluator = LazinessEvaluator.from_data(
@@ -207,7 +204,7 @@ def laziness(
         full_gold_pads=parse_pads(full_gold_pads, "full-gold-pads"), controls=controls, position=position,
         seed=seed, program=program_file, lm=lm, n_ctx=n_ctx, timeout=timeout, retries=retries,
         command=command_line(ctx), log=say)
-    summary = evaluator(out, fresh=fresh or overwrite)
+    summary = evaluator(out, fresh=fresh)
     typer.echo(format_laziness_report(summary))
     if out is not None:
         typer.echo(f"wrote {out / 'report.md'}, {out / 'summary.json'} and {out / 'results.jsonl'}")

@@ -11,25 +11,17 @@ from __future__ import annotations
 import contextlib
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from ragnet.cli.common import (
-    api_base_option,
-    api_key_env_option,
-    api_key_option,
-    command_line,
-    data_dir_option,
-    data_option,
-    index_dir_option,
-    lm_option,
-    lm_settings,
-    timeout_option,
-)
-from ragnet.errors import InputError
+from ragnet.cli.common import command_line, data_dir_option, data_option, index_dir_option, with_lm_options
+
+if TYPE_CHECKING:
+    from ragnet.lm.config import LMOptions
 
 
+@with_lm_options(answer_lm=False)
 def optimize(
     ctx: typer.Context,
     program: str = typer.Option("basic", "--program", help="basic | oneshot | iterative | reflective | combined (presets allowed, e.g. oneshot:crop)."),
@@ -37,13 +29,7 @@ def optimize(
     split: str = typer.Option("dev", help="Question split to compile on (dev; acceptance is refused)."),
     metric: Optional[str] = typer.Option(None, help="f1 | em | llm_match | recall (default f1); with --step, the step's own."),
     optimizer: str = typer.Option("bootstrap", help="bootstrap | mipro | gepa"),
-    effort: Optional[str] = typer.Option(None, "--effort", help="light | medium | heavy: how much the optimizer searches (default light)."),
-    budget: Optional[str] = typer.Option(None, "--budget", hidden=True, help="Deprecated name of --effort."),
-    lm: Optional[str] = lm_option(),
-    api_base: Optional[str] = api_base_option(),
-    api_key: Optional[str] = api_key_option(),
-    api_key_env: Optional[str] = api_key_env_option(),
-    timeout: float = timeout_option(),
+    effort: str = typer.Option("light", "--effort", help="light | medium | heavy: how much the optimizer searches."),
     teacher_lm: Optional[str] = typer.Option(None, "--teacher-lm", help="LM that bootstraps demos, proposes instructions (mipro), reflects (gepa), judges (llm_match)."),
     out: Path = typer.Option(..., "--out", "-o", help="Where to save the compiled program (.json)."),
     step: Optional[str] = typer.Option(None, help="Compile one step only: answer (every program) | sufficiency (iterative, reflective, combined) | crop (oneshot)."),
@@ -57,28 +43,20 @@ def optimize(
     max_words: Optional[int] = typer.Option(None, "--max-words", help="Longest paragraph used in step cases, in words (default 200 for sufficiency, 250 for crop, 60 words of gold sentences for answer)."),
     demo_tokens: Optional[int] = typer.Option(None, "--demo-tokens", help="Cap on each compiled predictor's few-shot demos, in prompt tokens (default 300 with --step answer, whose demos share the reader's budget; otherwise no cap). 0 keeps no demos."),
     threads: int = typer.Option(1, help="Parallel program calls (the local model runs one at a time)."),
+    *,
+    lms: LMOptions,
 ) -> None:
     """Compile prompts against dev questions; print before/after scores; save the program as JSON."""
-    from ragnet.optimize.run import run_optimize
+    from ragnet.optimize.run import CompileSettings, DevQuestions, run_optimize
 
-    if budget is not None:
-        if budget.strip().isdigit():
-            raise InputError("--budget is the old name of --effort (light | medium | heavy); for a token budget "
-                             "of the answer prompt use --context-budget", argument="budget")
-        typer.secho("warning: --budget is deprecated here; use --effort (--budget means tokens elsewhere)",
-                    fg=typer.colors.YELLOW, err=True)
-        if effort is not None and effort != budget:
-            raise InputError(f"--effort {effort} and --budget {budget} disagree; give --effort only", argument="effort")
+    questions = DevQuestions(data, split=split, n=n, val_fraction=val_fraction, data_dir=data_dir,
+                             index_dir=index_dir)
+    settings = CompileSettings(optimizer=optimizer, effort=effort, metric=metric, step=step, demo_tokens=demo_tokens,
+                               paragraphs=paragraphs, max_words=max_words, seed=seed, threads=threads)
     # Progress (DSPy's bars and messages write to stdout) goes to stderr; stdout gets the table.
     with contextlib.redirect_stdout(sys.stderr):
-        result = run_optimize(
-            program_spec=program, data=data, split=split, metric=metric, optimizer=optimizer,
-            effort=effort or budget or "light", lm=lm, teacher_lm=teacher_lm, out=out, step=step, n=n,
-            val_fraction=val_fraction, seed=seed, data_dir=data_dir, index_dir=index_dir,
-            context_budget=context_budget, paragraphs=paragraphs, max_words=max_words, demo_tokens=demo_tokens,
-            threads=threads,
-            command=command_line(ctx), lm_options=lm_settings(api_base, api_key, api_key_env, timeout),
-        )
+        result = run_optimize(program, questions=questions, out=out, settings=settings, lms=lms,
+                              teacher_lm=teacher_lm, context_budget=context_budget, command=command_line(ctx))
     typer.echo(result.table(result.label))
     typer.echo(f"saved {out} ({type(result.program).__name__}); use it with "
                f"`ragnet ask --strategy {program} --program {out} ...`")

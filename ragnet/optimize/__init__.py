@@ -8,6 +8,8 @@ Modules:
 * :mod:`ragnet.optimize.cases`: examples and step cases from benchmark questions;
 * :mod:`ragnet.optimize.metrics`: program and step metrics in the shapes optimizers call;
 * :mod:`ragnet.optimize.split`: seeded, deterministic train/validation splits;
+* :mod:`ragnet.optimize.run`: ``run_optimize(spec, questions=DevQuestions(...), settings=CompileSettings(...))``,
+  what ``ragnet optimize`` runs;
 * save/load (``save_program``, ``load_program``, ``read_header``) live in
   :mod:`ragnet.programs.persist` (evaluation loads programs too) and are re-exported here.
 
@@ -40,6 +42,9 @@ _LAZY = {
     "qa_examples": "ragnet.optimize.cases",
     "sufficiency_cases": "ragnet.optimize.cases",
     "crop_cases": "ragnet.optimize.cases",
+    "run_optimize": "ragnet.optimize.run",
+    "DevQuestions": "ragnet.optimize.run",
+    "CompileSettings": "ragnet.optimize.run",
 }
 
 __all__ = sorted(_LAZY)

@@ -7,16 +7,16 @@ from the training part, and the random search, MIPROv2 and GEPA split the traini
 for their own candidate selection (a candidate scored on the examples its demos came from would
 be flattered by them).
 
-Optimizers and budgets (``budget`` scales each one; :data:`SETTINGS` is the exact table):
+Optimizers and efforts (``effort`` scales each one; :data:`SETTINGS` is the exact table):
 
 * ``bootstrap``: ``light`` is ``dspy.BootstrapFewShot`` (demos that the program, or a teacher
   LM, got right, plus labelled examples); ``medium``/``heavy`` are
   ``dspy.BootstrapFewShotWithRandomSearch`` over 4 / 8 candidate demo sets plus the demo-free,
   labelled-only and unshuffled ones. With a demo cap every candidate is capped before the
   choice, so the search picks among the programs that can be saved.
-* ``mipro``: ``dspy.MIPROv2(auto=budget)``: bootstrapped demo sets plus instructions proposed
+* ``mipro``: ``dspy.MIPROv2(auto=effort)``: bootstrapped demo sets plus instructions proposed
   by the teacher (prompt) LM, searched with Optuna (``pip install 'ragnet[optimize]'``).
-* ``gepa``: ``dspy.GEPA(auto=budget)``: instructions evolved by a reflection LM (the teacher,
+* ``gepa``: ``dspy.GEPA(auto=effort)``: instructions evolved by a reflection LM (the teacher,
   else the main LM) from textual feedback that :class:`ragnet.optimize.metrics.Metric` gives.
 
 :func:`expected_lm_calls` gives an upper estimate of the LM calls a run makes; :func:`compile`
@@ -51,7 +51,7 @@ from ragnet.optimize.split import train_val_split
 from ragnet.programs.base import check_positive_int
 
 __all__ = [
-    "BUDGETS",
+    "EFFORTS",
     "OPTIMIZERS",
     "SETTINGS",
     "CallEstimate",
@@ -64,7 +64,7 @@ __all__ = [
 ]
 
 OPTIMIZERS = ("bootstrap", "mipro", "gepa")
-BUDGETS = ("light", "medium", "heavy")
+EFFORTS = ("light", "medium", "heavy")
 
 # Demo counts are kept small: demos with retrieved paragraphs are long, and a small local
 # model has an 8k context. `candidates` = 0 means plain BootstrapFewShot (no search).
@@ -84,10 +84,10 @@ SETTINGS: dict[str, dict[str, dict[str, int]]] = {
 _GEPA_MINIBATCH = 3  # dspy.GEPA's reflection_minibatch_size default
 
 
-def _mipro_auto(budget: str) -> dict[str, int]:
+def _mipro_auto(effort: str) -> dict[str, int]:
     from dspy.teleprompt.mipro_optimizer_v2 import AUTO_RUN_SETTINGS  # optuna is imported lazily there
 
-    return AUTO_RUN_SETTINGS[budget]
+    return AUTO_RUN_SETTINGS[effort]
 
 
 # ----------------------------------------------------------------------------- estimates
@@ -132,7 +132,7 @@ def _inner_sizes(n_train: int) -> tuple[int, int]:
 
 def expected_lm_calls(
     optimizer: str,
-    budget: str = "light",
+    effort: str = "light",
     *,
     n_train: int,
     n_val: int,
@@ -144,7 +144,7 @@ def expected_lm_calls(
     """Upper estimate of the LM calls :func:`compile` makes with these settings.
 
     Args:
-        optimizer, budget: as for :func:`compile`.
+        optimizer, effort: as for :func:`compile`.
         n_train, n_val: sizes of the training and validation parts.
         calls_per_example: LM calls one program call makes (1 for a single step; see
             :func:`lm_calls_per_example` for whole programs).
@@ -157,10 +157,10 @@ def expected_lm_calls(
         'expected LM calls: up to 70 (before/after evaluation 10 + compilation 60); 7 candidate demo sets scored on 5 of the 10 training examples, 5 of them bootstrapped from the other 5'
     """
     _check_choice(optimizer, OPTIMIZERS, "optimizer")
-    _check_choice(budget, BUDGETS, "budget")
+    _check_choice(effort, EFFORTS, "effort")
     cpe = max(float(calls_per_example), 0.0)
     evaluation = math.ceil(2 * n_val * cpe) if evaluate else 0
-    settings = SETTINGS[optimizer][budget]
+    settings = SETTINGS[optimizer][effort]
     if optimizer == "bootstrap":
         c = settings["candidates"]
         if c == 0:
@@ -175,7 +175,7 @@ def expected_lm_calls(
                             f"{c + 1} of them bootstrapped from the other {inner_train}"
                             + (", capped ones scored again" if capped else ""))
     inner_train, inner_val = _inner_sizes(n_train)
-    auto = _mipro_auto(budget)
+    auto = _mipro_auto(effort)
     n = auto["n"]
     trials = int(max(2 * (2 * n_predictors) * math.log2(n), 1.5 * n))
     if optimizer == "mipro":
@@ -259,7 +259,7 @@ class CompileResult:
     program: Any
     metric: str
     optimizer: str
-    budget: str
+    effort: str
     seed: int
     train_ids: list[str]
     val_ids: list[str]
@@ -280,7 +280,7 @@ class CompileResult:
         """JSON-ready summary (no program, no per-example results)."""
         return {
             "optimizer": self.optimizer,
-            "budget": self.budget,
+            "effort": self.effort,
             "metric": self.metric,
             "seed": self.seed,
             "step": self.step,
@@ -311,7 +311,7 @@ class CompileResult:
         the change is zero or the interval already excludes zero).
 
         Example:
-            >>> r = CompileResult(program=None, metric="f1", optimizer="bootstrap", budget="light", seed=0,
+            >>> r = CompileResult(program=None, metric="f1", optimizer="bootstrap", effort="light", seed=0,
             ...     train_ids=[], val_ids=["a", "b", "c", "d"], before=0.25, after=0.5,
             ...     expected=CallEstimate(0, 0, 0, ""), usage={}, compile_usage={}, seconds=0.0,
             ...     before_results=[(None, None, s) for s in (0, 1, 0, 0)],
@@ -371,7 +371,7 @@ class CompileResult:
             lines.append(f"demos of {name}: {row['kept']} kept, {row['dropped']} dropped; {row['tokens']} prompt tokens "
                          f"(cap {self.demo_cap}, {row['tokens_before']} before the cap)")
         if self.after < self.before:
-            advice = ("try a stronger --teacher-lm" if self.optimizer == "bootstrap" and self.budget != "light" else
+            advice = ("try a stronger --teacher-lm" if self.optimizer == "bootstrap" and self.effort != "light" else
                       "try --effort medium (its search includes the demo-free candidate) or a stronger --teacher-lm")
             lines.append(f"warning: the compiled program scores {self.before - self.after:.3f} below the uncompiled one "
                          f"on the validation part; keep the uncompiled program, or {advice}")
@@ -393,8 +393,8 @@ def _ids(examples: Sequence[Any]) -> list[str]:
     return [str(ex.get("id")) if ex.get("id") is not None else f"#{i}" for i, ex in enumerate(examples)]
 
 
-def _optimizer(optimizer: str, budget: str, metric: Metric, *, teacher_lm: Any, seed: int, threads: int):
-    settings = SETTINGS[optimizer][budget]
+def _optimizer(optimizer: str, effort: str, metric: Metric, *, teacher_lm: Any, seed: int, threads: int):
+    settings = SETTINGS[optimizer][effort]
     teacher_settings = {"lm": teacher_lm} if teacher_lm is not None else {}
     if optimizer == "bootstrap":
         common = dict(metric=metric, teacher_settings=teacher_settings,
@@ -406,10 +406,10 @@ def _optimizer(optimizer: str, budget: str, metric: Metric, *, teacher_lm: Any, 
     if optimizer == "mipro":
         require("optuna", extra="optimize", purpose="the mipro optimizer (MIPROv2)")
         return dspy.MIPROv2(metric=metric, prompt_model=teacher_lm or dspy.settings.lm, task_model=dspy.settings.lm,
-                            teacher_settings=teacher_settings, auto=budget, seed=seed, num_threads=threads,
+                            teacher_settings=teacher_settings, auto=effort, seed=seed, num_threads=threads,
                             max_bootstrapped_demos=settings["bootstrapped"], max_labeled_demos=settings["labeled"],
                             verbose=False)
-    return dspy.GEPA(metric=metric.for_gepa(), auto=budget, reflection_lm=teacher_lm or dspy.settings.lm,
+    return dspy.GEPA(metric=metric.for_gepa(), auto=effort, reflection_lm=teacher_lm or dspy.settings.lm,
                      seed=seed, num_threads=threads, track_stats=False)
 
 
@@ -471,7 +471,7 @@ def compile(  # noqa: A001 - the name the optimizer API is known by
     metric: Metric,
     optimizer: str = "bootstrap",
     valset: Sequence[Any] | None = None,
-    budget: str = "light",
+    effort: str = "light",
     teacher_lm: Any = None,
     seed: int = 0,
     *,
@@ -492,7 +492,7 @@ def compile(  # noqa: A001 - the name the optimizer API is known by
         metric: a :class:`ragnet.optimize.metrics.Metric`.
         optimizer: ``"bootstrap"``, ``"mipro"`` or ``"gepa"``.
         valset: explicit validation examples (then ``trainset`` is used whole for training).
-        budget: ``"light"``, ``"medium"`` or ``"heavy"`` (see :data:`SETTINGS`).
+        effort: ``"light"``, ``"medium"`` or ``"heavy"`` (see :data:`SETTINGS`).
         teacher_lm: LM that bootstraps demos (bootstrap, mipro), proposes instructions (mipro)
             and reflects (gepa); the configured LM when None.
         seed: seeds the split and the optimizers.
@@ -509,10 +509,10 @@ def compile(  # noqa: A001 - the name the optimizer API is known by
         A :class:`CompileResult`.
 
     Raises:
-        InputError: an unknown optimizer or budget, no LM configured, or too few examples.
+        InputError: an unknown optimizer or effort, no LM configured, or too few examples.
     """
     _check_choice(optimizer, OPTIMIZERS, "optimizer")
-    _check_choice(budget, BUDGETS, "budget")
+    _check_choice(effort, EFFORTS, "effort")
     if demo_tokens is not None:
         check_positive_int(demo_tokens, "demo-tokens", minimum=0)
     if not isinstance(metric, Metric):
@@ -530,9 +530,9 @@ def compile(  # noqa: A001 - the name the optimizer API is known by
     if optimizer != "bootstrap" and len(train) < 2:
         raise InputError(f"{optimizer} needs at least 2 training examples, got {len(train)}", argument="n")
     cpe = lm_calls_per_example(program) if calls_per_example is None else calls_per_example
-    estimate = expected_lm_calls(optimizer, budget, n_train=len(train), n_val=len(val), calls_per_example=cpe,
+    estimate = expected_lm_calls(optimizer, effort, n_train=len(train), n_val=len(val), calls_per_example=cpe,
                                  n_predictors=len(program.predictors()), capped=demo_tokens is not None)
-    say(f"{optimizer} ({budget}) on {len(train)} training / {len(val)} validation examples, metric {metric.name}")
+    say(f"{optimizer} ({effort}) on {len(train)} training / {len(val)} validation examples, metric {metric.name}")
     say(str(estimate))
 
     started = time.perf_counter()
@@ -540,8 +540,8 @@ def compile(  # noqa: A001 - the name the optimizer API is known by
         say(f"[1/3] scoring the uncompiled program on the {len(val)} validation examples")
         before, before_results = _evaluate(program, val, metric, threads=threads, progress=progress)
         say(f"      {metric.name} before: {before:.3f}")
-        say(f"[2/3] compiling with {optimizer} ({budget})")
-        opt = _optimizer(optimizer, budget, metric, teacher_lm=teacher_lm, seed=seed, threads=threads)
+        say(f"[2/3] compiling with {optimizer} ({effort})")
+        opt = _optimizer(optimizer, effort, metric, teacher_lm=teacher_lm, seed=seed, threads=threads)
         demos = None
         with track_usage() as compile_meter:
             compiled, candidates, search_val = _run_optimizer(opt, optimizer, program.deepcopy(), train, seed)
@@ -564,7 +564,7 @@ def compile(  # noqa: A001 - the name the optimizer API is known by
         after, after_results = _evaluate(compiled, val, metric, threads=threads, progress=progress)
         say(f"      {metric.name} after: {after:.3f}")
     return CompileResult(
-        program=compiled, metric=metric.name, optimizer=optimizer, budget=budget, seed=seed,
+        program=compiled, metric=metric.name, optimizer=optimizer, effort=effort, seed=seed,
         train_ids=_ids(train), val_ids=_ids(val), before=before, after=after, expected=estimate,
         usage=meter.to_dict(), compile_usage=compile_meter.to_dict(), seconds=time.perf_counter() - started,
         before_results=before_results, after_results=after_results, demo_cap=demo_tokens, demos=demos,

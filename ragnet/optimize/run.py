@@ -7,9 +7,12 @@ saved as DSPy JSON (never pickle) with a ``metadata.ragnet`` header recording th
 optimizer, effort, metric, seed, train/validation ids, scores, LM calls and seconds. Load it
 with ``ragnet ask --program FILE`` or :func:`ragnet.programs.persist.load_program`.
 
+The options come in two groups, :class:`DevQuestions` (which questions) and
+:class:`CompileSettings` (how to compile), beside the LMs (:class:`ragnet.lm.config.LMOptions`).
+
 Example:
-    >>> run_optimize(program_spec="basic", data="hotpotqa_dev_distractor", split="acceptance", metric=None,
-    ...              optimizer="bootstrap", effort="light", lm=None, teacher_lm=None, out="basic.json")
+    >>> run_optimize("basic", questions=DevQuestions("hotpotqa_dev_distractor", split="acceptance"),
+    ...              out="basic.json")
     Traceback (most recent call last):
     ...
     ragnet.errors.InputError: argument 'split': the acceptance split is for final measurement only; compile on the dev split
@@ -20,12 +23,72 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
 from ragnet.errors import InputError
+from ragnet.lm.config import LMOptions
 
-__all__ = ["run_optimize"]
+__all__ = ["CompileSettings", "DevQuestions", "run_optimize"]
+
+
+@dataclass(frozen=True)
+class DevQuestions:
+    """The benchmark questions a compile run learns from and is scored on.
+
+    Attributes:
+        data: the benchmark (a name under the data folder, or a ``questions.jsonl`` path).
+        split: the question split; ``"acceptance"`` is refused (it is for final measurement).
+        n: use a seeded sample of this many questions (None: all of the split).
+        val_fraction: the share held out for the before/after scores.
+        data_dir: the data folder (default: ragnet's).
+        index_dir: pooled index for whole-program compiles (default: the cached one).
+
+    Example:
+        >>> DevQuestions("hotpotqa_dev_distractor", n=60).val_fraction
+        0.3
+    """
+
+    data: str
+    split: str = "dev"
+    n: Optional[int] = None
+    val_fraction: float = 0.3
+    data_dir: Optional[Path] = None
+    index_dir: Optional[Path] = None
+
+
+@dataclass(frozen=True)
+class CompileSettings:
+    """How a run compiles: the optimizer, its effort, what it optimizes and how step cases look.
+
+    Attributes:
+        optimizer: ``bootstrap`` | ``mipro`` | ``gepa``.
+        effort: ``light`` | ``medium`` | ``heavy`` (how much search the optimizer does).
+        metric: ``f1`` | ``em`` | ``llm_match`` | ``recall`` for whole programs (None: f1);
+            with ``step``, the step's own metric (leave None).
+        step: compile one step only (``sufficiency``, ``crop``, ``answer``); None: the program.
+        demo_tokens: cap on each compiled predictor's demo prompt tokens (None: the step's own
+            default; no cap for whole programs).
+        paragraphs: paragraphs per sufficiency case (gold + distractors).
+        max_words: longest paragraph used in step cases, in words (None: the step's default).
+        seed: seeds the question sample, the split, the cases and the optimizer.
+        threads: parallel program calls.
+
+    Example:
+        >>> CompileSettings(step="answer").effort
+        'light'
+    """
+
+    optimizer: str = "bootstrap"
+    effort: str = "light"
+    metric: Optional[str] = None
+    step: Optional[str] = None
+    demo_tokens: Optional[int] = None
+    paragraphs: int = 4
+    max_words: Optional[int] = None
+    seed: int = 0
+    threads: int = 1
 
 
 def _select_questions(records: list, n: Optional[int], val_fraction: float, seed: int) -> tuple[list, list]:
@@ -42,70 +105,44 @@ def _select_questions(records: list, n: Optional[int], val_fraction: float, seed
 
 
 def run_optimize(
-    *,
     program_spec: str,
-    data: str,
-    split: str,
-    metric: Optional[str],
-    optimizer: str,
-    effort: str,
-    lm: Any,
-    teacher_lm: Any,
-    out: Path,
-    step: Optional[str] = None,
-    n: Optional[int] = None,
-    val_fraction: float = 0.3,
-    seed: int = 0,
-    data_dir: Optional[Path] = None,
-    index_dir: Optional[Path] = None,
+    *,
+    questions: DevQuestions,
+    out: str | Path,
+    settings: CompileSettings = CompileSettings(),
+    lms: LMOptions = LMOptions(),
+    teacher_lm: Any = None,
     context_budget: Optional[int] = None,
-    paragraphs: int = 4,
-    max_words: Optional[int] = None,
-    demo_tokens: Optional[int] = None,
-    threads: int = 1,
     progress: bool = True,
     command: Optional[str] = None,
-    lm_options: Optional[dict[str, Any]] = None,
     log: Optional[Callable[[str], None]] = None,
 ) -> Any:
     """Compile a program (or one of its steps) on a benchmark's dev questions and save it.
 
-    What ``ragnet optimize`` runs. The dev questions are sampled and split with ``seed``; the
+    What ``ragnet optimize`` runs. The dev questions are sampled and split with the seed; the
     program is scored on the held-out part before and after compiling, and saved to ``out``
     (DSPy JSON with a ragnet header recording the run).
 
     Args:
         program_spec: strategy spec (``"iterative"``, ``"oneshot:crop"``, ...).
-        data, data_dir, split: the benchmark (``split="acceptance"`` is refused).
-        metric: ``f1`` | ``em`` | ``llm_match`` | ``recall`` (program compiles; default f1);
-            with ``step``, the step's own metric (leave None).
-        optimizer: ``bootstrap`` | ``mipro`` | ``gepa``.
-        effort: ``light`` | ``medium`` | ``heavy`` (how much search the optimizer does).
-        lm, teacher_lm: LM for the program, and the LM that bootstraps/proposes/reflects.
+        questions: the benchmark questions (:class:`DevQuestions`).
         out: the ``.json`` file to write.
-        step: compile one step only (``sufficiency``, ``crop``, ...).
-        n, val_fraction, seed: questions used, the held-out share, and the seed.
-        index_dir: pooled index for whole-program compiles (default: the cached one).
+        settings: optimizer, effort, metric, step and seed (:class:`CompileSettings`).
+        lms: the program's LM and the connection every LM of the run uses.
+        teacher_lm: the LM that bootstraps, proposes, reflects and judges (None: the program's LM).
         context_budget: token budget of the answer prompt (oneshot, combined, iterative).
-        paragraphs, max_words: shape of sufficiency/crop step cases.
-        demo_tokens: cap on each compiled predictor's demo prompt tokens (default: the step's
-            own, 300 for ``answer``; no cap for whole programs).
-        threads: parallel program calls.
         progress: progress bars.
         command: the command line recorded in the file's header.
-        lm_options: ``api_base``, ``api_key``, ``timeout`` for both LMs.
         log: receives notices (default: stderr).
 
     Returns:
         The :class:`ragnet.optimize.compile.CompileResult` (``record`` holds the header saved).
     """
-    import ragnet
     from ragnet._atomic import check_writable_parent
     from ragnet.eval.datasets import load_questions, resolve_dataset
     from ragnet.eval.indexes import NoIndex, load_pooled
-    from ragnet.lm.config import make_lm
     from ragnet.optimize.cases import qa_examples
-    from ragnet.optimize.compile import BUDGETS, OPTIMIZERS, compile as compile_program
+    from ragnet.optimize.compile import EFFORTS, OPTIMIZERS, compile as compile_program
     from ragnet.optimize.metrics import PROGRAM_METRICS, program_metric
     from ragnet.programs.base import check_positive_int
     from ragnet.programs.persist import save_program
@@ -113,14 +150,17 @@ def run_optimize(
     from ragnet.programs.registry import build_program, parse_spec
 
     say = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
+    q, c = questions, settings
+    split, optimizer, effort, metric, step, seed = q.split, c.optimizer, c.effort, c.metric, c.step, c.seed
+    demo_tokens = c.demo_tokens
     # -- validate everything cheap before loading data, models or indexes -------------------
     if split == "acceptance":
         raise InputError("the acceptance split is for final measurement only; compile on the dev split",
                          argument="split")
     if optimizer not in OPTIMIZERS:
         raise InputError(f"unknown optimizer {optimizer!r}; choose from {', '.join(OPTIMIZERS)}", argument="optimizer")
-    if effort not in BUDGETS:
-        raise InputError(f"unknown effort {effort!r}; choose from {', '.join(BUDGETS)}", argument="effort")
+    if effort not in EFFORTS:
+        raise InputError(f"unknown effort {effort!r}; choose from {', '.join(EFFORTS)}", argument="effort")
     out = Path(out)
     if out.suffix != ".json":
         raise InputError("compiled programs are saved as JSON; use a path ending in .json", argument="out")
@@ -145,22 +185,22 @@ def run_optimize(
         check_positive_int(demo_tokens, "demo-tokens", minimum=0)
 
     # -- data: seeded question split, then examples ------------------------------------------
-    qpath = resolve_dataset(data, data_dir)
+    qpath = resolve_dataset(q.data, q.data_dir)
     records = load_questions(qpath, split=split)
     if not records:
         raise InputError(f"no {split} questions in {qpath}", argument="split")
-    train_q, val_q = _select_questions(records, n, val_fraction, seed)
+    train_q, val_q = _select_questions(records, q.n, q.val_fraction, seed)
 
     # -- LMs ---------------------------------------------------------------------------------
-    main_lm = ragnet.configure(lm=lm, **(lm_options or {}))
-    teacher = make_lm(teacher_lm, **(lm_options or {})) if teacher_lm is not None else None
+    main_lm = lms.configure()
+    teacher = lms.make(teacher_lm) if teacher_lm is not None else None
 
     started = time.perf_counter()
     if spec is not None:
-        options: dict[str, Any] = ({"paragraphs": paragraphs, "seed": seed} if step == "sufficiency"
+        options: dict[str, Any] = ({"paragraphs": c.paragraphs, "seed": seed} if step == "sufficiency"
                                    else {"seed": seed} if step == "answer" else {})
-        if max_words is not None:
-            options["max_words"] = max_words
+        if c.max_words is not None:
+            options["max_words"] = c.max_words
         train, val = spec.cases(train_q, **options), spec.cases(val_q, **options)
         if not train or not val:
             raise InputError(f"{len(train)} training and {len(val)} validation {step} cases from {len(train_q)} + "
@@ -168,18 +208,18 @@ def run_optimize(
         say(f"{step} cases: {len(train)} training (from {len(train_q)} questions), {len(val)} validation "
             f"(from {len(val_q)} questions)")
         program = build_program(program_spec, NoIndex(), budget=context_budget)
-        result = compile_step(program, step, train, valset=val, optimizer=optimizer, budget=effort,
-                              teacher_lm=teacher, seed=seed, threads=threads, progress=progress, log=say,
+        result = compile_step(program, step, train, valset=val, optimizer=optimizer, effort=effort,
+                              teacher_lm=teacher, seed=seed, threads=c.threads, progress=progress, log=say,
                               demo_tokens=demo_tokens)
         label = spec.label
     else:
-        index, _ = load_pooled(data, data_dir=data_dir, path=index_dir, log=say)
+        index, _ = load_pooled(q.data, data_dir=q.data_dir, path=q.index_dir, log=say)
         program = build_program(program_spec, index, budget=context_budget)
         judge = teacher or main_lm
         metric_obj = program_metric(metric or "f1", index=index, judge_lm=judge)
         result = compile_program(program, qa_examples(train_q), metric_obj, optimizer=optimizer,
-                                 valset=qa_examples(val_q), budget=effort, teacher_lm=teacher, seed=seed,
-                                 threads=threads, progress=progress, log=say, demo_tokens=demo_tokens)
+                                 valset=qa_examples(val_q), effort=effort, teacher_lm=teacher, seed=seed,
+                                 threads=c.threads, progress=progress, log=say, demo_tokens=demo_tokens)
         label = None
 
     record = {
@@ -187,14 +227,14 @@ def run_optimize(
         "program_spec": program_spec,
         "data": qpath.parent.name,
         "split": split,
-        "val_fraction": val_fraction,
+        "val_fraction": q.val_fraction,
         "n_questions": len(train_q) + len(val_q),
         "train_questions": [r.id for r in train_q],
         "val_questions": [r.id for r in val_q],
-        "lm": getattr(main_lm, "model", str(lm)),
+        "lm": getattr(main_lm, "model", str(lms.lm)),
         "teacher_lm": getattr(teacher, "model", None),
-        "paragraphs": paragraphs if step == "sufficiency" else None,
-        "max_words": max_words,
+        "paragraphs": c.paragraphs if step == "sufficiency" else None,
+        "max_words": c.max_words,
         "breakdown": result.breakdown(label) if label else None,
         "wall_seconds": round(time.perf_counter() - started, 1),
         "command": command,

@@ -73,8 +73,8 @@ STEPS: dict[str, StepSpec] = {
     "sufficiency": StepSpec("sufficiency", ("iterative", "reflective", "combined"), SufficiencyStep,
                             verdict_metric, sufficiency_cases, label="verdict"),
     "crop": StepSpec("crop", ("oneshot",), CropStep, crop_metric, crop_cases),
-    # The answer prompt is the reader's budget (PromptBudget counts demos in it): uncapped, four
-    # demos took ~600 of 1,000 tokens. 300 keeps about two compact demos (median 174 tokens each).
+    # The answer prompt is the reader's budget (PromptBudget counts demos in it): uncapped, the
+    # demos crowd out evidence. 300 tokens keeps about two compact demos.
     "answer": StepSpec("answer", ("basic", "oneshot", "iterative", "reflective", "combined"), AnswerStep,
                        answer_metric, answer_cases, demo_tokens=300),
 }
@@ -126,7 +126,7 @@ def compile_step(program: Any, step: str, trainset: list, metric: Metric | None 
         trainset: step cases (e.g. from :func:`ragnet.optimize.cases.sufficiency_cases`); the
             validation part is split off them unless ``valset`` is given.
         metric: the step metric (default: the step's own).
-        **kwargs: passed to :func:`ragnet.optimize.compile.compile` (optimizer, budget, valset, ...).
+        **kwargs: passed to :func:`ragnet.optimize.compile.compile` (optimizer, effort, valset, ...).
 
     Returns:
         The :class:`ragnet.optimize.compile.CompileResult`; its ``program`` is ``program`` with the

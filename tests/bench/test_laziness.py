@@ -324,11 +324,10 @@ def test_command_end_to_end(dataset, tmp_path, scripted):
     res = _invoke("--data", dataset, "-n", 1, "--pads", "600", "--seed", 1, "--out", out, "--fresh")
     assert res.exit_code == 0, res.output
     assert len((out / "results.jsonl").read_text().splitlines()) == 3
-    # --overwrite is the deprecated spelling of --fresh (hidden from --help).
+    # --fresh is the one way to discard a run: the old --overwrite spelling is gone.
     res = _invoke("--data", dataset, "-n", 1, "--pads", "600", "--seed", 2, "--out", out, "--overwrite")
-    assert res.exit_code == 0, res.output
-    assert "--overwrite is deprecated; use --fresh" in res.output
-    assert json.loads((out / "run.json").read_text())["seed"] == 2
+    assert res.exit_code == 2 and "No such option: --overwrite" in res.output
+    assert json.loads((out / "run.json").read_text())["seed"] == 1
     assert "--overwrite" not in _invoke("--help").output and "--fresh" in _invoke("--help").output
 
 

@@ -63,7 +63,7 @@ def test_optimize_sufficiency_step_saves_a_compiled_program_with_its_record(data
     header = state["metadata"]["ragnet"]
     assert header["program"] == "IterativeRAG" and header["spec"] == "iterative"
     run = header["optimization"]
-    assert run["optimizer"] == "bootstrap" and run["budget"] == "light" and run["seed"] == 3
+    assert run["optimizer"] == "bootstrap" and run["effort"] == "light" and run["seed"] == 3
     assert run["metric"] == "verdict_accuracy" and run["step"] == "sufficiency"
     assert len(run["train_questions"]) == len(run["val_questions"]) == 8
     assert not set(run["train_questions"]) & set(run["val_questions"])
@@ -78,6 +78,23 @@ def test_optimize_sufficiency_step_saves_a_compiled_program_with_its_record(data
     assert _optimize(root, again, "-n", "16", "--val-fraction", "0.5", "--seed", "3").exit_code == 0
     rerun = json.loads(again.read_text())["metadata"]["ragnet"]["optimization"]
     assert rerun["train_ids"] == run["train_ids"] and rerun["val_ids"] == run["val_ids"]  # deterministic
+
+
+def test_run_optimize_takes_the_option_groups_the_cli_builds(dataset, engine, tmp_path):
+    from ragnet.lm.config import LMOptions
+    from ragnet.optimize import CompileSettings, DevQuestions, run_optimize
+
+    root, _ = dataset
+    result = run_optimize("iterative", questions=DevQuestions("toyset", n=16, val_fraction=0.5, data_dir=root),
+                          settings=CompileSettings(step="sufficiency", seed=3), lms=LMOptions(lm="scripted"),
+                          out=tmp_path / "direct.json", progress=False, log=lambda m: None)
+    cli_out = tmp_path / "cli.json"
+    assert _optimize(root, cli_out, "-n", "16", "--val-fraction", "0.5", "--seed", "3").exit_code == 0
+    cli = json.loads(cli_out.read_text())["metadata"]["ragnet"]["optimization"]
+    direct = json.loads((tmp_path / "direct.json").read_text())["metadata"]["ragnet"]["optimization"]
+    assert direct == result.record
+    for key in ("train_ids", "val_ids", "effort", "optimizer", "step", "seed", "before", "after"):
+        assert direct[key] == cli[key], key
 
 
 @pytest.mark.parametrize("cap", [None, "0"])
@@ -102,7 +119,6 @@ def test_optimize_answer_step_caps_its_demos_and_records_the_cap(dataset, engine
     (["--split", "acceptance"], "acceptance split is for final measurement only"),
     (["--optimizer", "adam"], "unknown optimizer 'adam'"),
     (["--effort", "huge"], "argument 'effort': unknown effort 'huge'"),
-    (["--budget", "4000"], "--budget is the old name of --effort"),
     (["--metric", "f1"], "the metric is the step's own"),
     (["--step", "crop"], "iterative has no crop step; programs with it: oneshot"),
     (["--program", "basic"], "basic has no sufficiency step"),
@@ -179,10 +195,9 @@ def test_ask_loads_a_compiled_program_and_refuses_other_programs_and_changed_ste
     assert bad.exit_code == 2 and "invalid JSON" in bad.stderr and "Traceback" not in bad.output
 
 
-def test_deprecated_budget_flag_still_selects_the_effort(dataset, engine, tmp_path):
+def test_the_old_budget_flag_is_gone(dataset, engine, tmp_path):
     root, _ = dataset
     out = tmp_path / "old-flag.json"
     result = _optimize(root, out, "--budget", "light")
-    assert result.exit_code == 0, result.output
-    assert "--budget is deprecated here; use --effort" in result.stderr
-    assert json.loads(out.read_text())["metadata"]["ragnet"]["optimization"]["budget"] == "light"
+    assert result.exit_code == 2 and "No such option: --budget" in result.output
+    assert not out.exists() and engine.calls == []

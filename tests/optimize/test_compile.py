@@ -30,7 +30,7 @@ def test_bootstrap_step_compile_changes_only_the_step_and_improves_it(records, s
     before_state = _state(program, tmp_path / "before.json")
     cases = sufficiency_cases(records, paragraphs=4)
     with scripted(OptimizeLM(sufficiency=demo_dependent_sufficiency)):
-        result = compile_step(program, "sufficiency", cases, optimizer="bootstrap", budget="light",
+        result = compile_step(program, "sufficiency", cases, optimizer="bootstrap", effort="light",
                               val_fraction=0.4, progress=False, log=lambda m: None)
     after_state = _state(result.program, tmp_path / "after.json")
 
@@ -102,14 +102,14 @@ def test_random_search_chooses_among_capped_candidates(scripted):
     step = BasicRAG(FakeIndex(records))
     with scripted(OptimizeLM(answer=_worst_with_one_demo)):
         uncapped = compile_step(step.deepcopy(), "answer", answer_cases(records[:10]), valset=answer_cases(records[10:]),
-                                budget="medium", progress=False, log=lambda m: None)
+                                effort="medium", progress=False, log=lambda m: None)
         demos = uncapped.program.answer.predict.demos
         assert len(demos) >= 2 and uncapped.after == 1.0  # what the search picks without a cap
         cap = max(demo_tokens(uncapped.program.answer.predict))  # room for one demo, not two
         assert cap < sum(sorted(demo_tokens(uncapped.program.answer.predict))[:2])
         logs: list[str] = []
         capped = compile_step(step.deepcopy(), "answer", answer_cases(records[:10]), valset=answer_cases(records[10:]),
-                              budget="medium", demo_tokens=cap, progress=False, log=logs.append)
+                              effort="medium", demo_tokens=cap, progress=False, log=logs.append)
     assert capped.program.answer.predict.demos == []
     assert capped.before == capped.after == 0.5  # the old order (search, then cap) gave 0.0 here
     assert any("those the cap shortens are scored again" in line for line in logs)
@@ -159,7 +159,7 @@ def test_mipro_compiles_a_step_with_proposed_instructions_and_demos(records, scr
     import optuna  # noqa: F401  MIPROv2 needs it; in the [test] extra, so a missing one is a broken install
     with scripted(OptimizeLM(sufficiency=demo_dependent_sufficiency)) as lm:
         result = compile_step(IterativeRAG(FakeIndex(records)), "sufficiency", sufficiency_cases(records),
-                              optimizer="mipro", budget="light", val_fraction=0.4, progress=False, log=lambda m: None)
+                              optimizer="mipro", effort="light", val_fraction=0.4, progress=False, log=lambda m: None)
     assert lm.proposals > 0  # the prompt model was asked for instructions
     compiled = result.program.sufficiency.predict
     assert compiled.demos or compiled.signature.instructions != STOCK
@@ -170,7 +170,7 @@ def test_mipro_compiles_a_step_with_proposed_instructions_and_demos(records, scr
 def test_gepa_evolves_the_instruction_from_feedback(records, scripted):
     with scripted(OptimizeLM(sufficiency=demo_dependent_sufficiency)) as lm:
         result = compile_step(ReflectiveRAG(FakeIndex(records)), "sufficiency", sufficiency_cases(records),
-                              optimizer="gepa", budget="light", val_fraction=0.4, progress=False, log=lambda m: None)
+                              optimizer="gepa", effort="light", val_fraction=0.4, progress=False, log=lambda m: None)
     assert result.program.sufficiency.predict.signature.instructions.startswith("Scripted instruction")
     reflections = [p for s, p in lm.calls if s == "other"]
     assert reflections and "Refine" in reflections[0]  # the metric's feedback reached the reflection LM
@@ -217,7 +217,7 @@ def test_expected_lm_calls_by_hand():
     assert err.value.argument == "optimizer"
     with pytest.raises(InputError) as err:
         expected_lm_calls("gepa", "huge", n_train=1, n_val=1)
-    assert err.value.argument == "budget"
+    assert err.value.argument == "effort"
 
 
 def test_lm_calls_per_example_follows_the_switches(records):
@@ -258,7 +258,7 @@ def test_a_change_within_noise_says_how_many_examples_would_resolve_it():
 
     before = [0, 0, 0, 1] + [1] * 4 + [0] * 4
     after = [1, 1, 1, 0] + [1] * 4 + [0] * 4
-    result = CompileResult(program=None, metric="f1", optimizer="bootstrap", budget="light", seed=0,
+    result = CompileResult(program=None, metric="f1", optimizer="bootstrap", effort="light", seed=0,
                            train_ids=["t"], val_ids=[f"v{i}" for i in range(12)], before=5 / 12, after=7 / 12,
                            expected=CallEstimate(0, 0, 0, ""), usage={}, compile_usage={}, seconds=1.0,
                            before_results=[(None, None, b) for b in before],
