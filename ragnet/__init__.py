@@ -31,6 +31,7 @@ _LAZY = {
     "IterativeRAG": "ragnet.programs",
     "ReflectiveRAG": "ragnet.programs",
     "CombinedRAG": "ragnet.programs",
+    "AnswerStep": "ragnet.signatures",
 }
 
 __all__ = ["Chunk", "Document", "IndexFormatError", "InputError", "RagnetError", "__version__", *_LAZY]

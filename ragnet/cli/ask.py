@@ -52,19 +52,19 @@ def ask(
     from ragnet.index import Index
     from ragnet.lm.config import resolve_answer_lm
     from ragnet.lm.failures import answer_failure
-    from ragnet.programs.base import AnswerLM
     from ragnet.programs.persist import load_program
     from ragnet.programs.registry import build_program, recommended_strategy
+    from ragnet.signatures.answer import AnswerLM
 
     settings = lm_settings(api_base, api_key, api_key_env, timeout)
     index = Index.load(index_dir)
     ragnet.configure(lm=lm, **settings)
     reader = resolve_answer_lm(answer_lm, lm)
-    extra = {"answer_lm": AnswerLM(reader, **settings)} if reader is not None else {}
     if strategy.strip().casefold() == "auto":
         strategy, auto_budget = recommended_strategy(reader if reader is not None else lm)
         budget = budget if budget is not None else auto_budget
-    program = build_program(strategy, index, budget=budget, **extra)
+    program = build_program(strategy, index, budget=budget,
+                            reader=AnswerLM(reader, **settings) if reader is not None else None)
     if program_file is not None:
         load_program(program, program_file)
     pred = program(question=question)

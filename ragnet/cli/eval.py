@@ -79,7 +79,7 @@ def evaluate(
     from ragnet.eval.run_folder import claim_folder
     from ragnet.eval.runner import parse_program_args, plan_strategies, run_eval
     from ragnet.lm.config import configure, make_lm
-    from ragnet.programs.base import AnswerLM
+    from ragnet.signatures.answer import AnswerLM
 
     if threads < 1:
         raise InputError(f"must be at least 1, got {threads}", argument="threads")

@@ -79,9 +79,7 @@ def build_demo_program(spec: str, index: Any, *, budget: int = DEMO_BUDGET, max_
         "reflective": {"max_reflections": max(0, max_turns - 1), "n_subqueries": 3, "k": 3},
     }
     kwargs = dict(overrides.get(spec.partition(":")[0], {}))
-    if answer_lm is not None:
-        kwargs["answer_lm"] = answer_lm
-    return build_program(spec, index, budget=budget, **kwargs)
+    return build_program(spec, index, budget=budget, reader=answer_lm, **kwargs)
 
 
 def top_k_misses(index: Any, question: Any, k: int = 5) -> bool:
@@ -217,8 +215,8 @@ def run_demo(
     from ragnet.demo.corpus import choice_correct
     from ragnet.eval.runner import QAEvaluator
     from ragnet.lm.config import get_lm, resolve_answer_lm
-    from ragnet.programs.base import AnswerLM
     from ragnet.programs.registry import parse_spec
+    from ragnet.signatures.answer import AnswerLM
 
     if answers < 1:
         raise InputError("must be at least 1", argument="answers")

@@ -251,7 +251,7 @@ class QAEvaluator(Evaluator):
         judge: score LLM match with ``JudgeAnswer`` (an exact match needs no LM call).
         judge_lm: the judge's ``dspy.LM``; None uses the LM the programs use.
         answer_lm: the LM every program answers with (a spec or ``dspy.BaseLM``; see
-            ``RAGProgram``); None answers with the programs' LM.
+            ``ragnet.AnswerStep``); None answers with the programs' LM.
         threads: questions answered in parallel.
         budget, budgets: token budget(s) of budgeted strategies (see :func:`plan_strategies`).
         programs: ``{spec: compiled program file}`` from ``ragnet optimize``.
@@ -333,7 +333,7 @@ class QAEvaluator(Evaluator):
         self.questions = kept
         self.index = index
         self.set_name = data.name if isinstance(data, EvalSet) else (name or "questions")
-        from ragnet.programs.base import AnswerLM
+        from ragnet.signatures.answer import AnswerLM
 
         self.judge, self.judge_lm, self.threads = bool(judge), judge_lm, threads
         self.answer_lm = None if answer_lm is None else (answer_lm if isinstance(answer_lm, AnswerLM)
@@ -392,9 +392,7 @@ class QAEvaluator(Evaluator):
         from ragnet.programs.registry import build_program, parse_spec
 
         kwargs = dict(self.overrides.get(parse_spec(run.spec)[0], {}))
-        if self.answer_lm is not None:
-            kwargs.setdefault("answer_lm", self.answer_lm)
-        program = build_program(run.spec, index, budget=run.budget, **kwargs)
+        program = build_program(run.spec, index, budget=run.budget, reader=self.answer_lm, **kwargs)
         if run.program:
             load_program(program, run.program)
         return program

@@ -29,7 +29,7 @@ from ragnet.programs.oneshot import DEFAULT_METHOD, DEFAULT_TEMPERATURE, DEFAULT
 from ragnet.programs.packing import PromptBudget, cap_notes, pack
 from ragnet.programs.sentence_packing import pack_sentences
 from ragnet.programs.trace import Trace
-from ragnet.signatures import ContextualizeStep, RewriteStep, SufficiencyStep, format_context
+from ragnet.signatures import AnswerStep, ContextualizeStep, RewriteStep, SufficiencyStep, format_context
 
 # The notes' share of the answer budget (whole lines, earliest first). A quarter keeps ~10 short
 # facts at 1,000 tokens and leaves the rest to the evidence.
@@ -86,16 +86,15 @@ class AgentRAG(RAGProgram):
 
     Args: as in :class:`ragnet.programs.IterativeRAG` (``max_turns``, ``k``, ``fallback``,
     ``dedup``, ``contextualize``, ``sufficiency``, ``rewrite``, ``n_queries``, ``lam``,
-    ``retries``, ``answer_lm``, ``answer_reasoning``, ``answer_question_at``) and
+    ``retries``, ``answer``) and
     :class:`ragnet.programs.CombinedRAG` (the final pack's ``budget``, ``sentences``,
     ``notes_share``, ``transform``, ``temperature``, ``method``).
     """
 
     def __init__(
         self, index: Any, *, max_turns: int, k: int, fallback: bool, dedup: bool, contextualize: bool,
-        sufficiency: bool, rewrite: bool, n_queries: int, lam: float, retries: int, answer_lm: Any,
-        answer_reasoning: bool = False,
-        answer_question_at: str = "first",
+        sufficiency: bool, rewrite: bool, n_queries: int, lam: float, retries: int,
+        answer: AnswerStep | None = None,
         budget: int | None = None,
         sentences: bool = False,
         notes_share: float = DEFAULT_NOTES_SHARE,
@@ -103,8 +102,7 @@ class AgentRAG(RAGProgram):
         temperature: float = DEFAULT_TEMPERATURE,
         method: str = DEFAULT_METHOD,
     ) -> None:
-        super().__init__(index, lam=lam, retries=retries, answer_lm=answer_lm, answer_reasoning=answer_reasoning,
-                         answer_question_at=answer_question_at)
+        super().__init__(index, lam=lam, retries=retries, answer=answer)
         self.max_turns = check_positive_int(max_turns, "max_turns")
         self.k = check_positive_int(k, "k")
         self.n_queries = check_positive_int(n_queries, "n_queries")

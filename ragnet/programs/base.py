@@ -9,11 +9,10 @@ the Prediction, so each program holds only its own control flow.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, ClassVar, Iterable
 
 import dspy
 
@@ -53,47 +52,6 @@ def check_fraction(value: Any, name: str, low: float = 0.0, high: float = 1.0) -
     return v
 
 
-class AnswerLM:
-    """The LM a program answers with when it differs from the one its other steps use.
-
-    Holds a spec (``"local:qwen2.5-coder-1.5b"``, a litellm id) or a ``dspy.BaseLM`` and builds
-    the LM on first use, once. A plain attribute, not a DSPy parameter: saving a program stores
-    prompts and demos, never an LM, and copies of a program share it (no second model in memory).
-
-    Example:
-        >>> from dspy.utils import DummyLM
-        >>> AnswerLM(DummyLM([])).name
-        'dummy'
-    """
-
-    def __init__(self, lm: Any, **options: Any) -> None:
-        self.spec, self.options = lm, options
-        self._lm: Any = lm if isinstance(lm, dspy.BaseLM) else None
-
-    @property
-    def lm(self) -> Any:
-        if self._lm is None:
-            from ragnet.lm.config import make_lm
-
-            self._lm = make_lm(self.spec, **self.options)
-        return self._lm
-
-    @property
-    def name(self) -> str:
-        if isinstance(self.spec, str):
-            return self.spec
-        return str(getattr(self.spec, "model", None) or type(self.spec).__name__)
-
-    def settings(self):
-        """``dspy.context`` with this LM and the adapter that suits it (JSON for llama.cpp)."""
-        from ragnet.lm.config import resolve_adapter
-
-        return dspy.context(lm=self.lm, adapter=resolve_adapter("auto", self.lm))
-
-    def __deepcopy__(self, memo: dict) -> "AnswerLM":
-        return self
-
-
 class RAGProgram(dspy.Module):
     """Base class of ragnet's programs.
 
@@ -101,32 +59,29 @@ class RAGProgram(dspy.Module):
         index: a ``ragnet.Index`` (not a DSPy parameter: saving a program stores prompts and
             demos only, never the index).
         lam: hybrid weight, ``lam * BM25 + (1 - lam) * cosine``; 0.4 as in ReflectiveRAG.
-        retries: LM retries per step before falling back to a safe default.
-        answer_lm: the LM of the answer step (a spec such as ``"local:qwen2.5-coder-1.5b"`` or
-            ``"openai/gpt-4o-mini"``, or a ``dspy.BaseLM``); None answers with the configured LM,
-            like every other step. A stronger reader for the answer and a small, fast LM for the
-            agent's steps is the usual split.
-        answer_reasoning: the answer step reasons before it answers (chain of thought; see
-            :class:`ragnet.signatures.AnswerStep`), recorded as ``reasoning`` in the trace's
-            ``answer`` event. It costs output tokens on every question.
-        answer_question_at: where the answer prompt shows the question: ``"first"`` (before the
-            context), ``"last"`` (after it, next to where the answer is written), ``"both"``
-            (a preview before and the question after) or ``"auto"`` ("both" for a question
-            naming two options, "last" otherwise; see :class:`ragnet.signatures.AnswerStep`).
-            "last" costs no tokens and is meant for long contexts, so the budgeted programs
-            (``OneShotRAG``, ``CombinedRAG``) default to "auto" and the others to "first".
+        retries: LM retries per step before falling back to a safe default (an ``answer`` step
+            that names its own keeps them).
+        answer: the answer step with its options (its LM, chain of thought, where the prompt shows
+            the question; :class:`ragnet.signatures.AnswerStep`); None is ``AnswerStep()``. Where
+            the step leaves the question's place open, the program's :attr:`default_question_at`
+            decides.
     """
 
-    def __init__(self, index: Any, *, lam: float = 0.4, retries: int = 1, answer_lm: Any = None,
-                 answer_reasoning: bool = False, answer_question_at: str = "first") -> None:
+    #: Where the answer prompt shows the question when the answer step leaves it open: "first"
+    #: here; the budgeted programs (``OneShotRAG``, ``CombinedRAG``) fill a long context and say "auto".
+    default_question_at: ClassVar[str] = "first"
+
+    def __init__(self, index: Any, *, lam: float = 0.4, retries: int = 1, answer: AnswerStep | None = None) -> None:
         super().__init__()
         if index is None or not hasattr(index, "search"):
             raise InputError("expected a ragnet.Index (from Index.build or Index.load)", argument="index")
+        if answer is not None and not isinstance(answer, AnswerStep):
+            raise InputError(f"expected a ragnet.AnswerStep, got {type(answer).__name__}", argument="answer")
         self.index = index
         self.lam = check_fraction(lam, "lam")
         self.retries = retries
-        self.answer = AnswerStep(reasoning=answer_reasoning, question_at=answer_question_at, retries=self.retries)
-        self.answer_lm = answer_lm if answer_lm is None or isinstance(answer_lm, AnswerLM) else AnswerLM(answer_lm)
+        answer = answer if answer is not None else AnswerStep()
+        self.answer = answer.for_program(question_at=self.default_question_at, retries=self.retries)
 
     @property
     def retries(self) -> int:
@@ -141,7 +96,7 @@ class RAGProgram(dspy.Module):
 
     def answer_settings(self):
         """The DSPy settings the answer step runs under (and its prompt budget is measured in)."""
-        return self.answer_lm.settings() if self.answer_lm is not None else contextlib.nullcontext()
+        return self.answer.settings()
 
     # -- what other code asks of a program ------------------------------------------------
     def steps(self) -> dict[str, Step]:
@@ -159,14 +114,6 @@ class RAGProgram(dspy.Module):
                              "their index; use save_program=False or ragnet.optimize.save_program(program, path)",
                              argument="save_program")
         return super().save(path, save_program=False, **kwargs)
-
-    def load_state(self, state: dict[str, Any], **kwargs: Any) -> "RAGProgram":
-        """DSPy's load_state, reading state saved before steps were modules too (see
-        :func:`ragnet.programs.persist.migrate_state`)."""
-        from ragnet.programs.persist import migrate_state
-
-        parameters = {name for name, _ in self.named_parameters()}
-        return super().load_state(migrate_state(state, parameters), **kwargs)
 
     def set_step(self, name: str, step: Step | dspy.Predict) -> None:
         """Install a compiled copy of step ``name``'s predictor (demos, instructions, settings)
@@ -233,8 +180,7 @@ class RAGProgram(dspy.Module):
 
     def _answer(self, question: str, chunks: list[Chunk], trace: Trace, *, notes: str = "") -> tuple[str, list[str]]:
         """Run GenerateAnswer; evidence = cited ids, or the whole context when nothing valid was cited."""
-        with self.answer_settings():
-            pred = self.answer(question=question, context=chunks, notes=notes)
+        pred = self.answer(question=question, context=chunks, notes=notes)
         cited = [cid for cid in (pred.evidence_ids or []) if cid in {c.id for c in chunks}]
         evidence = cited or [c.id for c in chunks]
         trace.add(
@@ -243,7 +189,7 @@ class RAGProgram(dspy.Module):
             cited=bool(cited),
             fallback=bool(getattr(pred, "fallback", False)),
             context=[c.id for c in chunks],
-            lm=self.answer_lm.name if self.answer_lm is not None else None,
+            lm=self.answer.lm.name if self.answer.lm is not None else None,
             **({"reasoning": str(getattr(pred, "reasoning", "") or "")} if self.answer.reasoning else {}),
             **_layout_fields(self.answer, question),
         )

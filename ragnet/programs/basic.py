@@ -6,6 +6,7 @@ from typing import Any
 
 from ragnet.programs.base import RAGProgram, RunResult, check_positive_int
 from ragnet.programs.trace import Trace
+from ragnet.signatures import AnswerStep
 
 
 class BasicRAG(RAGProgram):
@@ -15,6 +16,7 @@ class BasicRAG(RAGProgram):
         index: a ``ragnet.Index``.
         k: chunks retrieved and shown to the answer step.
         lam: hybrid BM25 weight (0.4).
+        retries, answer: as in :class:`ragnet.programs.RAGProgram`.
 
     Example:
         >>> import dspy
@@ -25,10 +27,9 @@ class BasicRAG(RAGProgram):
         ('Rome', ['rome#0', 'paris#0'], ['rome#0'])
     """
 
-    def __init__(self, index: Any, k: int = 5, *, lam: float = 0.4, retries: int = 1, answer_lm: Any = None,
-                 answer_reasoning: bool = False, answer_question_at: str = "first") -> None:
-        super().__init__(index, lam=lam, retries=retries, answer_lm=answer_lm, answer_reasoning=answer_reasoning,
-                         answer_question_at=answer_question_at)
+    def __init__(self, index: Any, k: int = 5, *, lam: float = 0.4, retries: int = 1,
+                 answer: AnswerStep | None = None) -> None:
+        super().__init__(index, lam=lam, retries=retries, answer=answer)
         self.k = check_positive_int(k, "k")
 
     def _run(self, question: str, trace: Trace) -> RunResult:

@@ -31,6 +31,7 @@ from ragnet.programs.agent import DEFAULT_NOTES_SHARE, AgentRAG, Turns
 from ragnet.programs.oneshot import DEFAULT_METHOD, DEFAULT_TEMPERATURE, DEFAULT_TRANSFORM, apply_metadata_rules
 from ragnet.programs.base import RunResult, check_positive_int
 from ragnet.programs.trace import Trace
+from ragnet.signatures import AnswerStep
 
 
 class CombinedRAG(AgentRAG):
@@ -50,9 +51,9 @@ class CombinedRAG(AgentRAG):
             0.5B's ~450 tokens of notes left room for one chunk on HotpotQA dev. 0 leaves the
             notes out of the answer prompt; 1 never cuts them.
         transform, temperature, method: relevance calibration and knapsack method.
-        answer_question_at: ``"auto"`` by default, as in ``OneShotRAG``: the budgeted pack is a
-            long context and the question comes after it, and before it too when it names two
-            options (the ``qlast`` presets always after, ``qfirst`` before, ``qboth`` both sides).
+        lam, retries: as in IterativeRAG.
+        answer: the answer step; where it leaves the question's place open, CombinedRAG shows it
+            "auto", as ``OneShotRAG`` does: the budgeted pack is a long context.
 
     Example:
         >>> import dspy
@@ -65,6 +66,8 @@ class CombinedRAG(AgentRAG):
         >>> pred.answer, "rome#0" in pred.context
         ('Rome', True)
     """
+
+    default_question_at = "auto"
 
     def __init__(
         self,
@@ -87,15 +90,12 @@ class CombinedRAG(AgentRAG):
         method: str = DEFAULT_METHOD,
         lam: float = 0.4,
         retries: int = 1,
-        answer_lm: Any = None,
-        answer_reasoning: bool = False,
-        answer_question_at: str = "auto",
+        answer: AnswerStep | None = None,
     ) -> None:
         super().__init__(
             index, max_turns=max_turns, k=k, fallback=fallback, dedup=dedup,
             contextualize=contextualize, sufficiency=sufficiency, rewrite=rewrite, n_queries=n_queries,
-            lam=lam, retries=retries, answer_lm=answer_lm, answer_reasoning=answer_reasoning,
-            answer_question_at=answer_question_at, budget=check_positive_int(budget, "budget"), sentences=sentences,
+            lam=lam, retries=retries, answer=answer, budget=check_positive_int(budget, "budget"), sentences=sentences,
             notes_share=notes_share, transform=transform, temperature=temperature, method=method,
         )
         self.rules = bool(rules)

@@ -40,7 +40,7 @@ from ragnet.corpus.types import Chunk
 from ragnet.programs.agent import DEFAULT_NOTES_SHARE, AgentRAG, Turns
 from ragnet.programs.base import RunResult, check_positive_int
 from ragnet.programs.trace import Trace
-from ragnet.signatures import DeleteStep
+from ragnet.signatures import AnswerStep, DeleteStep
 
 
 class IterativeRAG(AgentRAG):
@@ -72,11 +72,13 @@ class IterativeRAG(AgentRAG):
             protecting only the best hits and the 2 closest chunks still lost 25 points of
             all-gold recall on the first 24 dev questions, 70.8% retrieved -> 45.8% kept).
         lam: hybrid BM25 weight.
+        retries, answer: as in :class:`ragnet.programs.RAGProgram` (the answer step shows the
+            question first unless it says otherwise).
         budget: total tokens of the answer prompt. None (the default, the study's design): the
             answer step reads every kept chunk and all the notes. A number: the kept chunks are
             packed into it as in CombinedRAG (``AgentRAG._pack_final``).
         sentences: pack the kept chunks' best sentences instead of whole chunks (needs a
-            ``budget``; the ``iterative:sentences`` and ``iterative:no-delete-sentences`` presets).
+            ``budget``; the ``iterative:sentences`` preset, e.g. ``iterative:no-delete+sentences``).
         notes_share: the largest share of ``budget`` the notes may take (as in CombinedRAG).
 
     Example:
@@ -108,9 +110,7 @@ class IterativeRAG(AgentRAG):
         protect: int = 2,
         lam: float = 0.4,
         retries: int = 1,
-        answer_lm: Any = None,
-        answer_reasoning: bool = False,
-        answer_question_at: str = "first",
+        answer: AnswerStep | None = None,
         budget: int | None = None,
         sentences: bool = False,
         notes_share: float = DEFAULT_NOTES_SHARE,
@@ -118,8 +118,7 @@ class IterativeRAG(AgentRAG):
         super().__init__(
             index, max_turns=max_turns, k=k, fallback=fallback, dedup=dedup, contextualize=contextualize,
             sufficiency=sufficiency, rewrite=rewrite, n_queries=n_queries, lam=lam, retries=retries,
-            answer_lm=answer_lm, answer_reasoning=answer_reasoning,
-            answer_question_at=answer_question_at, budget=budget, sentences=sentences, notes_share=notes_share,
+            answer=answer, budget=budget, sentences=sentences, notes_share=notes_share,
         )
         self.protect = check_positive_int(protect, "protect", minimum=0)
         self.delete = DeleteStep(retries=self.retries, enabled=delete)

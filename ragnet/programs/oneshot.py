@@ -18,8 +18,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import warnings
-
 import numpy as np
 
 from ragnet.core import rules
@@ -32,7 +30,7 @@ from ragnet.programs.base import RAGProgram, RunResult, check_positive_int
 from ragnet.programs.packing import PromptBudget, pack
 from ragnet.programs.sentence_packing import pack_sentences
 from ragnet.programs.trace import Trace
-from ragnet.signatures import CropStep, FilterStep
+from ragnet.signatures import AnswerStep, CropStep, FilterStep
 
 # Selection and relevance calibration chosen on HotpotQA dev (531 questions) with
 # `ragnet eval retrieval`: "protected" + exp(T=0.1) was the only knapsack variant at or above
@@ -63,8 +61,7 @@ class OneShotRAG(RAGProgram):
         pool: candidates retrieved by hybrid search before filtering.
         rules: apply the metadata rule filter (drop contradicting years/places, add matches).
         max_add: most chunks the rules may add from the index.
-        filter: run the LLM FilterChunks step on the survivors (``llm_filter``, its former name,
-            still works and warns).
+        filter: run the LLM FilterChunks step on the survivors.
         crop: run CropChunk on candidates (in relevance order, until the budget could be filled).
         max_crops: most chunks cropped per question.
         sentences: fill the budget with the candidates' best sentences instead of whole chunks
@@ -75,21 +72,20 @@ class OneShotRAG(RAGProgram):
             ``"exact"`` / ``"greedy"`` knapsack, or ``"rank"`` (rank-order filling, the baseline);
             see ``ragnet.programs.packing.pack``.
         lam: hybrid BM25 weight.
-        answer_question_at: ``"auto"`` by default here (``RAGProgram`` has "first"): a budget
-            fills a long context, and the reader reads the question best right after it
-            (``docs/results/hotpotqa-dev-reader-qlast/``), and before it too when the question
-            names two options ("… A or B?"), which a question-last reader otherwise answers
-            with the first (``docs/results/2wiki-dev-reader-qauto/``). "last" (presets
-            ``oneshot:qlast``, ``oneshot:sentences-qlast``) is the default of 2026-11-26;
-            "first" (``oneshot:qfirst``, ``oneshot:sentences-qfirst``) the layout of results
-            measured before then; "both" (``oneshot:qboth``, ``oneshot:sentences-qboth``) shows
-            it on both sides for every question.
+        retries: as in :class:`ragnet.programs.RAGProgram`.
+        answer: the answer step (:class:`ragnet.signatures.AnswerStep`). Where it leaves the
+            question's place open, OneShotRAG shows it "auto": a budget fills a long context, and
+            a small reader reads the question best right after it, and before it too when it names
+            two options (docs/results/README.md). The presets ``oneshot:qlast``, ``oneshot:qfirst``
+            and ``oneshot:qboth`` choose another place.
 
     Example:
-        >>> prog = OneShotRAG(index, budget=1000)
+        >>> prog = OneShotRAG(index, budget=1000, answer=AnswerStep(question_at="last"))
         >>> [c.id for c in prog.retrieve("What is the capital of Italy?")][:1]   # no LM call with defaults
         ['rome#0']
     """
+
+    default_question_at = "auto"
 
     def __init__(
         self,
@@ -108,17 +104,9 @@ class OneShotRAG(RAGProgram):
         method: str = DEFAULT_METHOD,
         lam: float = 0.4,
         retries: int = 1,
-        answer_lm: Any = None,
-        answer_reasoning: bool = False,
-        answer_question_at: str = "auto",
-        llm_filter: bool | None = None,
+        answer: AnswerStep | None = None,
     ) -> None:
-        super().__init__(index, lam=lam, retries=retries, answer_lm=answer_lm, answer_reasoning=answer_reasoning,
-                         answer_question_at=answer_question_at)
-        if llm_filter is not None:
-            warnings.warn("OneShotRAG(llm_filter=...) is now OneShotRAG(filter=...), named like its step",
-                          DeprecationWarning, stacklevel=2)
-            filter = filter or bool(llm_filter)
+        super().__init__(index, lam=lam, retries=retries, answer=answer)
         self.budget = check_positive_int(budget, "budget")
         self.pool = check_positive_int(pool, "pool")
         self.rules = bool(rules)

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -32,38 +31,12 @@ from ragnet._atomic import scratch_dir, write_json
 from ragnet.errors import InputError
 from ragnet.signatures.answer import describe_question_at, question_at
 
-FORMAT_VERSION = 3  # 3: each step is a module (state key "sufficiency.predict"); 2: a bare Predict per step
-READABLE_VERSIONS = (2, 3)  # format 2 is renamed on load (``migrate_state``)
-
-# Format 2 held each step's predictor directly on the program, some under older attribute names.
-LEGACY_STEP_NAMES = {"assess": "sufficiency", "rewriter": "rewrite", "contextualizer": "contextualize",
-                     "deleter": "delete", "cropper": "crop"}
+FORMAT_VERSION = 3  # each step is a module: its one predictor's state key is "<step>.predict"
 
 
 def _step_name(parameter: str) -> str:
     """``"sufficiency.predict"`` -> ``"sufficiency"`` (a step's one predictor is named after the step)."""
     return parameter.removesuffix(".predict")
-
-
-def migrate_state(state: dict[str, Any], parameters: Collection[str]) -> dict[str, Any]:
-    """Saved program state with format-2 keys renamed to today's: the predictor a program held
-    as ``assess`` (``rewriter``, ``contextualizer``, ``deleter``, ``cropper``, ``answer``, ``filter``)
-    is now the ``predict`` of its step module, ``sufficiency.predict`` (``rewrite.predict``, ...).
-
-    Only a key that names none of the program's ``parameters`` (``named_parameters()`` names)
-    is renamed, and only to one that does; today's state, and a user's own bare predictors,
-    come back unchanged.
-
-    Example:
-        >>> sorted(migrate_state({"assess": {"demos": []}, "mine": {"demos": []}, "metadata": {}},
-        ...                      parameters={"sufficiency.predict", "mine"}))
-        ['metadata', 'mine', 'sufficiency.predict']
-    """
-    out: dict[str, Any] = {}
-    for key, value in state.items():
-        renamed = f"{LEGACY_STEP_NAMES.get(key, key)}.predict"
-        out[renamed if key not in parameters and renamed in parameters else key] = value
-    return out
 
 
 def step_signatures(program: Any) -> dict[str, str]:
@@ -140,20 +113,18 @@ def load_program(program: Any, path: str | Path) -> Any:
     if path.suffix != ".json":
         raise InputError("compiled programs are JSON files ending in .json (saved by `ragnet optimize`)", path=path)
     header = read_header(path)
-    if header.get("format") not in READABLE_VERSIONS:
+    if header.get("format") != FORMAT_VERSION:
         raise InputError(f"saved with program format {header.get('format')!r} (ragnet {header.get('version')}), "
-                         f"this ragnet {ragnet.__version__} reads formats {', '.join(map(str, READABLE_VERSIONS))}; "
+                         f"this ragnet {ragnet.__version__} reads format {FORMAT_VERSION}; "
                          f"recompile it with `ragnet optimize`", path=path)
     if header.get("program") != type(program).__name__:
         raise InputError(
             f"compiled for {header.get('program')}, not {type(program).__name__}; "
             f"use the matching --strategy", path=path,
         )
-    saved = {LEGACY_STEP_NAMES.get(name, name): sig for name, sig in (header.get("signatures") or {}).items()}
+    saved = dict(header.get("signatures") or {})
     current = step_signatures(program)
     names = set(saved) | set(current)
-    if header.get("format") == 2:  # format 2 also saved CombinedRAG's unused delete predictor, gone now
-        names = set(current)
     changed = [f"{name} ({saved.get(name, 'absent')!r} saved, {current.get(name, 'absent')!r} now)"
                for name in sorted(names) if saved.get(name) != current.get(name)]
     layout = _question_moved(saved.get("answer"), current.get("answer"))
@@ -162,7 +133,7 @@ def load_program(program: Any, path: str | Path) -> Any:
         raise InputError(
             f"its answer step was compiled with the question {describe_question_at(layout)} ({saved['answer']!r}), "
             f"this program puts it {describe_question_at(now)}; load it into a program built with "
-            f"answer_question_at={layout!r}{_SAME_READER.get(layout, '')} (the q{layout} presets, e.g. {_LAYOUT_EXAMPLE[layout]}), "
+            f"AnswerStep(question_at={layout!r}){_SAME_READER.get(layout, '')} (the q{layout} preset, e.g. {_LAYOUT_EXAMPLE[layout]}), "
             f"or recompile it with `ragnet optimize`", path=path)
     if changed:
         raise InputError(
@@ -179,9 +150,9 @@ def load_program(program: Any, path: str | Path) -> Any:
 
 
 #: A preset that builds a program with each answer layout, for the refusal's hint.
-_LAYOUT_EXAMPLE = {"first": "oneshot:sentences-qfirst", "last": "basic:qlast", "both": "oneshot:sentences-qboth"}
+_LAYOUT_EXAMPLE = {"first": "oneshot:sentences+qfirst", "last": "basic:qlast", "both": "oneshot:sentences+qboth"}
 # an "auto" step compiles and loads a question-last reader (it adds the preview per question)
-_SAME_READER = {"last": " or 'auto'"}
+_SAME_READER = {"last": " or question_at='auto'"}
 
 
 def _question_moved(saved: str | None, current: str | None) -> str | None:

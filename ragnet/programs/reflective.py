@@ -26,7 +26,7 @@ from ragnet.corpus.types import Chunk
 from ragnet.programs.agent import assess, rewrite_query
 from ragnet.programs.base import RAGProgram, RunResult, check_fraction, check_positive_int
 from ragnet.programs.trace import Trace
-from ragnet.signatures import RewriteStep, SufficiencyStep, format_context
+from ragnet.signatures import AnswerStep, RewriteStep, SufficiencyStep, format_context
 
 
 class ReflectiveRAG(RAGProgram):
@@ -42,6 +42,7 @@ class ReflectiveRAG(RAGProgram):
         noise_removal: prune the final set with ``core.noise.filter``.
         alpha, keep: noise-removal temperature (5) and kept share (0.7).
         lam: hybrid BM25 weight (0.4).
+        retries, answer: as in :class:`ragnet.programs.RAGProgram`.
 
     Example:
         >>> import dspy
@@ -66,12 +67,9 @@ class ReflectiveRAG(RAGProgram):
         keep: float = 0.7,
         lam: float = 0.4,
         retries: int = 1,
-        answer_lm: Any = None,
-        answer_reasoning: bool = False,
-        answer_question_at: str = "first",
+        answer: AnswerStep | None = None,
     ) -> None:
-        super().__init__(index, lam=lam, retries=retries, answer_lm=answer_lm, answer_reasoning=answer_reasoning,
-                         answer_question_at=answer_question_at)
+        super().__init__(index, lam=lam, retries=retries, answer=answer)
         self.k = check_positive_int(k, "k")
         self.max_reflections = check_positive_int(max_reflections, "max_reflections", minimum=0)
         self.n_subqueries = check_positive_int(n_subqueries, "n_subqueries")

@@ -1,31 +1,39 @@
-"""Build programs by strategy name, with the ablation presets that mirror the studies' tables.
+"""Build programs by strategy name, with presets that compose.
 
-A spec is ``"<strategy>"`` or ``"<strategy>:<preset>"``, e.g. ``"oneshot:no-filter"`` or
-``"iterative:no-fallback"``. Presets are constructor switches, never forks of the code.
+A spec is ``"<strategy>"`` or ``"<strategy>:<preset>[+<preset>...]"``, e.g. ``"oneshot:no-filter"``,
+``"iterative:no-delete+sentences"`` or ``"oneshot:sentences+qlast"``. Strategy presets
+(:data:`PRESETS`) are constructor switches, never forks of the code; answer presets
+(:data:`ANSWER_PRESETS`) set the options of the :class:`ragnet.signatures.AnswerStep` and apply to
+every strategy. Two presets that set one option to different values are refused.
 
 Example:
     >>> sorted(PRESETS["iterative"])[:3]
     ['no-contextualize', 'no-dedup', 'no-delete']
+    >>> parse_spec("oneshot:sentences+qlast")
+    ('oneshot', ('sentences', 'qlast'))
 """
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
 from ragnet.errors import InputError
 from ragnet.programs import STRATEGIES
+from ragnet.signatures.answer import AnswerStep
 
+#: Presets of the answer step, for every strategy: ``cot`` reasons before it answers; the ``q…``
+#: presets say where the answer prompt shows the question (see ``AnswerStep``'s ``question_at``).
+ANSWER_PRESETS: dict[str, dict[str, Any]] = {
+    "cot": {"reasoning": True},
+    "qfirst": {"question_at": "first"},
+    "qlast": {"question_at": "last"},
+    "qboth": {"question_at": "both"},
+    "qauto": {"question_at": "auto"},
+}
+
+#: Presets of each strategy: the ablations of its studies, as constructor switches.
 PRESETS: dict[str, dict[str, dict[str, Any]]] = {
-    # "cot" presets: the answer step reasons before it answers (``answer_reasoning``); the "q…"
-    # presets say where the answer prompt shows the question (``answer_question_at``). OneShotRAG
-    # and CombinedRAG choose per question by default ("qauto"); before, they put it after the
-    # context ("qlast", kept so that runs recorded under those names resume);
-    # "qfirst" restores the layout of results measured before 2026-11-26 and readers compiled with
-    # it; "qboth" shows it on both sides for every question.
-    "basic": {"k3": {"k": 3}, "k10": {"k": 10}, "cot": {"answer_reasoning": True},
-              "qlast": {"answer_question_at": "last"}, "qboth": {"answer_question_at": "both"},
-              "qauto": {"answer_question_at": "auto"}},
+    "basic": {"k3": {"k": 3}, "k10": {"k": 10}},
     "oneshot": {
         "no-filter": {"rules": False},
         "rank-fill": {"method": "rank"},
@@ -35,15 +43,6 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "crop": {"crop": True},
         "full": {"filter": True, "crop": True},
         "sentences": {"sentences": True},
-        "sentences-cot": {"sentences": True, "answer_reasoning": True},
-        "qlast": {"answer_question_at": "last"},
-        "sentences-qlast": {"sentences": True, "answer_question_at": "last"},
-        "qfirst": {"answer_question_at": "first"},
-        "sentences-qfirst": {"sentences": True, "answer_question_at": "first"},
-        "qboth": {"answer_question_at": "both"},
-        "sentences-qboth": {"sentences": True, "answer_question_at": "both"},
-        "qauto": {"answer_question_at": "auto"},
-        "sentences-qauto": {"sentences": True, "answer_question_at": "auto"},
     },
     "iterative": {
         "no-fallback": {"fallback": False},
@@ -55,19 +54,10 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "unguarded-delete": {"protect": 0},
         # the kept chunks' best sentences packed into the answer budget (give one: --budget)
         "sentences": {"sentences": True},
-        "no-delete-sentences": {"delete": False, "sentences": True},
     },
     "reflective": {"no-noise": {"noise_removal": False}, "no-reflection": {"max_reflections": 0}},
     "combined": {"no-rules": {"rules": False}, "no-contextualize": {"contextualize": False},
-                 "sentences": {"sentences": True},
-                 "qlast": {"answer_question_at": "last"},
-                 "sentences-qlast": {"sentences": True, "answer_question_at": "last"},
-                 "qfirst": {"answer_question_at": "first"},
-                 "sentences-qfirst": {"sentences": True, "answer_question_at": "first"},
-                 "qboth": {"answer_question_at": "both"},
-                 "sentences-qboth": {"sentences": True, "answer_question_at": "both"},
-                 "qauto": {"answer_question_at": "auto"},
-                 "sentences-qauto": {"sentences": True, "answer_question_at": "auto"}},
+                 "sentences": {"sentences": True}},
 }
 
 # Strategies whose constructor takes a token budget. IterativeRAG reads everything it kept when
@@ -81,49 +71,103 @@ BUDGETED = {"oneshot", "combined", "iterative"}
 RECOMMENDED = {"local": ("oneshot:sentences", 1000), "other": ("oneshot", 4000)}
 
 
-def parse_spec(spec: str) -> tuple[str, str | None]:
-    """Split ``"strategy:preset"``; validate both parts."""
-    name, _, preset = spec.strip().partition(":")
+def parse_spec(spec: str) -> tuple[str, tuple[str, ...]]:
+    """Split ``"strategy:preset+preset"`` into the strategy and its presets; validate both.
+
+    Example:
+        >>> parse_spec("basic"), parse_spec("basic:cot+qlast")
+        (('basic', ()), ('basic', ('cot', 'qlast')))
+    """
+    name, _, tail = spec.strip().partition(":")
     if name not in STRATEGIES:
         raise InputError(f"unknown strategy {name!r}; choose from {', '.join(STRATEGIES)}", argument="strategy")
-    if preset and preset not in PRESETS.get(name, {}):
-        known = ", ".join(f"{name}:{p}" for p in PRESETS.get(name, {})) or "none"
-        raise InputError(f"unknown preset {spec!r}; presets for {name}: {known}", argument="strategy")
-    return name, preset or None
+    presets = tuple(p.strip() for p in tail.split("+")) if tail.strip() else ()
+    for preset in presets:
+        if preset not in PRESETS.get(name, {}) and preset not in ANSWER_PRESETS:
+            own = ", ".join(PRESETS.get(name, {})) or "none"
+            raise InputError(f"unknown preset {preset!r} in {spec!r}; presets for {name}: {own}; for every strategy: "
+                             f"{', '.join(ANSWER_PRESETS)} (combine them with '+')", argument="strategy")
+    return name, presets
 
 
-def build_program(spec: str, index: Any, *, budget: int | None = None, **overrides: Any):
-    """Instantiate a program from a spec; ``budget`` applies to budgeted strategies only."""
-    name, preset = parse_spec(spec)
-    kwargs: dict[str, Any] = dict(PRESETS.get(name, {}).get(preset, {})) if preset else {}
+def spec_options(spec: str) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """The strategy of ``spec``, the constructor options its presets set and the answer-step
+    options they set; two presets that set one option differently are refused.
+
+    Example:
+        >>> spec_options("oneshot:sentences+qlast+cot")
+        ('oneshot', {'sentences': True}, {'question_at': 'last', 'reasoning': True})
+    """
+    name, presets = parse_spec(spec)
+    options: dict[str, Any] = {}
+    answer: dict[str, Any] = {}
+    set_by: dict[str, str] = {}
+    for preset in presets:
+        into, values = (answer, ANSWER_PRESETS[preset]) if preset in ANSWER_PRESETS else (options, PRESETS[name][preset])
+        for key, value in values.items():
+            if key in into and into[key] != value:
+                raise InputError(f"presets {set_by[key]!r} and {preset!r} of {spec!r} set {key} to {into[key]!r} "
+                                 f"and {value!r}; keep one", argument="strategy")
+            into[key], set_by[key] = value, preset
+    return name, options, answer
+
+
+def _answer_step(spec: str, answer_options: dict[str, Any], reader: Any, answer: Any) -> AnswerStep:
+    """The answer step a program of ``spec`` gets: ``answer`` as given, or one composed from the
+    spec's answer presets and ``reader``."""
+    if answer is None:
+        return AnswerStep(lm=reader, **answer_options)
+    if answer_options or reader is not None:
+        given = " and a reader" if reader is not None else ""
+        raise InputError(f"{spec!r}: an answer step was given{given}, and its presets set answer options too; "
+                         f"set them in one place", argument="answer")
+    return answer
+
+
+def build_program(spec: str, index: Any, *, budget: int | None = None, reader: Any = None, **overrides: Any):
+    """Instantiate a program from a spec.
+
+    Args:
+        spec: ``"strategy[:preset[+preset...]]"`` (see the module docstring).
+        index: the ``ragnet.Index`` it answers over.
+        budget: the answer-prompt budget of budgeted strategies (ignored by the others).
+        reader: the LM of the answer step (an LM spec, a ``dspy.BaseLM`` or an
+            :class:`ragnet.signatures.answer.AnswerLM`); None answers with the configured LM.
+        **overrides: constructor arguments, over the presets' (``answer=AnswerStep(...)`` replaces
+            the composed answer step; then neither the spec nor ``reader`` may set its options).
+
+    Example:
+        >>> program = build_program("oneshot:sentences+qlast", index, budget=1000)
+        >>> program.sentences, program.answer.question_at, program.budget
+        (True, 'last', 1000)
+    """
+    name, kwargs, answer_options = spec_options(spec)
     if budget is not None and name in BUDGETED:
         kwargs["budget"] = budget
+    answer = _answer_step(spec, answer_options, reader, overrides.pop("answer", None))
     kwargs.update(overrides)
     try:
-        return STRATEGIES[name](index, **kwargs)
+        return STRATEGIES[name](index, answer=answer, **kwargs)
     except TypeError as exc:  # an override the strategy does not take
         raise InputError(f"{spec}: {exc}", argument="strategy") from None
 
 
 def answer_layout(spec: str, **overrides: Any) -> dict[str, Any]:
     """How the answer prompt of the program ``spec`` builds is laid out, without building it:
-    ``{"question_at": "first" | "last" | "both" | "auto", "reasoning": ...}`` from the preset,
-    ``overrides`` and the strategy's constructor defaults. Evaluation records it so that a
-    resumed run never mixes answers given to differently laid-out prompts under one strategy name.
+    ``{"question_at": "first" | "last" | "both" | "auto", "reasoning": ...}`` from the presets,
+    an ``answer`` override and the strategy's ``default_question_at``. Evaluation records it so
+    that a resumed run never mixes answers given to differently laid-out prompts under one label.
 
     Example:
         >>> answer_layout("oneshot:sentences"), answer_layout("basic")
         ({'question_at': 'auto', 'reasoning': False}, {'question_at': 'first', 'reasoning': False})
-        >>> answer_layout("oneshot:sentences-qfirst", answer_reasoning=True)
+        >>> answer_layout("oneshot:sentences+qfirst+cot")
         {'question_at': 'first', 'reasoning': True}
     """
-    name, preset = parse_spec(spec)
-    # __init__, not the class: dspy's metaclass __call__ takes *args, **kwargs
-    params = inspect.signature(STRATEGIES[name].__init__).parameters
-    chosen = {**(PRESETS[name][preset] if preset else {}), **overrides}
-    def pick(key: str) -> Any:
-        return chosen.get(f"answer_{key}", params[f"answer_{key}"].default)
-    return {"question_at": str(pick("question_at")), "reasoning": bool(pick("reasoning"))}
+    name, _, answer_options = spec_options(spec)
+    answer = _answer_step(spec, answer_options, None, overrides.get("answer"))
+    return {"question_at": answer.question_at_given or STRATEGIES[name].default_question_at,
+            "reasoning": answer.reasoning}
 
 
 def recommended_strategy(reader: Any = None) -> tuple[str, int]:
@@ -145,5 +189,5 @@ def recommended_strategy(reader: Any = None) -> tuple[str, int]:
 
 
 def all_specs() -> list[str]:
-    """Every strategy and preset spec, for help texts."""
+    """Every strategy and strategy-preset spec, for help texts (answer presets combine with any of them)."""
     return [s for name in STRATEGIES for s in [name, *(f"{name}:{p}" for p in PRESETS.get(name, {}))]]

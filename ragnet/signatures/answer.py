@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -23,7 +24,7 @@ from ragnet.errors import InputError
 from ragnet.signatures.formatting import format_context, resolve_ids
 from ragnet.signatures.step import Step, StepOutputError
 
-__all__ = ["QUESTION_AT", "REASONING", "AnswerStep", "GenerateAnswer", "answer_default", "answer_demos", "answer_inputs",
+__all__ = ["QUESTION_AT", "REASONING", "AnswerLM", "AnswerStep", "GenerateAnswer", "answer_default", "answer_demos", "answer_inputs",
            "answer_validator", "describe_question_at", "names_two_options", "question_at"]
 
 
@@ -155,51 +156,97 @@ REASONING = dspy.OutputField(
 )
 
 
+class AnswerLM:
+    """The LM an answer step answers with when it differs from the one the other steps use.
+
+    Holds a spec (``"local:qwen2.5-coder-1.5b"``, a litellm id) or a ``dspy.BaseLM`` and builds
+    the LM on first use, once, with ``options`` (``timeout``, ``api_base``, ...). A plain attribute,
+    not a DSPy parameter: saving a program stores prompts and demos, never an LM, and copies of a
+    step share it (no second model in memory).
+
+    Example:
+        >>> from dspy.utils import DummyLM
+        >>> AnswerLM(DummyLM([])).name, AnswerLM("openai/gpt-4o-mini").name
+        ('dummy', 'openai/gpt-4o-mini')
+    """
+
+    def __init__(self, lm: Any, **options: Any) -> None:
+        self.spec, self.options = lm, options
+        self._lm: Any = lm if isinstance(lm, dspy.BaseLM) else None
+
+    @property
+    def lm(self) -> Any:
+        """The ``dspy.BaseLM``, built from the spec on first use."""
+        if self._lm is None:
+            from ragnet.lm.config import make_lm
+
+            self._lm = make_lm(self.spec, **self.options)
+        return self._lm
+
+    @property
+    def name(self) -> str:
+        if isinstance(self.spec, str):
+            return self.spec
+        return str(getattr(self.spec, "model", None) or type(self.spec).__name__)
+
+    def settings(self):
+        """``dspy.context`` with this LM and the adapter that suits it (JSON for llama.cpp)."""
+        from ragnet.lm.config import resolve_adapter
+
+        return dspy.context(lm=self.lm, adapter=resolve_adapter("auto", self.lm))
+
+    def __deepcopy__(self, memo: dict) -> "AnswerLM":
+        return self
+
+
+def _question_placed(signature: type[dspy.Signature], where: str) -> type[dspy.Signature]:
+    """A GenerateAnswer-shaped ``signature`` (instructions, demos' fields and outputs kept) with the
+    question shown ``where``; "auto" is the "last" signature (the step adds the preview per
+    question, :meth:`AnswerStep.signature_for`)."""
+    if where == "first" and list(signature.input_fields)[:1] == ["question"] and "question_preview" not in signature.input_fields:
+        return signature  # GenerateAnswer's own order
+    question = GenerateAnswer.input_fields["question"]
+    if "question_preview" in signature.input_fields:
+        signature = signature.delete("question_preview")
+    signature = signature.delete("question")
+    if where == "first":
+        return signature.prepend("question", question, str)
+    signature = signature.append("question", question, str)
+    if where == "both":
+        signature = signature.prepend("question_preview", QUESTION_PREVIEW, str)
+    return signature
+
+
 class AnswerStep(Step):
-    """GenerateAnswer over notes + chunks; returns ``answer``, ``evidence_ids`` (real ids),
-    ``unknown_ids`` (cited ids that name no chunk) and ``fallback``.
+    """GenerateAnswer over notes + chunks, with every option of a program's answer in one place;
+    returns ``answer``, ``evidence_ids`` (real ids), ``unknown_ids`` (cited ids that name no chunk)
+    and ``fallback``.
 
     ``context`` is the chunks the reader sees (formatted here with short ids), or text already
     formatted with ``[c1]``-style ids (the answer step's compile cases), whose ids are kept as given.
+    A program takes the step as ``answer=`` (``OneShotRAG(index, answer=AnswerStep(question_at="last"))``)
+    and holds it as ``program.answer``.
 
-    ``reasoning=True`` makes it a chain-of-thought step: the signature gains a ``reasoning``
-    output before ``answer``, exactly as ``dspy.ChainOfThought`` extends a signature, but the
-    predictor stays the step's one ``dspy.Predict`` (``answer.predict``), so the prompt budget
-    counts the real prompt, compiled state keeps its path and the optimizers see one predictor.
-    The prediction then carries ``reasoning`` too. Measured on 200 HotpotQA dev questions with the
-    1.5B local reader it did not help (F1 38.7 vs 39.4 without it, ``docs/results/hotpotqa-dev-reader-cot/``);
-    it is meant for readers that reason well.
-
-    ``question_at`` says where the prompt shows the question (DSPy renders input fields in
-    signature order):
-
-    * ``"first"``: before the context, GenerateAnswer's own order.
-    * ``"last"``: after the context, so the reader reads the question right before it writes the
-      answer rather than ~1,000 tokens earlier. Decoder-only readers use what is near the end of a
-      long prompt best ("lost in the middle", Liu et al. 2023). With the 1.5B local reader and
-      ``oneshot:sentences`` contexts, on 200 HotpotQA dev questions: F1 51.1 against 39.4 with the
-      question first and 38.8 for basic top-5 (``docs/results/hotpotqa-dev-reader-qlast/``), so
-      ``OneShotRAG`` and ``CombinedRAG`` use it (through "auto") by default; with top-5 contexts
-      a 25-question probe gave −3.6 (p = 0.59, ``docs/results/answer-question-last/``), so the
-      other programs do not.
-    * ``"both"``: a ``question_preview`` field before the context and the question after it, so
-      the reader knows what to look for while it reads the evidence and reads the question again
-      before it answers (Liu et al.'s query-aware contextualization). It costs the question's
-      tokens once more. Compiled demos made without the preview (labeled answer cases) get it
-      filled from their question. With the 1.5B reader and ``oneshot:sentences`` contexts it
-      removes the question-last reader's lean to the first of two options (2Wiki dev, 150
-      questions: F1 41.5 against 32.8 last) and loses on HotpotQA's bridge questions (200
-      questions: 46.1 against 51.1), so it is not a default for every question
-      (``docs/results/hotpotqa-dev-reader-qboth/``).
-    * ``"auto"``, the default of ``OneShotRAG`` and ``CombinedRAG``: "both" for a question that
-      ends by naming two options ("… A or B?", see :func:`names_two_options`), "last" for every
-      other question, so each kind gets the layout that read it best above. The step keeps one
-      predictor whose signature is the "last" one (its compiled state is a question-last
-      reader's); a two-option question is sent with that signature plus the preview field
-      (:meth:`signature_for`), and the prompt budget counts it the same way. On dev questions
-      the rule had not seen (1.5B reader): 2Wiki, 85 questions, F1 38.5 against 32.2 last and
-      32.4 basic; the 70 two-option questions of both benchmarks +9.6 F1 against "last"
-      (p = 0.075; ``docs/results/2wiki-dev-reader-qauto/``).
+    Args:
+        lm: the LM this step answers with: a spec (``"local:qwen2.5-coder-1.5b"``, a litellm id), a
+            ``dspy.BaseLM`` or an :class:`AnswerLM`, built on first use; None answers with the
+            configured LM, like every other step. A stronger reader for the answer and a small,
+            fast LM for an agent's steps is the usual split.
+        reasoning: reason before answering (chain of thought): the signature gains a ``reasoning``
+            output before ``answer``, as ``dspy.ChainOfThought`` extends one, while the predictor
+            stays the step's one ``dspy.Predict`` (``answer.predict``), so the prompt budget counts
+            the real prompt and compiled state keeps its path. It costs output tokens on every
+            question and is meant for readers that reason well (docs/results/README.md).
+        question_at: where the prompt shows the question (DSPy renders input fields in signature
+            order): ``"first"``, before the context; ``"last"``, after it, next to where the answer
+            is written, which small readers of a long context use best; ``"both"``, a
+            ``question_preview`` before the context and the question after it; ``"auto"``, "both"
+            for a question that names two options (:func:`names_two_options`) and "last" otherwise.
+            None leaves it to the program that holds the step (its ``default_question_at``), and
+            means "first" for a step on its own. The figures behind each choice are in
+            docs/results/README.md.
+        retries: LM retries before the step falls back; None leaves it to the program (1 on its own).
+        enabled, max_tokens: as in :class:`Step`.
 
     Example:
         >>> import dspy
@@ -219,6 +266,8 @@ class AnswerStep(Step):
         >>> auto = AnswerStep(question_at="auto")
         >>> auto.layout_for("Who directed Jaws?"), auto.layout_for("Which is older, Jaws or Alien?")
         ('last', 'both')
+        >>> AnswerStep().for_program(question_at="auto", retries=2).question_at
+        'auto'
     """
 
     name = "answer"
@@ -226,25 +275,40 @@ class AnswerStep(Step):
     max_tokens = 256  # a short answer; a rambling small model would cost minutes on CPU
     reasoning_max_tokens = 512  # room for a few sentences of reasoning before the answer
 
-    def __init__(self, *, reasoning: bool = False, question_at: str = "first", retries: int = 1,
-                 enabled: bool = True, max_tokens: int | None = None) -> None:
+    def __init__(self, lm: Any = None, *, reasoning: bool = False, question_at: str | None = None,
+                 retries: int | None = None, enabled: bool = True, max_tokens: int | None = None) -> None:
         reasoning = bool(reasoning)
-        if question_at not in QUESTION_AT:
-            raise InputError(f"question_at must be one of {', '.join(QUESTION_AT)}, not {question_at!r}",
-                             argument="answer_question_at")
-        # "auto" is a question-last step that adds the preview per question (signature_for)
-        self._auto = question_at == "auto"
-        if self._auto:
-            question_at = "last"
-        signature = GenerateAnswer
-        if question_at != "first":
-            signature = signature.delete("question").append("question", GenerateAnswer.input_fields["question"], str)
-        if question_at == "both":
-            signature = signature.prepend("question_preview", QUESTION_PREVIEW, str)
-        if reasoning:
-            signature = signature.prepend("reasoning", REASONING, str)
+        if question_at is not None and question_at not in QUESTION_AT:
+            raise InputError(f"must be one of {', '.join(QUESTION_AT)}, not {question_at!r}", argument="question_at")
+        signature = GenerateAnswer.prepend("reasoning", REASONING, str) if reasoning else GenerateAnswer
         cap = max_tokens if max_tokens is not None else (self.reasoning_max_tokens if reasoning else None)
-        super().__init__(signature, retries=retries, enabled=enabled, max_tokens=cap)
+        super().__init__(signature, retries=1 if retries is None else retries, enabled=enabled, max_tokens=cap)
+        #: Where the question was asked to go (None: the program's default).
+        self.question_at_given = question_at
+        #: The retries asked for (None: the program's).
+        self.retries_given = retries
+        #: The LM this step answers with (None: the configured one); never saved, shared by copies.
+        self.lm = lm if lm is None or isinstance(lm, AnswerLM) else AnswerLM(lm)
+        self._place(question_at or "first")
+
+    def _place(self, where: str) -> None:
+        # "auto" is a question-last step that adds the preview per question (signature_for)
+        self._auto = where == "auto"
+        self.predict.signature = _question_placed(self.predict.signature, where)
+
+    def for_program(self, *, question_at: str, retries: int) -> "AnswerStep":
+        """This step as a program holds it: itself when it chose where the question goes and its
+        retries, else a copy (sharing its LM) with the program's ``question_at`` and ``retries``
+        where it left them open."""
+        open_layout = self.question_at_given is None and question_at != self.question_at
+        if not open_layout and (self.retries_given is not None or self.retries == retries):
+            return self
+        step = self.deepcopy()
+        if open_layout:
+            step._place(question_at)
+        if self.retries_given is None:
+            step.retries = retries
+        return step
 
     @property
     def reasoning(self) -> bool:
@@ -255,6 +319,11 @@ class AnswerStep(Step):
     def question_at(self) -> str:
         """Where the prompt shows the question: "first", "last", "both" (read from its signature) or "auto"."""
         return "auto" if self._auto else question_at(self.predict.signature.input_fields) or "first"
+
+    def settings(self):
+        """The DSPy settings this step answers under: its LM with the adapter that suits it, or
+        nothing (the configured LM) when it has none."""
+        return self.lm.settings() if self.lm is not None else contextlib.nullcontext()
 
     def signature_for(self, question: str) -> type[dspy.Signature]:
         """The signature the prompt for ``question`` is sent with: the predictor's own, or for an
@@ -281,4 +350,5 @@ class AnswerStep(Step):
             self.predict.demos = answer_demos(self.predict)
         else:  # this question only: dspy.Predict takes a per-call signature and demos
             inputs.update(signature=signature, demos=answer_demos(self.predict, signature))
-        return self.run(default=answer_default(default_answer), validate=answer_validator(id_map), **inputs)
+        with self.settings():
+            return self.run(default=answer_default(default_answer), validate=answer_validator(id_map), **inputs)

@@ -22,6 +22,7 @@ from ragnet.eval.runner import (
     run_eval,
 )
 from ragnet.programs.basic import BasicRAG
+from ragnet.signatures import AnswerStep
 from tests.eval.tiny_set import ANSWERS, tiny_lm, write_tiny_set
 
 
@@ -141,8 +142,8 @@ def test_resume_answers_again_the_rows_of_another_answer_prompt_layout(run, tmp_
     # Rows written while OneShotRAG showed the question first must not fill the column of a run
     # where it shows it last (its default on 2026-11-26), nor the other way round.
     out = tmp_path / "out"
-    last = {"oneshot": {"answer_question_at": "last"}}
-    run(out, ["basic", "oneshot"], n=2, overrides={"oneshot": {"answer_question_at": "first"}}, plots=False)
+    last = {"oneshot": {"answer": AnswerStep(question_at="last")}}
+    run(out, ["basic", "oneshot"], n=2, overrides={"oneshot": {"answer": AnswerStep(question_at="first")}}, plots=False)
     first = {(r["strategy"], r["id"]): r["answer_prompt"] for r in map(json.loads, _lines(out / "results.jsonl"))}
     assert first[("oneshot", "q1")] == {"question_at": "first", "reasoning": False}
     assert first[("basic", "q1")] == {"question_at": "first", "reasoning": False}
@@ -160,7 +161,7 @@ def test_resume_answers_again_the_rows_of_another_answer_prompt_layout(run, tmp_
                "(question after the context (and before it too when the question names two options))" in line
                for line in logs), logs
     # and the question on both sides is a layout of its own
-    _, engine, logs = run(out, ["basic", "oneshot"], n=2, overrides={"oneshot": {"answer_question_at": "both"}}, plots=False)
+    _, engine, logs = run(out, ["basic", "oneshot"], n=2, overrides={"oneshot": {"answer": AnswerStep(question_at="both")}}, plots=False)
     assert engine.steps().count("answer") == 2
     assert any(line.startswith("2 oneshot rows") and "names two options)) than this run's "
                "(question before and after the context)" in line for line in logs), logs

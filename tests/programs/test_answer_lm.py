@@ -1,11 +1,12 @@
-"""answer_lm: the answer step runs on its own LM; every other step on the configured one."""
+"""AnswerStep(lm=...): the answer step runs on its own LM; every other step on the configured one."""
 
 from __future__ import annotations
 
 import dspy
 
 from ragnet.programs import CombinedRAG, IterativeRAG, OneShotRAG
-from ragnet.programs.base import AnswerLM
+from ragnet.signatures import AnswerStep
+from ragnet.signatures.answer import AnswerLM
 from tests.programs.scripted import ProgramLM
 
 Q = "What was the population of Aldermoor in 2021?"
@@ -18,7 +19,7 @@ def _reader():
 def test_answer_step_uses_the_answer_lm_and_the_agent_steps_do_not(yearbook_index, run_with):
     reader = _reader()
     with run_with(ProgramLM()) as steps:
-        pred = IterativeRAG(yearbook_index, max_turns=2, answer_lm=reader.lm())(question=Q)
+        pred = IterativeRAG(yearbook_index, max_turns=2, answer=AnswerStep(lm=reader.lm()))(question=Q)
     assert pred.answer == "from the reader"
     assert [s for s, _ in reader.calls] == ["answer"]
     assert "answer" not in steps.steps() and "rewrite" in steps.steps()
@@ -34,8 +35,8 @@ def test_budgets_are_measured_with_the_readers_adapter(yearbook_index, run_with)
     lm = reader.lm()
     lm.model = "llamacpp/test-reader"  # resolve_adapter gives llama.cpp models the JSONAdapter
     with run_with(ProgramLM()):
-        pred = OneShotRAG(yearbook_index, budget=900, answer_lm=lm)(question=Q)
-        combined = CombinedRAG(yearbook_index, budget=900, max_turns=1, answer_lm=lm)(question=Q)
+        pred = OneShotRAG(yearbook_index, budget=900, answer=AnswerStep(lm=lm))(question=Q)
+        combined = CombinedRAG(yearbook_index, budget=900, max_turns=1, answer=AnswerStep(lm=lm))(question=Q)
     for p in (pred, combined):
         (select,) = [e for e in p.trace if e["step"] == "select"]
         assert select["tokens"] <= 900
@@ -50,9 +51,9 @@ def test_copies_share_one_answer_lm_and_saving_stores_no_lm(yearbook_index, tmp_
 
     from ragnet.programs.persist import save_program
 
-    program = OneShotRAG(yearbook_index, answer_lm=_reader().lm())
+    program = OneShotRAG(yearbook_index, answer=AnswerStep(lm=_reader().lm()))
     clone = copy.deepcopy(program)
-    assert clone.answer_lm is program.answer_lm and isinstance(program.answer_lm, AnswerLM)
+    assert clone.answer.lm is program.answer.lm and isinstance(program.answer.lm, AnswerLM)
     path = save_program(program, tmp_path / "p.json")
     state = json.loads(path.read_text())
     assert all(v.get("lm") is None for k, v in state.items() if isinstance(v, dict) and "demos" in v)

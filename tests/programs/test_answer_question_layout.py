@@ -1,4 +1,4 @@
-"""answer_question_at: the answer prompt shows the question before the context, after it, both, or
+"""AnswerStep(question_at=...): the answer prompt shows the question before the context, after it, both, or
 chosen per question ("auto")."""
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def test_the_step_places_the_question_and_keeps_everything_else():
 def test_an_unknown_layout_is_refused_naming_the_argument():
     with pytest.raises(InputError, match="first, last, both, auto") as err:
         AnswerStep(question_at="middle")
-    assert err.value.argument == "answer_question_at"
+    assert err.value.argument == "question_at"
 
 
 def _fields_of_last_user_message(prompt: str) -> str:
@@ -44,7 +44,7 @@ def _fields_of_last_user_message(prompt: str) -> str:
 @pytest.mark.parametrize("where", ["first", "last", "both"])
 def test_the_prompt_puts_the_question_where_asked_and_the_trace_says_so(yearbook_index, run_with, where):
     with run_with(ProgramLM()) as lm:
-        pred = BasicRAG(yearbook_index, k=3, answer_question_at=where)(question=Q)
+        pred = BasicRAG(yearbook_index, k=3, answer=AnswerStep(question_at=where))(question=Q)
     ((step, prompt),) = lm.calls
     user = _fields_of_last_user_message(prompt)
     q_at, c_at = user.rindex("[[ ## question ## ]]"), user.rindex("[[ ## context ## ]]")
@@ -59,9 +59,9 @@ def test_the_prompt_puts_the_question_where_asked_and_the_trace_says_so(yearbook
 
 
 def test_moving_the_question_costs_no_evidence_and_repeating_it_costs_the_question(yearbook_index):
-    plain = PromptBudget(OneShotRAG(yearbook_index, answer_question_at="first").answer.predict, Q, 900)
+    plain = PromptBudget(OneShotRAG(yearbook_index, answer=AnswerStep(question_at="first")).answer.predict, Q, 900)
     last = PromptBudget(OneShotRAG(yearbook_index).answer.predict, Q, 900)
-    both = PromptBudget(OneShotRAG(yearbook_index, answer_question_at="both").answer.predict, Q, 900)
+    both = PromptBudget(OneShotRAG(yearbook_index, answer=AnswerStep(question_at="both")).answer.predict, Q, 900)
     assert last.overhead == plain.overhead
     # the second copy of the question and its field header come out of the evidence's share
     assert plain.overhead + 10 < both.overhead < plain.overhead + 60
@@ -81,32 +81,33 @@ def test_the_budgeted_strategies_choose_the_layout_per_question_by_default_and_t
 def test_presets_and_every_strategy_take_the_option(yearbook_index):
     assert build_program("basic:qlast", yearbook_index).answer.question_at == "last"
     assert build_program("basic:qboth", yearbook_index).answer.question_at == "both"
-    oneshot = build_program("oneshot:sentences-qlast", yearbook_index, budget=1000)
+    oneshot = build_program("oneshot:sentences+qlast", yearbook_index, budget=1000)
     assert oneshot.answer.question_at == "last" and oneshot.sentences is True
-    assert build_program("combined:sentences-qlast", yearbook_index, budget=1000).answer.question_at == "last"
-    for spec in ("oneshot:qfirst", "oneshot:sentences-qfirst", "combined:qfirst", "combined:sentences-qfirst",
-                 "oneshot:qboth", "oneshot:sentences-qboth", "combined:qboth", "combined:sentences-qboth"):
+    assert build_program("combined:sentences+qlast", yearbook_index, budget=1000).answer.question_at == "last"
+    for spec in ("oneshot:qfirst", "oneshot:sentences+qfirst", "combined:qfirst", "combined:sentences+qfirst",
+                 "oneshot:qboth", "oneshot:sentences+qboth", "combined:qboth", "combined:sentences+qboth",
+                 "combined:qfirst+sentences", "iterative:no-delete+sentences+qboth", "reflective:qfirst"):
         program = build_program(spec, yearbook_index, budget=1000)
-        assert program.answer.question_at == spec.rsplit("-q", 1)[-1].rsplit(":q", 1)[-1], spec
-        assert program.sentences is ("sentences" in spec), spec
+        assert program.answer.question_at == ("first" if "qfirst" in spec else "both"), spec
+        assert getattr(program, "sentences", False) is ("sentences" in spec), spec
     for spec in ("iterative", "reflective"):
-        assert build_program(spec, yearbook_index, answer_question_at="both").answer.question_at == "both"
+        assert build_program(spec, yearbook_index, answer=AnswerStep(question_at="both")).answer.question_at == "both"
 
 
 def test_compiled_state_loads_only_into_the_same_layout(yearbook_index, tmp_path):
-    first = save_program(OneShotRAG(yearbook_index, answer_question_at="first"), tmp_path / "first.json")
+    first = save_program(OneShotRAG(yearbook_index, answer=AnswerStep(question_at="first")), tmp_path / "first.json")
     assert load_program(build_program("oneshot:qfirst", yearbook_index), first).answer.question_at == "first"
     # demos and instructions were made for the other layout: the error says which preset loads it
-    first_hint = r"question before the context .*answer_question_at='first' \(the qfirst presets, e.g. oneshot:sentences-qfirst\)"
+    first_hint = r"question before the context .*AnswerStep\(question_at='first'\) \(the qfirst preset, e.g. oneshot:sentences\+qfirst\)"
     with pytest.raises(InputError, match=first_hint) as err:
         load_program(OneShotRAG(yearbook_index), first)
     assert err.value.path == str(first)
-    last = save_program(BasicRAG(yearbook_index, answer_question_at="last"), tmp_path / "last.json")
-    with pytest.raises(InputError, match=r"question after the context .*answer_question_at='last' or 'auto' \(the qlast presets, e.g. basic"):
+    last = save_program(BasicRAG(yearbook_index, answer=AnswerStep(question_at="last")), tmp_path / "last.json")
+    with pytest.raises(InputError, match=r"question after the context .*AnswerStep\(question_at='last'\) or question_at='auto' \(the qlast preset, e.g. basic"):
         load_program(BasicRAG(yearbook_index), last)
-    both = save_program(OneShotRAG(yearbook_index, answer_question_at="both"), tmp_path / "both.json")
+    both = save_program(OneShotRAG(yearbook_index, answer=AnswerStep(question_at="both")), tmp_path / "both.json")
     assert load_program(build_program("oneshot:qboth", yearbook_index), both).answer.question_at == "both"
-    with pytest.raises(InputError, match=r"before and after the context .*this program puts it after.*'both' \(the qboth presets"):
+    with pytest.raises(InputError, match=r"before and after the context .*this program puts it after.*'both'\) \(the qboth preset"):
         load_program(OneShotRAG(yearbook_index), both)
     with pytest.raises(InputError, match=r"question after the context .*this program puts it before and after"):
         load_program(build_program("basic:qboth", yearbook_index), last)
@@ -114,7 +115,7 @@ def test_compiled_state_loads_only_into_the_same_layout(yearbook_index, tmp_path
 
 def test_demos_without_the_preview_are_shown_with_it(yearbook_index, run_with):
     """A reader compiled from labeled cases (question and context only) still shows complete demos."""
-    program = OneShotRAG(yearbook_index, answer_question_at="both")
+    program = OneShotRAG(yearbook_index, answer=AnswerStep(question_at="both"))
     program.answer.predict.demos = [dspy.Example(question="Who founded Brindle?", context="[c1] Brindle: founded by Ada.",
                                                  answer="Ada", evidence_ids=["c1"])]
     overhead = PromptBudget(program.answer.predict, Q, 900).overhead  # counted as the prompt will show them
@@ -133,9 +134,9 @@ def _answer_event(pred):
 
 
 def test_auto_shows_the_preview_only_for_a_question_that_names_two_options(yearbook_index, run_with):
-    program = build_program("oneshot:sentences-qauto", yearbook_index, budget=900)
+    program = build_program("oneshot:sentences+qauto", yearbook_index, budget=900)
     step = program.answer
-    assert step.question_at == "auto" and answer_layout("oneshot:sentences-qauto")["question_at"] == "auto"
+    assert step.question_at == "auto" and answer_layout("oneshot:sentences+qauto")["question_at"] == "auto"
     assert list(step.predict.signature.input_fields) == ["context", "question"]  # a question-last reader's state
     for question, where in ((Q, "last"), (OPTIONS_Q, "both")):
         assert step.layout_for(question) == where
@@ -150,8 +151,8 @@ def test_auto_shows_the_preview_only_for_a_question_that_names_two_options(yearb
 
 
 def test_auto_budgets_each_question_as_the_layout_it_sends(yearbook_index):
-    auto = OneShotRAG(yearbook_index, answer_question_at="auto").answer
-    fixed = {where: OneShotRAG(yearbook_index, answer_question_at=where).answer.predict for where in ("last", "both")}
+    auto = OneShotRAG(yearbook_index, answer=AnswerStep(question_at="auto")).answer
+    fixed = {where: OneShotRAG(yearbook_index, answer=AnswerStep(question_at=where)).answer.predict for where in ("last", "both")}
     for question, where in ((Q, "last"), (OPTIONS_Q, "both")):
         chosen = PromptBudget(auto.predict, question, 900, signature=auto.signature_for(question))
         same = PromptBudget(fixed[where], question, 900)
@@ -160,7 +161,7 @@ def test_auto_budgets_each_question_as_the_layout_it_sends(yearbook_index):
 
 
 def test_auto_fills_the_preview_into_compiled_demos_only_where_it_shows_one(yearbook_index, run_with):
-    program = OneShotRAG(yearbook_index, answer_question_at="auto")
+    program = OneShotRAG(yearbook_index, answer=AnswerStep(question_at="auto"))
     demo = dspy.Example(question="Who founded Brindle?", context="[c1] Brindle: founded by Ada.",
                         answer="Ada", evidence_ids=["c1"])
     program.answer.predict.demos = [demo]
@@ -173,10 +174,10 @@ def test_auto_fills_the_preview_into_compiled_demos_only_where_it_shows_one(year
 
 
 def test_an_auto_reader_is_a_question_last_reader_when_saved_and_loaded(yearbook_index, tmp_path):
-    auto = save_program(OneShotRAG(yearbook_index, answer_question_at="auto"), tmp_path / "auto.json")
+    auto = save_program(OneShotRAG(yearbook_index, answer=AnswerStep(question_at="auto")), tmp_path / "auto.json")
     assert load_program(build_program("oneshot:qlast", yearbook_index), auto).answer.question_at == "last"
-    last = save_program(OneShotRAG(yearbook_index, answer_question_at="last"), tmp_path / "last.json")
+    last = save_program(OneShotRAG(yearbook_index, answer=AnswerStep(question_at="last")), tmp_path / "last.json")
     assert load_program(build_program("oneshot:qauto", yearbook_index), last).answer.question_at == "auto"
-    both = save_program(OneShotRAG(yearbook_index, answer_question_at="both"), tmp_path / "both.json")
-    with pytest.raises(InputError, match=r"answer_question_at='both' \(the qboth presets"):
+    both = save_program(OneShotRAG(yearbook_index, answer=AnswerStep(question_at="both")), tmp_path / "both.json")
+    with pytest.raises(InputError, match=r"AnswerStep\(question_at='both'\) \(the qboth preset"):
         load_program(build_program("oneshot:qauto", yearbook_index), both)

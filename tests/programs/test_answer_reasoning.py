@@ -1,4 +1,4 @@
-"""answer_reasoning: the answer step reasons (chain of thought) before it answers."""
+"""AnswerStep(reasoning=True): the answer step reasons (chain of thought) before it answers."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def test_the_step_gains_a_reasoning_output_before_the_answer_and_keeps_one_predi
 
 def test_the_reader_is_asked_to_reason_and_the_trace_keeps_what_it_wrote(yearbook_index, run_with):
     with run_with(_reasoning_reader()) as lm:
-        pred = BasicRAG(yearbook_index, k=3, answer_reasoning=True)(question=Q)
+        pred = BasicRAG(yearbook_index, k=3, answer=AnswerStep(reasoning=True))(question=Q)
     ((step, prompt),) = lm.calls
     assert step == "answer" and "reasoning" in prompt
     assert pred.answer == "12,000"
@@ -50,7 +50,7 @@ def test_without_reasoning_the_prompt_and_trace_have_none(yearbook_index, run_wi
 
 def test_a_failed_reasoning_answer_falls_back_and_records_empty_reasoning(yearbook_index, run_with):
     with run_with(ProgramLM(answer=lambda p, n: {"reasoning": "no idea"})):  # never gives an answer field
-        pred = BasicRAG(yearbook_index, k=3, answer_reasoning=True)(question=Q)
+        pred = BasicRAG(yearbook_index, k=3, answer=AnswerStep(reasoning=True))(question=Q)
     (event,) = [e for e in pred.trace if e["step"] == "answer"]
     assert event["fallback"] is True and event["reasoning"] == "" and pred.answer == ""
 
@@ -61,26 +61,26 @@ def test_the_prompt_budget_pays_for_the_reasoning_instructions(yearbook_index, r
     from ragnet.corpus.tokens import count_tokens
 
     plain = PromptBudget(OneShotRAG(yearbook_index).answer.predict, Q, 900)
-    reasoned = PromptBudget(OneShotRAG(yearbook_index, answer_reasoning=True).answer.predict, Q, 900)
+    reasoned = PromptBudget(OneShotRAG(yearbook_index, answer=AnswerStep(reasoning=True)).answer.predict, Q, 900)
     assert reasoned.overhead > plain.overhead and reasoned.context_budget < plain.context_budget
     with run_with(_reasoning_reader()) as lm:
-        pred = OneShotRAG(yearbook_index, budget=900, sentences=True, answer_reasoning=True)(question=Q)
+        pred = OneShotRAG(yearbook_index, budget=900, sentences=True, answer=AnswerStep(reasoning=True))(question=Q)
     ((_, prompt),) = lm.calls
     assert count_tokens(prompt) <= 900 and pred.answer == "12,000"
 
 
 def test_presets_switch_reasoning_on(yearbook_index):
     assert build_program("basic:cot", yearbook_index).answer.reasoning is True
-    oneshot = build_program("oneshot:sentences-cot", yearbook_index, budget=1000)
+    oneshot = build_program("oneshot:sentences+cot", yearbook_index, budget=1000)
     assert oneshot.answer.reasoning is True and oneshot.sentences is True
     assert build_program("oneshot:sentences", yearbook_index).answer.reasoning is False
 
 
 def test_compiled_state_loads_only_into_a_program_that_reasons_too(yearbook_index, tmp_path):
-    reasoned = OneShotRAG(yearbook_index, answer_reasoning=True)
+    reasoned = OneShotRAG(yearbook_index, answer=AnswerStep(reasoning=True))
     reasoned.answer.predict.signature = reasoned.answer.predict.signature.with_instructions("Think, then answer.")
     path = save_program(reasoned, tmp_path / "cot.json")
-    loaded = load_program(OneShotRAG(yearbook_index, answer_reasoning=True), path)
+    loaded = load_program(OneShotRAG(yearbook_index, answer=AnswerStep(reasoning=True)), path)
     assert loaded.answer.predict.signature.instructions == "Think, then answer."
     with pytest.raises(InputError, match="answer"):  # a reader compiled to reason is not silently used without
         load_program(OneShotRAG(yearbook_index), path)

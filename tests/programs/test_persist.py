@@ -179,44 +179,31 @@ def test_a_whole_program_pickle_is_refused_and_json_state_still_saves(tmp_path):
     assert {"answer.predict", "filter.predict", "crop.predict"} <= set(state)  # every predictor's prompts and demos
 
 
-def test_a_format_2_file_loads_into_todays_steps(compiled, records, tmp_path):
-    """Files saved before steps were modules held each predictor on the program, some under older
-    names (``assess``, ``rewriter``, ``contextualizer``, ``deleter``): they load, renamed."""
-    program, path = compiled
+def test_a_file_of_another_format_is_refused_with_recompile_as_the_fix(compiled, records, tmp_path):
+    """One current program format: a file saved before steps were modules (format 2) is refused."""
+    _, path = compiled
     state = json.loads(path.read_text())
-    legacy = {"sufficiency": "assess", "rewrite": "rewriter", "contextualize": "contextualizer", "delete": "deleter"}
-    old = {legacy.get(k.removesuffix(".predict"), k.removesuffix(".predict")): v for k, v in state.items()
-           if k != "metadata"}
-    header = state["metadata"]["ragnet"]
-    header["format"] = 2
-    header["signatures"] = {legacy.get(k, k): v for k, v in header["signatures"].items()}
-    old["metadata"] = state["metadata"]
-    old_path = tmp_path / "format2.json"
-    old_path.write_text(json.dumps(old))
-
-    loaded = load_program(IterativeRAG(FakeIndex(records)), old_path)
-    saved_demos = state["sufficiency.predict"]["demos"]
-    assert saved_demos and loaded.sufficiency.predict.demos == saved_demos
-    direct = IterativeRAG(FakeIndex(records))
-    direct.load(str(old_path))  # DSPy's own load reads it too
-    assert direct.sufficiency.predict.demos == saved_demos
+    state["metadata"]["ragnet"]["format"] = 2
+    path.write_text(json.dumps(state))
+    message = _load_error(path, IterativeRAG(FakeIndex(records)))
+    assert "program format 2" in message and "reads format 3" in message and "ragnet optimize" in message
 
 
-def test_the_committed_format_2_showcase_still_loads():
-    """docs/results/optimize-sufficiency/iterative-sufficiency.json was saved in format 2."""
+def test_the_committed_showcase_loads():
+    """docs/results/optimize-sufficiency/iterative-sufficiency.json, the compiled sufficiency step."""
     from pathlib import Path
 
     from ragnet.eval.indexes import NoIndex
 
     path = Path(__file__).resolve().parents[2] / "docs/results/optimize-sufficiency/iterative-sufficiency.json"
-    assert read_header(path)["format"] == 2
+    assert read_header(path)["format"] == 3
     loaded = load_program(IterativeRAG(NoIndex()), path)
-    assert loaded.sufficiency.predict.demos == json.loads(path.read_text())["assess"]["demos"]
+    demos = json.loads(path.read_text())["sufficiency.predict"]["demos"]
+    assert demos and loaded.sufficiency.predict.demos == demos
 
 
 def test_a_users_own_bare_predictor_round_trips(records, tmp_path):
-    """The format-2 renaming touches only keys that name no parameter of the program: a
-    subclass's own ``dspy.Predict`` keeps its key."""
+    """A subclass's own ``dspy.Predict`` keeps its key through save and load."""
     import dspy
 
     class WithNote(BasicRAG):

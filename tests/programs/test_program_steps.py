@@ -42,10 +42,11 @@ def test_set_step_installs_the_compiled_predictor_and_keeps_the_switch():
         program.set_step("crop", compiled)
 
 
-def test_the_former_llm_filter_flag_still_works_and_warns():
-    with pytest.warns(DeprecationWarning, match="filter="):
-        program = OneShotRAG(NoIndex(), llm_filter=True)
+def test_the_filter_switch_is_named_like_its_step():
+    program = OneShotRAG(NoIndex(), filter=True)
     assert program.filter.enabled is True and OneShotRAG(NoIndex()).filter.enabled is False
+    with pytest.raises(TypeError, match="llm_filter"):  # one name per switch
+        OneShotRAG(NoIndex(), llm_filter=True)
 
 
 def test_max_lm_calls_follows_the_switches():

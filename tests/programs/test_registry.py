@@ -1,0 +1,81 @@
+"""Specs compose presets with "+": strategy presets per strategy, answer presets for every strategy;
+unknown parts and presets that disagree are refused naming the argument; ``build_program`` composes
+the answer step (``reader`` is its LM)."""
+
+from __future__ import annotations
+
+import pytest
+from dspy.utils import DummyLM
+
+from ragnet.errors import InputError
+from ragnet.eval.indexes import NoIndex
+from ragnet.programs import STRATEGIES
+from ragnet.programs.registry import ANSWER_PRESETS, PRESETS, answer_layout, build_program, parse_spec, spec_options
+from ragnet.signatures import AnswerStep
+
+
+def test_a_spec_is_a_strategy_and_its_presets_joined_by_plus():
+    assert parse_spec("oneshot") == ("oneshot", ())
+    assert parse_spec(" oneshot:sentences+qlast ") == ("oneshot", ("sentences", "qlast"))
+    assert spec_options("iterative:no-delete+sentences+cot") == (
+        "iterative", {"delete": False, "sentences": True}, {"reasoning": True})
+
+
+@pytest.mark.parametrize("strategy", list(STRATEGIES))
+def test_answer_presets_apply_to_every_strategy(strategy):
+    program = build_program(f"{strategy}:cot+qboth", NoIndex())
+    assert program.answer.reasoning is True and program.answer.question_at == "both"
+
+
+def test_strategy_presets_and_answer_presets_never_share_a_name_and_no_cross_product_is_spelled():
+    for strategy, presets in PRESETS.items():
+        assert not set(presets) & set(ANSWER_PRESETS), strategy
+        assert not [p for p in presets if any(p.endswith(f"-{a}") for a in ANSWER_PRESETS)], strategy
+    for gone in ("oneshot:sentences-qlast", "oneshot:sentences-cot", "combined:sentences-qauto",
+                 "iterative:no-delete-sentences"):
+        with pytest.raises(InputError):
+            parse_spec(gone)
+
+
+@pytest.mark.parametrize("spec, words", [
+    ("nope", "unknown strategy 'nope'"),
+    ("oneshot:nope", "unknown preset 'nope' in 'oneshot:nope'; presets for oneshot: no-filter"),
+    ("oneshot:sentences+", "unknown preset ''"),
+    ("basic:sentences", "presets for basic: k3, k10; for every strategy: cot, qfirst, qlast, qboth, qauto"),
+    ("oneshot:qlast+qfirst", "presets 'qlast' and 'qfirst' of 'oneshot:qlast+qfirst' set question_at to 'last' and 'first'"),
+    ("basic:k3+k10", "set k to 3 and 10"),
+])
+def test_unknown_parts_and_disagreeing_presets_are_refused_naming_the_argument(spec, words):
+    with pytest.raises(InputError) as err:
+        build_program(spec, NoIndex())
+    assert words in str(err.value) and err.value.argument == "strategy"
+
+
+def test_presets_that_agree_compose():
+    program = build_program("iterative:plain+no-delete", NoIndex())
+    assert program.delete.enabled is False and program.fallback is False
+
+
+def test_the_reader_becomes_the_answer_steps_lm_and_overrides_win_over_presets():
+    reader = DummyLM([])
+    program = build_program("oneshot:sentences+qlast", NoIndex(), budget=1000, reader=reader, sentences=False)
+    assert program.answer.lm.lm is reader and program.answer.question_at == "last"
+    assert program.sentences is False and program.budget == 1000
+    assert build_program("basic", NoIndex(), budget=1000).answer.lm is None  # no budget on basic, no reader
+
+
+def test_an_answer_step_given_replaces_the_composed_one_and_may_not_be_set_twice():
+    program = build_program("oneshot", NoIndex(), answer=AnswerStep(question_at="first"))
+    assert program.answer.question_at == "first"
+    assert answer_layout("oneshot", answer=AnswerStep(question_at="first")) == {"question_at": "first", "reasoning": False}
+    assert answer_layout("oneshot", answer=AnswerStep(reasoning=True)) == {"question_at": "auto", "reasoning": True}
+    for spec, reader in (("oneshot:qlast", None), ("oneshot", DummyLM([]))):
+        with pytest.raises(InputError, match="set them in one place") as err:
+            build_program(spec, NoIndex(), reader=reader, answer=AnswerStep())
+        assert err.value.argument == "answer"
+
+
+def test_an_override_the_strategy_does_not_take_is_refused():
+    with pytest.raises(InputError, match="basic") as err:
+        build_program("basic", NoIndex(), budget_tokens=3)
+    assert err.value.argument == "strategy"
