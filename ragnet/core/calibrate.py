@@ -1,11 +1,11 @@
 """Map retrieval scores to additive relevance for the knapsack.
 
 Retrieval scores are not additive utilities: a knapsack on raw cosine packs many short,
-weakly related chunks, because ten chunks at 0.30 "outweigh" one at 0.80. Measured on pooled
-HotpotQA (MiniLM, 436 questions, all-gold recall at 4k tokens): raw cosine 52%, rank-order
-filling 72%, ``exp((s - max) / 0.05)`` 75%. The transforms here make relevance decay fast
-with distance from the best score, so the knapsack follows rank order where it matters and
-uses the leftover space well.
+weakly related chunks, because ten chunks at 0.30 "outweigh" one at 0.80; on pooled HotpotQA
+the exponential transform puts all the gold in context far more often than raw cosine
+(``ragnet eval retrieval``, docs/results/README.md). The transforms here make relevance decay
+fast with distance from the best score, so the knapsack follows rank order where it matters
+and uses the leftover space well.
 
 Transforms:
     ``exp``:    exp((s - max(s)) / temperature)  (default; temperature chosen on dev data with

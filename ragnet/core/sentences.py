@@ -18,7 +18,7 @@ chunk that matters, so its value is a product::
   (each min-max scaled over all candidate sentences of the question), relative to the best
   sentence of its chunk, ``exp((m_i - max_c m) / sentence_temperature)``; the chunk's lead
   sentence gets at least ``lead`` of the chunk's relevance. The lead sentence matters because
-  it names what the chunk is about: 58% of HotpotQA's gold supporting sentences are a
+  it names what the chunk is about: HotpotQA's gold supporting sentences are most often a
   paragraph's first sentence, which often shares few words with the question ("Scott
   Derrickson (born July 16, 1966) is an American director" for "Were Scott Derrickson and Ed
   Wood of the same nationality?").

@@ -16,11 +16,10 @@ shows the mechanism rather than the reader's noise:
    answer with the default reader (the 1.5B local model when fetched); accuracy next to the
    evidence each had.
 
-The slow part is the local LM on 2 CPU cores (a 1.5B answer over ~1,000 prompt tokens takes
-20-40 s, an agent question ~90 s), so the default run answers 3 questions with two one-call
-strategies, which keeps a fresh run under 4 minutes; ``--answers N`` answers more, and
-``ragnet demo --full`` adds IterativeRAG, ReflectiveRAG and CombinedRAG and answers every picked
-question (about 25 minutes).
+The slow part is the local LM on a few CPU cores (docs/results/demo-profile), so the default
+run answers 3 questions with two one-call strategies, which keeps a fresh run to a few minutes;
+``--answers N`` answers more, and ``ragnet demo --full`` adds IterativeRAG, ReflectiveRAG and
+CombinedRAG and answers every picked question (much longer).
 """
 
 from __future__ import annotations
@@ -41,8 +40,8 @@ FULL_STRATEGIES = ("basic", "oneshot", "iterative", "reflective", "combined")
 # keeps prompts (and a small model's CPU time) small.
 DEMO_CHUNK_TOKENS, DEMO_OVERLAP = 128, 16
 DEMO_BUDGET = 1000  # the answer prompt's budget for the budgeted strategies (same for every one)
-# Questions answered by default: each costs one 20-40 s reader call per strategy on 2 cores, and a
-# fresh run must stay under 4 minutes (with 4 it took 3:48-4:15, 2026-11-26).
+# Questions answered by default: each costs one slow reader call per strategy on CPU, and a fresh
+# run must stay within a few minutes (docs/results/demo-profile).
 DEFAULT_ANSWERS = 3
 
 

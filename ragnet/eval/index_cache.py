@@ -151,7 +151,7 @@ def cached_index(
                 index.add_sentences(show_progress=show_progress)
             return index
         if log is not None:
-            # ~700 documents a minute with sentence data: HotpotQA dev's 12.8k paragraphs took 18 min on 2 cores
+            # a rough build rate (documents a minute, sentence data included) on 2 CPU cores
             minutes = max(1, round(len(docs) / 700))
             log(f"building index {path.name} ({len(docs)} documents: a one-off of roughly {minutes} min on 2 CPU "
                 f"cores, cached for later runs) at {path}")

@@ -34,8 +34,8 @@ __all__ = ["EvalIndexes", "NoIndex", "load_pooled", "pooled_index"]
 def pooled_index(eval_set: Any, *, path: str | Path | None = None, embedder: Any = None,
                  root: str | Path | None = None, show_progress: bool = True,
                  log: Callable[[str], None] | None = None):
-    """The pooled index of ``eval_set``'s documents: loaded, or built once (~10 min for HotpotQA
-    on 2 cores).
+    """The pooled index of ``eval_set``'s documents: loaded, or built once (minutes for a
+    benchmark's pooled corpus) and cached.
 
     Args:
         eval_set: an ``EvalSet`` in pooled mode (``ragnet.eval.datasets.load_eval_set``). Sets

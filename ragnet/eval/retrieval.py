@@ -230,8 +230,8 @@ def run_retrieval_eval(
         rules: rule-filter settings to try (``False`` is the plain grid, ``True`` a variant).
         noise: noise-removal settings to try.
         transforms: ``(transform, temperature)`` pairs for ``knapsack`` and ``protected``.
-        pool: candidates kept per question (``index.search(k=pool)``); 8k-token budgets need
-            about 70 HotpotQA paragraphs.
+        pool: candidates kept per question (``index.search(k=pool)``); keep enough to fill the
+            largest budget.
         search_pool: ``index.search``'s own ``pool`` (per-retriever candidates whose scores are
             min-max normalised together). Keep it at the value the program under study uses
             (OneShotRAG: the index default, 100), since it changes the hybrid scores.
