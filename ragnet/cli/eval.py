@@ -178,7 +178,7 @@ def laziness(
     data: str = typer.Option("hotpotqa_dev_distractor", help="Dataset (name under the data dir, folder or questions.jsonl); needs multi-hop questions with gold paragraphs in their context."),
     split: str = typer.Option("dev", help="Question split: dev or acceptance (padding comes from the same split)."),
     n: int = typer.Option(20, "-n", help="Questions to measure (the split's first n with at least two gold paragraphs)."),
-    pads: str = typer.Option("3000,6000,9000,12000", help="Comma-separated context sizes (tokens) for the partial-evidence contexts; the study's are 3000,6000,9000,12000."),
+    pads: str = typer.Option("3000,6000,9000,12000", help="Comma-separated context sizes (tokens) for the partial-evidence contexts (the default: the study's)."),
     full_gold_pads: str = typer.Option("", help="Extra context sizes at which the full gold evidence is shown too (comma-separated)."),
     controls: bool = typer.Option(True, "--controls/--no-controls", help="Add the pad-0 controls: partial gold only, and full gold only."),
     position: str = typer.Option("early", help="Gold position: early (seeded place inside the smallest pad level; larger levels extend the same context) or random (anywhere, per level)."),
@@ -188,7 +188,7 @@ def laziness(
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write report.md, summary.json and results.jsonl here (a new, empty or earlier ragnet eval folder; an interrupted run resumes)."),
     data_dir: Optional[Path] = data_dir_option(),
     n_ctx: Optional[int] = typer.Option(None, "--n-ctx", help="Local model context window (default: sized to the largest prompt)."),
-    timeout: float = typer.Option(300.0, help="Seconds per LM call (a 12k-token prompt takes about a minute on 2 CPU cores)."),
+    timeout: float = typer.Option(300.0, help="Seconds per LM call (the longest contexts are slow to read on a CPU)."),
     retries: Optional[int] = typer.Option(None, help="LM retries before the step falls back (default: the program's, 1)."),
     fresh: bool = typer.Option(False, "--fresh", help="Discard results in --out from an earlier run instead of resuming."),
 ) -> None:
