@@ -1,7 +1,7 @@
 """``ChunkStore``: an index's chunks read from disk on demand instead of held in RAM.
 
-``chunks.jsonl`` keeps its format-1 record format (human-readable, one ``Chunk`` per line,
-in row order). Three sidecar arrays make access cheap without parsing the file at load::
+``chunks.jsonl`` stays human-readable (one ``Chunk`` per line, in row order). Three sidecar
+arrays make access cheap without parsing the file at load::
 
     chunks.jsonl         one Chunk.to_dict() per line, minus score, dense_score, bm25_score
     chunks.offsets.npy   int64 (n + 1): byte offset of each line start, then the file size
@@ -10,9 +10,7 @@ in row order). Three sidecar arrays make access cheap without parsing the file a
 
 Opening memory-maps the arrays, so nothing proportional to the corpus becomes a Python
 object; a row costs one ``pread`` and one ``json.loads`` (then sits in a small LRU cache),
-an id lookup a binary search. A folder with only ``chunks.jsonl`` (format 1 as first
-written) still opens: the offsets and sorted ids are built in one sequential pass, as
-numpy arrays. Nothing is pickled.
+an id lookup a binary search. Nothing is pickled.
 
 Example:
     >>> import tempfile
@@ -39,7 +37,6 @@ import functools
 import json
 import operator
 import os
-import re
 import threading
 import weakref
 from array import array
@@ -72,9 +69,6 @@ _SCORE_FIELDS = ("score", "dense_score", "bm25_score")
 _RECORD_FIELDS = tuple(f.name for f in dataclasses.fields(Chunk) if f.name not in _SCORE_FIELDS)
 _REBUILD = "rebuild with `ragnet index`"
 _BLOCK = 1 << 20  # bytes per read when scanning rows in order
-# What json.dumps(Chunk.to_dict()) starts every record with: the id, so a format-1 scan
-# can find it without parsing the (long) text.
-_ID_PREFIX = re.compile(rb'\s*\{"id": "((?:[^"\\]|\\.)*)"')
 
 
 def _record_line(chunk: Chunk) -> tuple[bytes, bytes]:
@@ -223,7 +217,6 @@ class ChunkStore(Sequence):
 
     Attributes:
         folder: the index folder.
-        legacy: True when the folder had no sidecars and they were built in memory at open.
     """
 
     def __init__(
@@ -234,11 +227,9 @@ class ChunkStore(Sequence):
         ids: np.ndarray,
         id_rows: np.ndarray,
         *,
-        legacy: bool,
         cache_size: int,
     ) -> None:
         self.folder = folder
-        self.legacy = legacy
         self._fd: int | None = fd
         self._close_fd = weakref.finalize(self, os.close, fd)
         self._offsets = offsets
@@ -251,26 +242,12 @@ class ChunkStore(Sequence):
         self._cached = functools.lru_cache(maxsize=cache_size)(self._load) if cache_size > 0 else self._load
 
     # -- opening -----------------------------------------------------------------------
-    @staticmethod
-    def has_sidecars(folder: str | os.PathLike) -> bool:
-        """Whether ``folder`` holds all three sidecar arrays (False: a format-1 folder).
-
-        Example:
-            >>> import tempfile
-            >>> ChunkStore.has_sidecars(tempfile.mkdtemp())
-            False
-        """
-        folder = Path(folder)
-        return all((folder / name).is_file() for name in SIDECARS)
-
     @classmethod
     def open(cls, folder: str | os.PathLike, count: int | None = None, *, cache_size: int = 4096) -> "ChunkStore":
         """Open the chunk store in ``folder``.
 
-        With the sidecars present the arrays are memory-mapped and checked (shapes, dtypes,
-        offsets increasing and ending at the file size, ids sorted and unique). Without any
-        of them, ``chunks.jsonl`` is scanned once to build the offsets and sorted ids in
-        memory; no ``Chunk`` objects are made either way.
+        The sidecar arrays are memory-mapped and checked (shapes, dtypes, offsets increasing
+        and ending at the file size, ids sorted and unique); no ``Chunk`` objects are made.
 
         Args:
             folder: the index folder holding ``chunks.jsonl``.
@@ -282,10 +259,6 @@ class ChunkStore(Sequence):
         """
         folder = Path(folder)
         file = folder / CHUNKS
-        present = [name for name in SIDECARS if (folder / name).is_file()]
-        if present and len(present) < len(SIDECARS):
-            missing = ", ".join(name for name in SIDECARS if name not in present)
-            raise IndexFormatError(f"index at {folder} is incomplete: {missing} is missing; {_REBUILD}")
         try:
             fd = os.open(file, os.O_RDONLY | getattr(os, "O_BINARY", 0))
         except FileNotFoundError:
@@ -293,11 +266,10 @@ class ChunkStore(Sequence):
         except OSError as exc:
             raise IndexFormatError(f"index at {folder} is corrupt: {CHUNKS} unreadable ({exc}); {_REBUILD}") from exc
         try:
-            size = os.fstat(fd).st_size
-            if present:
-                offsets, ids, id_rows = _load_sidecars(folder, size)
-            else:
-                offsets, ids, id_rows = _scan_jsonl(folder, fd)
+            missing = [name for name in SIDECARS if not (folder / name).is_file()]
+            if missing:
+                raise IndexFormatError(f"index at {folder} is incomplete: {', '.join(missing)} is missing; {_REBUILD}")
+            offsets, ids, id_rows = _load_sidecars(folder, os.fstat(fd).st_size)
             n = len(offsets) - 1
             if count is not None and n != int(count):
                 raise IndexFormatError(
@@ -306,7 +278,7 @@ class ChunkStore(Sequence):
         except BaseException:
             os.close(fd)
             raise
-        return cls(folder, fd, offsets, ids, id_rows, legacy=not present, cache_size=cache_size)
+        return cls(folder, fd, offsets, ids, id_rows, cache_size=cache_size)
 
     # -- rows --------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -492,7 +464,7 @@ class ChunkStore(Sequence):
         self.close()
 
     def __repr__(self) -> str:
-        return f"ChunkStore({str(self.folder)!r}, chunks={self._n}{', legacy' if self.legacy else ''})"
+        return f"ChunkStore({str(self.folder)!r}, chunks={self._n})"
 
 
 def _corrupt(folder: Path, name: str, what: str) -> IndexFormatError:
@@ -535,47 +507,3 @@ def _load_sidecars(folder: Path, size: int) -> tuple[np.ndarray, np.ndarray, np.
     if n and (int(id_rows.min()) < 0 or int(id_rows.max()) >= n):
         raise _corrupt(folder, ID_ROWS, f"holds a row outside 0..{n - 1}")
     return offsets, ids, id_rows
-
-
-def _scan_jsonl(folder: Path, fd: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Offsets and sorted ids of a format-1 ``chunks.jsonl``, in one sequential pass.
-
-    Blank lines are skipped as ``Index.load`` always did: a row's span runs to the next
-    row's start, and the trailing whitespace is harmless to ``json.loads``.
-    """
-    starts = array("q")
-    keys: list[bytes] = []
-    pos = 0
-    with open(os.dup(fd), "rb") as fh:  # same file as fd; we read it from byte 0 on
-        fh.seek(0)
-        for line_no, line in enumerate(fh, 1):
-            if line.strip():
-                starts.append(pos)
-                keys.append(_line_id(folder, line, line_no))
-            pos += len(line)
-    starts.append(pos)
-    ids, id_rows, dup = _sorted_ids(keys)
-    if dup is not None:
-        raise _corrupt(folder, CHUNKS, f"holds chunk id {dup.decode('utf-8', 'replace')!r} twice")
-    return np.frombuffer(starts, dtype=np.int64), ids, id_rows
-
-
-def _line_id(folder: Path, line: bytes, line_no: int) -> bytes:
-    m = _ID_PREFIX.match(line)
-    if m is not None and b"\\" not in m.group(1):
-        key = m.group(1)  # already the UTF-8 id
-        try:
-            key.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise _corrupt(folder, f"{CHUNKS}:{line_no}", f"is not a chunk record ({exc})") from exc
-    else:
-        try:
-            chunk_id = json.loads(b'"' + m.group(1) + b'"') if m is not None else json.loads(line)["id"]
-            if not isinstance(chunk_id, str):
-                raise TypeError(f"id is {type(chunk_id).__name__}, not a string")
-            key = chunk_id.encode("utf-8")
-        except (ValueError, TypeError, KeyError, IndexError, UnicodeError) as exc:
-            raise _corrupt(folder, f"{CHUNKS}:{line_no}", f"is not a chunk record ({exc!r})") from exc
-    if key.endswith(b"\x00"):
-        raise _corrupt(folder, f"{CHUNKS}:{line_no}", "has a chunk id ending in NUL, which this ragnet cannot look up")
-    return key

@@ -14,7 +14,7 @@ Example:
     >>> Index.load(index.path).search("capital of Italy", k=1)[0].doc_id
     'rome'
 
-On-disk layout (``format_version`` 2; format 1 folders still load; nothing is pickled)::
+On-disk layout (``format_version`` 2, the one format this ragnet reads; nothing is pickled)::
 
     manifest.json       format_version, ragnet_version, embedder, dimension, normalize,
                         chunk_count, chunk_tokens, overlap, tokenizer, faiss_index, ivfpq,
@@ -46,6 +46,8 @@ from ragnet._atomic import DirSwap, atomic_dir, check_writable_parent, dir_lock,
 from ragnet._hashing import sha256_file
 from ragnet.corpus.types import Chunk, Document
 from ragnet.errors import IndexFormatError, InputError
+from ragnet.index.catalog_store import FILES as CATALOG_FILES
+from ragnet.index.chunk_store import SIDECARS as CHUNK_SIDECARS
 from ragnet.index.chunk_store import ChunkStore
 from ragnet.index.passages import PASSAGE_FORMAT, passage_text
 from ragnet.index.dense import DenseIndex
@@ -60,7 +62,6 @@ from ragnet.index.sentences import SentenceStore, VectorSpill, embed_unique, idf
 from ragnet.index.sparse import SparseIndex
 
 FORMAT_VERSION = 2
-READABLE_VERSIONS = (1, 2)
 TOKENIZER = "tiktoken:cl100k_base"
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = "ragnet-index"  # what marks a folder as ragnet's to replace
@@ -71,7 +72,7 @@ DENSE_IVFDATA = "dense.ivfdata"
 BM25_DIR = "bm25"
 CATALOG_DIR = "catalog"
 MMAP_BM25_FROM = 200_000  # chunks from which the BM25 matrix is memory-mapped instead of read
-_REQUIRED_KEYS = ("format_version", "embedder", "dimension", "chunk_count", "faiss_index", "files")
+_REQUIRED_KEYS = ("format_version", "embedder", "dimension", "chunk_count", "faiss_index", "vectors", "files")
 _REBUILD = "rebuild with `ragnet index`"
 
 EmbedderLike = Embedder | str | os.PathLike | None
@@ -436,7 +437,9 @@ class Index:
                 )
         files = manifest["files"]
         vec_file, vec_dtype = _vector_file(manifest)
-        required = [CHUNKS, vec_file, DENSE] + ([DENSE_IVFDATA] if manifest["faiss_index"] == "ivfpq" else [])
+        required = [CHUNKS, *CHUNK_SIDECARS, vec_file, DENSE, *(f"{CATALOG_DIR}/{name}" for name in CATALOG_FILES)]
+        if manifest["faiss_index"] == "ivfpq":
+            required.append(DENSE_IVFDATA)
         for name in required:
             if name not in files:
                 raise IndexFormatError(f"index at {path} is corrupt: manifest lists no {name}; {_REBUILD}")
@@ -622,18 +625,14 @@ class Index:
 
     @property
     def catalog(self) -> Any:
-        """The rule filter's metadata catalog over all chunks: memory-mapped from ``catalog/``
-        (``ragnet.index.catalog_store.CatalogStore``), or for a format-1 index a
-        ``ragnet.core.rules.MetadataCatalog`` built on first use."""
+        """The rule filter's metadata catalog over all chunks, memory-mapped from ``catalog/``
+        (``ragnet.index.catalog_store.CatalogStore``) on first use."""
         if self._catalog is None:
-            if f"{CATALOG_DIR}/" in "".join(self.manifest["files"]):
-                from ragnet.index.catalog_store import CatalogStore
+            from ragnet.index.catalog_store import CatalogStore
 
-                store = self._chunks
-                self._catalog = CatalogStore.open(self.path / CATALOG_DIR, len(store), store.id_at, store.row,
-                                                  lambda row: store[row].metadata)
-            else:
-                self._catalog = _build_catalog(self._chunks)
+            store = self._chunks
+            self._catalog = CatalogStore.open(self.path / CATALOG_DIR, len(store), store.id_at, store.row,
+                                              lambda row: store[row].metadata)
         return self._catalog
 
     def chunk(self, chunk_id: str) -> Chunk:
@@ -1023,12 +1022,6 @@ def _check_unique_ids(docs: list[Any]) -> None:
         seen[doc_id] = i
 
 
-def _build_catalog(chunks: Sequence[Chunk]) -> Any:
-    from ragnet.core.rules import MetadataCatalog
-
-    return MetadataCatalog.build((c.id, c.metadata, c.title) for c in chunks)
-
-
 def _read_manifest(path: Path) -> dict[str, Any]:
     if not path.exists():
         raise IndexFormatError(f"no index at {path}: the folder does not exist; build one with `ragnet index`")
@@ -1044,10 +1037,10 @@ def _read_manifest(path: Path) -> dict[str, Any]:
     if not isinstance(manifest, dict):
         raise IndexFormatError(f"index at {path} is corrupt: {MANIFEST} is not a JSON object; {_REBUILD}")
     version = manifest.get("format_version")
-    if version not in READABLE_VERSIONS:
+    if version != FORMAT_VERSION:
         raise IndexFormatError(
-            f"index at {path} has format_version {version!r}, but this ragnet reads formats "
-            f"{', '.join(map(str, READABLE_VERSIONS))}; {_REBUILD}"
+            f"index at {path} has format_version {version!r}, but this ragnet reads format {FORMAT_VERSION} only; "
+            f"rebuild it with `ragnet index`"
         )
     missing = [key for key in _REQUIRED_KEYS if key not in manifest]
     if missing:
@@ -1058,8 +1051,8 @@ def _read_manifest(path: Path) -> dict[str, Any]:
 
 
 def _vector_file(manifest: dict[str, Any]) -> tuple[str, str]:
-    """The stored vectors' file and dtype (format 1: always float32 ``embeddings.npy``)."""
-    info = manifest.get("vectors") or {"file": EMBEDDINGS, "dtype": "float32"}
+    """The stored vectors' file and dtype: float32 ``embeddings.npy``, or float16 rows for ivfpq."""
+    info = manifest["vectors"]
     if not isinstance(info, dict) or info.get("file") not in (EMBEDDINGS, "vectors.f16.npy") \
             or info.get("dtype") not in ("float32", "float16"):
         raise IndexFormatError(f"index manifest has an unknown 'vectors' entry {info!r}; {_REBUILD}")

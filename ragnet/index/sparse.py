@@ -11,7 +11,7 @@ Persistence is bm25s's native ``save`` (NumPy ``.npy`` arrays written with
 same way it tokenised documents, and ``vocab.sorted.index.npy``: the vocabulary as a
 sorted ``(term bytes, id)`` table. ``load(folder, mmap=True)`` memory-maps the score
 arrays and that table, so neither the CSC matrix nor a ``term -> id`` dict is read into
-RAM (a folder without the table derives it from ``vocab.index.json``); a query then reads its
+RAM; a query then reads its
 terms' posting lists with ``pread`` (:mod:`ragnet.index.file_array`), so they do not pile up in
 the process's resident memory.
 
@@ -376,8 +376,7 @@ class SparseIndex:
         Args:
             folder: the folder ``save`` wrote.
             mmap: memory-map the score arrays and the sorted vocabulary table instead of
-                reading them (and ``vocab.index.json``) into RAM; scores are identical. A
-                folder without the table (older ragnet) derives it from ``vocab.index.json``.
+                reading them (and ``vocab.index.json``) into RAM; scores are identical.
 
         Raises:
             IndexFormatError: files missing or unreadable (the message names the file).
@@ -414,17 +413,8 @@ class SparseIndex:
 
 
 def _load_sorted_vocab(folder: Path, columns: int) -> SortedVocab:
-    """The memory-mapped vocabulary table of ``folder``, or one derived from ``vocab.index.json``."""
-    path = folder / SORTED_VOCAB_FILE
-    if path.exists():
-        vocab = SortedVocab.load(path, mmap=True)
-    else:  # written before the table existed
-        try:
-            vocab = SortedVocab.from_dict(json.loads((folder / VOCAB_FILE).read_text(encoding="utf-8")))
-        except (OSError, ValueError, AttributeError, TypeError) as exc:
-            raise IndexFormatError(f"BM25 vocabulary {folder / VOCAB_FILE} is missing or unreadable "
-                                   f"({type(exc).__name__}: {exc}); rebuild with `ragnet index`") from exc
-        vocab.source = folder / VOCAB_FILE
+    """The memory-mapped vocabulary table of ``folder``."""
+    vocab = SortedVocab.load(folder / SORTED_VOCAB_FILE, mmap=True)
     # bm25s adds the empty token "" after the last column, so n or n + 1 entries
     if len(vocab) not in (columns, columns + 1):
         raise IndexFormatError(f"BM25 vocabulary table {vocab.source} has {len(vocab)} terms but the score "

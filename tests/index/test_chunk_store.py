@@ -1,10 +1,9 @@
-"""The memory-mapped chunk store: round trips, id lookups, format-1 folders, corruption, threads."""
+"""The memory-mapped chunk store: round trips, id lookups, refused old folders, corruption, threads."""
 
 from __future__ import annotations
 
 import json
 import random
-import shutil
 import threading
 
 import numpy as np
@@ -67,14 +66,10 @@ def store(folder):
         yield s
 
 
-def legacy_copy(src, dst, blank_lines=False):
-    """A format-1 folder: only chunks.jsonl."""
+def jsonl_only_copy(src, dst):
+    """A folder from before the sidecars: only chunks.jsonl."""
     dst.mkdir()
-    data = (src / CHUNKS).read_bytes()
-    if blank_lines:
-        lines = data.splitlines(keepends=True)
-        data = b"\n" + b"  \n".join(lines[:3]) + b"".join(lines[3:])  # a blank and two spaces-only lines
-    (dst / CHUNKS).write_bytes(data)
+    (dst / CHUNKS).write_bytes((src / CHUNKS).read_bytes())
     return dst
 
 
@@ -98,7 +93,7 @@ def test_rows_round_trip_every_field(store, chunks):
         assert s[0] == stored(chunks[0]) and s[0].score == 0.0 and s[0].bm25_score is None
 
 
-def test_jsonl_is_the_format1_record(folder, chunks):
+def test_jsonl_holds_one_readable_record_per_chunk(folder, chunks):
     lines = (folder / CHUNKS).read_text(encoding="utf-8").split("\n")
     assert lines[-1] == "" and len(lines) == len(chunks) + 1
     record = json.loads(lines[0])
@@ -190,7 +185,7 @@ def test_sidecar_arrays(folder, chunks):
 def test_duplicate_id_refused_and_nothing_left_behind(tmp_path, chunks):
     with pytest.raises(InputError, match="duplicate chunk id 'Zürich#0'"):
         write_chunk_store(tmp_path, chunks + [Chunk(id="Zürich#0", doc_id="z", title="", text="t", tokens=1)])
-    assert not (tmp_path / CHUNKS).exists() and not ChunkStore.has_sidecars(tmp_path)
+    assert not (tmp_path / CHUNKS).exists() and not any((tmp_path / name).exists() for name in SIDECARS)
 
 
 def test_writer_refuses_unstorable_chunks_and_aborts(tmp_path):
@@ -215,58 +210,15 @@ def test_rewriting_a_folder_drops_stale_sidecars(folder):
         assert s[0].id == "only#0" and s.row("doc0#0") is None
 
 
-# -- format-1 folders ------------------------------------------------------------------
+# -- folders without the sidecars -------------------------------------------------------
 
 
-@pytest.mark.parametrize("blank_lines", [False, True])
-def test_format1_folder_gives_the_same_answers(folder, tmp_path, chunks, blank_lines):
-    old = legacy_copy(folder, tmp_path / "v1", blank_lines)
-    assert ChunkStore.has_sidecars(folder) and not ChunkStore.has_sidecars(old)
-    with ChunkStore.open(old, count=len(chunks)) as s, ChunkStore.open(folder) as new:
-        assert s.legacy and not new.legacy
-        assert list(s) == list(new) == [stored(c) for c in chunks]
-        assert [s[i] for i in range(-3, 3)] == [new[i] for i in range(-3, 3)]
-        assert s[1:5] == new[1:5]
-        ids = [c.id for c in chunks]
-        assert s.rows(ids).tolist() == new.rows(ids).tolist() == list(range(len(chunks)))
-        assert [s.id_at(i) for i in range(len(s))] == ids
-        assert s.row("missing") is None
-    assert not ChunkStore.has_sidecars(old)  # opening does not write
-
-
-def test_format1_line_numbers_count_blank_lines(folder, tmp_path):
-    old = legacy_copy(folder, tmp_path / "v1", blank_lines=True)
-    data = (old / CHUNKS).read_bytes().splitlines(keepends=True)
-    # row 2 sits on line 6: a blank first line, then rows separated by blank lines
-    assert json.loads(data[5])["id"] == "doc2#2"
-    data[5] = data[5].replace(b'"tokens": 9', b'"tokens": 9, "bogus": 1')
-    (old / CHUNKS).write_bytes(b"".join(data))
-    with ChunkStore.open(old) as s:
-        with pytest.raises(IndexFormatError, match=r"chunks\.jsonl:6 is not a chunk record"):
-            s[2]
-
-
-def test_format1_duplicate_or_unparseable_id_refused_at_open(folder, tmp_path):
-    old = legacy_copy(folder, tmp_path / "v1")
-    lines = (old / CHUNKS).read_bytes().splitlines(keepends=True)
-    (old / CHUNKS).write_bytes(b"".join(lines + lines[:1]))
-    with pytest.raises(IndexFormatError, match="twice.*rebuild with `ragnet index`"):
+def test_a_folder_with_only_the_jsonl_is_refused(folder, tmp_path):
+    old = jsonl_only_copy(folder, tmp_path / "v1")
+    with pytest.raises(IndexFormatError, match=r"incomplete: chunks\.offsets\.npy, chunks\.ids\.npy, "
+                                               r"chunks\.id_rows\.npy is missing; rebuild with `ragnet index`$"):
         ChunkStore.open(old)
-    (old / CHUNKS).write_bytes(b"".join(lines[:2]) + b"not json\n")
-    with pytest.raises(IndexFormatError, match=r"chunks\.jsonl:3 is not a chunk record"):
-        ChunkStore.open(old)
-
-
-def test_format1_id_not_first_or_escaped(tmp_path):
-    (tmp_path / CHUNKS).write_text(
-        json.dumps({"doc_id": "d", "title": "", "text": "t", "tokens": 1, "id": "late#0"}) + "\n"
-        + json.dumps({"id": 'q"u\\o#0', "doc_id": "d", "title": "", "text": "t", "tokens": 1}) + "\n"
-        + json.dumps({"id": "Zürich#0", "doc_id": "d", "title": "", "text": "t", "tokens": 1}) + "\n",  # ASCII-escaped
-        encoding="utf-8",
-    )
-    with ChunkStore.open(tmp_path, count=3) as s:
-        assert s.rows(["late#0", 'q"u\\o#0', "Zürich#0"]).tolist() == [0, 1, 2]
-        assert s[2].id == "Zürich#0"
+    assert sorted(p.name for p in old.iterdir()) == [CHUNKS]  # opening writes nothing
 
 
 # -- corruption ------------------------------------------------------------------------
@@ -353,19 +305,15 @@ BIG = 200_000
 
 @pytest.fixture(scope="module")
 def big_store(tmp_path_factory):
-    """A store of BIG tiny chunks (written once for the module) and a format-1 copy of it."""
+    """A store of BIG tiny chunks (written once for the module)."""
     folder = tmp_path_factory.mktemp("big") / "store"
     with ChunkStoreWriter(folder) as w:
         for i in range(BIG):
             w.add(Chunk(id=f"d{i}#0", doc_id=f"d{i}", title="", text="t", tokens=1))
-    old = folder.parent / "v1"
-    old.mkdir()
-    shutil.copyfile(folder / CHUNKS, old / CHUNKS)
-    return {False: folder, True: old}
+    return folder
 
 
-@pytest.mark.parametrize("legacy", [False, True])
-def test_open_makes_no_chunk_objects(big_store, monkeypatch, legacy):
+def test_open_makes_no_chunk_objects(big_store, monkeypatch):
     made = []
     real_init = Chunk.__init__
 
@@ -374,9 +322,9 @@ def test_open_makes_no_chunk_objects(big_store, monkeypatch, legacy):
         real_init(self, *args, **kwargs)
 
     monkeypatch.setattr(Chunk, "__init__", counting_init)
-    with ChunkStore.open(big_store[legacy], count=BIG) as store:
+    with ChunkStore.open(big_store, count=BIG) as store:
         assert made == []
-        assert len(store) == BIG and store.legacy is legacy
+        assert len(store) == BIG
         assert store.row("d123456#0") == 123456 and store.rows(["d7#0", "d199999#0"]).tolist() == [7, BIG - 1]
         assert store.id_at(42) == "d42#0"
         assert made == []  # id lookups do not parse chunks either

@@ -1,5 +1,5 @@
-"""Index format 2: format-1 folders still load, shards write the same index as one build,
-and the compressed on-disk IVF-PQ kind searches, re-scores and refuses damage."""
+"""Index format 2: a format-1 folder is refused with a rebuild hint, shards write the same index as
+one build, and the compressed on-disk IVF-PQ kind searches, re-scores and refuses damage."""
 
 from __future__ import annotations
 
@@ -40,18 +40,32 @@ def _search_ids(index, queries, **kw):
 QUERIES = ["capital of France", "largest desert", "programming language memory safety", "instrument with strings"]
 
 
-def test_format_1_folder_loads_and_answers_the_same(built, tmp_path):
+def test_a_format_1_folder_is_refused_in_one_line_naming_it_and_saying_to_rebuild(built, tmp_path):
     v1 = tmp_path / "v1"
     shutil.copytree(built.path, v1)
     _downgrade_to_v1(v1)
-    old = Index.load(v1)
-    assert old.manifest["format_version"] == 1 and old.chunks.legacy
-    assert _search_ids(old, QUERIES, k=5) == _search_ids(built, QUERIES, k=5)
-    assert [c.id for c in old.chunks] == [c.id for c in built.chunks]
-    # the rule filter's catalog is rebuilt in RAM for format 1 and gives the same matches
-    q = {"entities": ["paris"], "places": ["france"]}
-    assert old.catalog.matches(q) == built.catalog.matches(q)
-    assert type(old.catalog).__name__ == "MetadataCatalog" and type(built.catalog).__name__ == "CatalogStore"
+    with pytest.raises(IndexFormatError) as err:
+        Index.load(v1)
+    message = str(err.value)
+    assert "\n" not in message and str(v1) in message
+    assert "format_version 1" in message and message.endswith("rebuild it with `ragnet index`")
+    # the folder is still recognised as ragnet's, so the rebuild may replace it
+    chunks = list(built.chunks)
+    Index.build_from_shards([(chunks, built.vectors([c.id for c in chunks]))], v1, count=len(chunks),
+                            show_progress=False)
+    assert _search_ids(Index.load(v1), QUERIES, k=5) == _search_ids(built, QUERIES, k=5)
+
+
+@pytest.mark.parametrize("drop", ["chunks.ids.npy", "catalog/info.npy"])
+def test_a_format_2_folder_missing_a_part_is_refused_with_a_rebuild_hint(built, tmp_path, drop):
+    copy = tmp_path / "copy"
+    shutil.copytree(built.path, copy)
+    m = json.loads((copy / "manifest.json").read_text())
+    del m["files"][drop]
+    (copy / drop).unlink()
+    (copy / "manifest.json").write_text(json.dumps(m))
+    with pytest.raises(IndexFormatError, match=f"manifest lists no {drop}; rebuild with `ragnet index`"):
+        Index.load(copy)
 
 
 def test_shards_write_the_same_index_as_one_build(built, tmp_path):

@@ -122,7 +122,7 @@ def test_unknown_format_version(index_copy):
     m = json.loads((index_copy / "manifest.json").read_text())
     m["format_version"] = 99
     (index_copy / "manifest.json").write_text(json.dumps(m))
-    with pytest.raises(IndexFormatError, match="format_version 99.*reads formats 1, 2"):
+    with pytest.raises(IndexFormatError, match="format_version 99.*reads format 2 only; rebuild it with `ragnet index`"):
         Index.load(index_copy)
 
 

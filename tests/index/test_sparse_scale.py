@@ -233,11 +233,12 @@ def copy_folder(src: Path, dst: Path) -> Path:
     return dst
 
 
-def test_old_folder_without_sorted_vocab_loads_with_mmap(saved, corpus, tmp_path):
+def test_a_folder_without_the_sorted_vocab_is_refused_with_mmap(saved, corpus, tmp_path):
     old = copy_folder(saved, tmp_path / "old")
     (old / SORTED_VOCAB_FILE).unlink()
-    mapped = SparseIndex.load(old, mmap=True)
-    assert not (old / SORTED_VOCAB_FILE).exists()  # derived in memory, the folder is left as it was
+    with pytest.raises(IndexFormatError, match=f"{SORTED_VOCAB_FILE} is missing.*rebuild with `ragnet index`"):
+        SparseIndex.load(old, mmap=True)
+    mapped = SparseIndex.load(saved, mmap=True)
     assert isinstance(mapped._data, FileArray) and isinstance(mapped._vocab, SortedVocab)
     in_ram = SparseIndex.load(saved)
     assert [mapped.token_ids(q) for q in corpus[1]] == [in_ram.token_ids(q) for q in corpus[1]]
@@ -265,8 +266,10 @@ def test_missing_vocab_files_are_an_index_format_error(saved, tmp_path):
     folder = copy_folder(saved, tmp_path / "bare")
     (folder / SORTED_VOCAB_FILE).unlink()
     (folder / VOCAB_FILE).unlink()
-    with pytest.raises(IndexFormatError, match=VOCAB_FILE):
+    with pytest.raises(IndexFormatError, match=SORTED_VOCAB_FILE):
         SparseIndex.load(folder, mmap=True)
+    with pytest.raises(IndexFormatError, match="missing or unreadable"):
+        SparseIndex.load(folder)
     (folder / "data.csc.index.npy").unlink()
     with pytest.raises(IndexFormatError, match="missing or unreadable"):
         SparseIndex.load(folder, mmap=True)
