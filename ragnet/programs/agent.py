@@ -31,8 +31,8 @@ from ragnet.programs.sentence_packing import pack_sentences
 from ragnet.programs.trace import Trace
 from ragnet.signatures import AnswerStep, ContextualizeStep, RewriteStep, SufficiencyStep, format_context
 
-# The notes' share of the answer budget (whole lines, earliest first). A quarter keeps ~10 short
-# facts at 1,000 tokens and leaves the rest to the evidence.
+# The notes' share of the answer budget (whole lines, earliest first): a quarter keeps the
+# notes short and leaves most of a reader-sized budget to the evidence.
 DEFAULT_NOTES_SHARE = 0.25
 
 
@@ -218,9 +218,8 @@ class AgentRAG(RAGProgram):
     def _ranked_for_pack(self, state: Turns) -> list[Chunk]:
         """The gathered chunks best first, scored for the final pack. The knapsack of whole chunks takes the
         calibrated relevance. Sentence selection takes the best hybrid score any cast gave the
-        chunk: its value model was calibrated on hybrid scores, and on the first 50 HotpotQA dev
-        questions (``iterative:no-delete`` at 1,000 tokens, an LM-free replay) it kept all the gold
-        for 58% of them with these against 42% with calibrated relevance."""
+        chunk: its value model was calibrated on hybrid scores, and with them the pack keeps all the
+        gold for more questions than with calibrated relevance (docs/design.md#agent-loops)."""
         scores = state.hybrid if self.sentences else state.relevance
         return [c.with_scores(score=scores[c.id]) for c in sorted(state.context, key=lambda c: -scores[c.id])]
 

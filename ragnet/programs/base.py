@@ -108,7 +108,7 @@ class RAGProgram(dspy.Module):
     def save(self, path: Any, save_program: bool = False, **kwargs: Any) -> Any:
         """DSPy's save, state only: prompts and demos as JSON (``ragnet.optimize.save_program`` adds
         ragnet's header). ``save_program=True`` is refused: it would cloudpickle the whole module,
-        index included (92 MB for the HotpotQA index), and ragnet never pickles."""
+        index included, and ragnet never pickles."""
         if save_program:
             raise InputError("ragnet programs are saved as JSON state (prompts and demos), never pickled with "
                              "their index; use save_program=False or ragnet.optimize.save_program(program, path)",

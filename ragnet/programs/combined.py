@@ -4,8 +4,8 @@ The study combined Top-Kmax with the iterative agent and lost accuracy for two r
 
 * **chunk_delete dropped golden chunks** once the working context held 30+ chunks (listwise
   LLM deletion over a long list is unreliable, worst on small models);
-* **long contexts cause retrieval laziness**: the follow-up search rate fell from 95% at 3k
-  tokens of context to 25% at 12k.
+* **long contexts cause retrieval laziness**: the longer the context, the less often the agent
+  searches again (docs/results/README.md, "Retrieval laziness").
 
 CombinedRAG removes both causes instead of tuning around them:
 
@@ -47,9 +47,8 @@ class CombinedRAG(AgentRAG):
             (``ragnet.programs.sentence_packing``), as ``OneShotRAG(sentences=True)`` does.
         notes_share: the largest share of ``budget`` the notes may take in the answer prompt
             (whole lines, earliest first; the rest is recorded in the trace as ``notes_cap``).
-            At a reader-sized budget uncapped notes starved the evidence: at 1,000 tokens the
-            0.5B's ~450 tokens of notes left room for one chunk on HotpotQA dev. 0 leaves the
-            notes out of the answer prompt; 1 never cuts them.
+            At a reader-sized budget uncapped notes starve the evidence (docs/design.md#agent-loops).
+            0 leaves the notes out of the answer prompt; 1 never cuts them.
         transform, temperature, method: relevance calibration and knapsack method.
         lam, retries: as in IterativeRAG.
         answer: the answer step; where it leaves the question's place open, CombinedRAG shows it

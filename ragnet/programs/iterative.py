@@ -16,7 +16,7 @@ Each turn (at most ``max_turns``):
    chunk the evidence signals rank highest (the best hit of a search, the chunks closest to the
    question) is never deleted, and the context is never emptied.
 6. **AssessSufficiency** decides whether to stop. Small local LMs never stop on their own
-   (DESIGN.md: 12/12 "search" even with full evidence), so stopping is a separate, compilable
+   (they choose to search even with full evidence, DESIGN.md), so stopping is a separate, compilable
    step, and ``max_turns`` caps the loop regardless. It is not asked on the last allowed turn,
    where its verdict could change nothing (one LM call saved per question that reaches the cap).
 
@@ -52,11 +52,9 @@ class IterativeRAG(AgentRAG):
         k: chunks per ``chunk_search`` (5).
         fallback: on turn 1 also search the original question.
         delete: run ``chunk_delete`` (SelectDeletions) after each search. With a small local LM,
-            turn it off (the ``iterative:no-delete`` preset): on the first 50 HotpotQA dev
-            questions with 0.5B steps and a 1.5B reader it ended with all the gold for 60% of
-            questions against 52% with the guarded delete, at the same EM and 20% fewer LM calls.
-            Give it a ``budget`` too: unpacked, its 10 chunks took the 0.5B reader to F1 11.2
-            (basic 22.7); packed into 1,000 tokens, 30.1 (1.5B reader: 33.9 -> 41.3).
+            turn it off (the ``iterative:no-delete`` preset): it then keeps the gold more often at
+            fewer LM calls, and give it a ``budget`` too, since a small reader does worse on
+            everything the turns kept than on it packed into a budget (docs/design.md#agent-loops).
         dedup: replace already-seen ids with the next-ranked unseen chunks.
         contextualize: keep a notes cache updated from each retrieval.
         sufficiency: stop when AssessSufficiency says "Sufficient".
@@ -68,9 +66,8 @@ class IterativeRAG(AgentRAG):
             turn-1 fallback search the question's top-``k`` are all in the context after turn 1,
             so the final context holds every chunk BasicRAG would read: its gold recall is never
             below basic's, whatever the LM deletes. 0 lets the LM delete anything, as in the
-            study (a 0.5B model then deleted 40% of the gold it had retrieved on HotpotQA dev;
-            protecting only the best hits and the 2 closest chunks still lost 25 points of
-            all-gold recall on the first 24 dev questions, 70.8% retrieved -> 45.8% kept).
+            study; a small model then deletes much of the gold it retrieved, and protecting only
+            the best hits and the closest chunks is not enough (docs/design.md#agent-loops).
         lam: hybrid BM25 weight.
         retries, answer: as in :class:`ragnet.programs.RAGProgram` (the answer step shows the
             question first unless it says otherwise).

@@ -4,14 +4,14 @@ filter and crop, then a token-budget knapsack (Token-Constrained Top-Kmax).
 Order matters (DESIGN.md, study 1): filtering and cropping run *before* the budget is filled,
 so the budget is spent on evidence rather than on contradicting or padded chunks.
 
-Defaults are the study's best reported setting, Top-Kmax + rule-based Chunk Filter
-(81.0 -> 87.5 -> 91.0). The LLM filter and crop are switches, off by default: each costs LM
-calls per candidate (crop: one per chunk, 20+ per question at 4k tokens), which on a local
-0.5B model is minutes per question, and the study's best figure did not need them.
+Defaults are the study's best reported setting, Top-Kmax with the rule-based Chunk Filter. The
+LLM filter and crop are switches, off by default: each costs LM calls per candidate (crop: one
+per chunk), minutes per question on a small local model, and the study's best setting did not
+need them.
 
-Why a 4,000-token default budget: the study's example is 32k for strong hosted models. Small
-local models (Qwen2.5 0.5B/1.5B) read a 4k prompt in ~30 s on 2 cores and lose the answer in
-longer contexts; 4k holds ~25 HotpotQA paragraphs, enough for 75–90% all-gold recall.
+Why a 4,000-token default budget: the study's example is 32k, for strong hosted models. Small
+local readers are slow on long prompts and lose the answer in them, while 4k already holds the
+gold evidence of most questions (docs/design.md#selection-and-budgets).
 """
 
 from __future__ import annotations
@@ -32,9 +32,8 @@ from ragnet.programs.sentence_packing import pack_sentences
 from ragnet.programs.trace import Trace
 from ragnet.signatures import AnswerStep, CropStep, FilterStep
 
-# Selection and relevance calibration chosen on HotpotQA dev (531 questions) with
-# `ragnet eval retrieval`: "protected" + exp(T=0.1) was the only knapsack variant at or above
-# rank-order filling at every budget from 1k to 8k (README, "Retrieval-only recall").
+# Selection and relevance calibration chosen with `ragnet eval retrieval`: "protected" + exp(T=0.1)
+# is the knapsack variant that never falls below rank-order filling (docs/design.md#selection-and-budgets).
 DEFAULT_METHOD = "protected"
 DEFAULT_TRANSFORM = "exp"
 DEFAULT_TEMPERATURE = 0.1
@@ -234,8 +233,7 @@ def _score_added(index: Any, question: str, ids: list[str], ranked: list[Chunk],
     """Give rule-added chunks a score on the candidates' scale: their cosine, min-max scaled by
     the candidates' cosines and weighted like the dense half of the hybrid score.
 
-    (An earlier version lifted them level with the 5th-ranked candidate; on HotpotQA dev that
-    displaced retrieved gold chunks and cost 1.7 points of all-gold recall at 2k tokens.)
+    (Lifting them level with a top-ranked candidate instead displaces retrieved gold chunks.)
     """
     if not ids:
         return []

@@ -156,8 +156,8 @@ def pack(
         ``"protected"`` (default): keep the longest prefix of the ranking that fits, then run the
             exact knapsack on the remaining candidates with the leftover budget. Its selection is
             a superset of the strict rank-order prefix, so it can never lose evidence that prefix
-            had; on HotpotQA dev it is the only knapsack variant at or above rank-order filling at
-            every budget (see README, ``ragnet eval retrieval``).
+            had, and it is the knapsack variant that never falls below rank-order filling
+            (docs/design.md#selection-and-budgets, ``ragnet eval retrieval``).
         ``"exact"`` / ``"greedy"``: knapsack over all candidates.
         ``"rank"``: take chunks in the order given, skipping any that no longer fit (the
             rank-order-filling baseline).

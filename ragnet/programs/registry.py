@@ -65,9 +65,8 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
 BUDGETED = {"oneshot", "combined", "iterative"}
 
 #: ``ragnet ask --strategy auto``: the strategy spec and answer budget ragnet recommends for a
-#: small local reader (a dense 1,000-token context of selected sentences, chosen on HotpotQA dev
-#: with the 1.5B and 0.5B local readers, README "Budgets") and for any other reader (the studies'
-#: 4,000-token pack of whole chunks, for readers that can use a long context).
+#: small local reader (a dense context of selected sentences, docs/design.md#selection-and-budgets)
+#: and for any other reader (the studies' pack of whole chunks, for readers that use a long context).
 RECOMMENDED = {"local": ("oneshot:sentences", 1000), "other": ("oneshot", 4000)}
 
 

@@ -2,9 +2,9 @@
 
 Notes are plain text, one fact per line. The model writes only the *new* facts; the merge
 into the cache happens in code, so "never drop earlier facts" holds by construction and the
-model does not spend generation time re-writing the notes it was shown (on a 0.5B model on
-2 CPU cores, copying the cache back was most of this step's cost, and it dropped lines
-anyway). New lines that repeat a note already in the cache are skipped.
+model does not spend generation time re-writing the notes it was shown (for a small model that
+copying was most of this step's cost, and it dropped lines anyway). New lines that repeat a
+note already in the cache are skipped.
 
 Example:
     >>> import dspy

@@ -76,8 +76,7 @@ def delete_validator(
         kept = [cid for cid in order if cid not in delete]
         if delete and len(kept) < min(keep_at_least, len(order)):
             # "Delete (nearly) everything" is the listwise failure the study measured, not a
-            # judgement about single chunks: a 0.5B model answers ["c1", "c2", "c3"] for most
-            # contexts. Sparing an arbitrary chunk would keep the wrong one as often as not, so
+            # judgement about single chunks: a small model lists every id for most contexts. Sparing an arbitrary chunk would keep the wrong one as often as not, so
             # the whole decision is refused and the context stays as it was.
             problems.append(f"refused a deletion that would leave fewer than {keep_at_least} chunk(s): {delete}")
             delete, kept = [], list(order)
