@@ -39,3 +39,11 @@ def test_result_rows_read_a_plain_or_a_compressed_results_file(tmp_path, monkeyp
     with gzip.open(tmp_path / "packed" / "results.jsonl.gz", "wt", encoding="utf-8") as fh:
         fh.write('{"id": "q2"}\n')
     assert studies.result_rows("plain") == [{"id": "q1"}] and studies.result_rows("packed") == [{"id": "q2"}]
+
+
+def test_print_speeds_gives_texts_per_second_and_the_speed_up_over_torch(capsys):
+    studies.print_speeds({"torch": [2.0, 2.4, 2.2], "int8": [1.0, 1.1]}, {"int8": (0.99, 0.995)}, 1000,
+                         rounds=True)
+    torch_line, int8_line = capsys.readouterr().out.splitlines()
+    assert "454.5 texts/s  x1.00  cos (1, 1)" in torch_line
+    assert int8_line.startswith("int8 ") and "952.4 texts/s  x2.10  cos (0.99, 0.995)  rounds [1.0, 1.1]" in int8_line

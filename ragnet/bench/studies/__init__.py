@@ -48,3 +48,47 @@ def result_rows(folder: str) -> list[dict]:
     opener = open if path.is_file() else gzip.open
     with opener(path if path.is_file() else path.with_name("results.jsonl.gz"), "rt", encoding="utf-8") as fh:
         return [json.loads(line) for line in fh if line.strip()]
+
+
+def encode_with(encoder, texts: list[str], batch_size: int = 64):
+    """``Embedder.encode`` (length-sorted batches, input order restored, normalised) through an
+    ONNX-style ``encoder`` of an embedding study."""
+    from ragnet.index.embedder import Embedder
+
+    emb = Embedder(backend="onnx", batch_size=batch_size)
+    emb._onnx = encoder
+    return emb.encode(texts)
+
+
+def time_against_torch(torch_embedder, encoders: dict, texts: list[str], reference, rounds: int,
+                       digits: int | None = None) -> tuple[dict[str, list[float]], dict[str, tuple[float, float]]]:
+    """Seconds per round of torch and of each encoder on ``texts``, rounds interleaved, and each
+    encoder's (min, mean) cosine to torch's ``reference`` vectors (rounded to ``digits``)."""
+    import time
+
+    times: dict[str, list[float]] = {k: [] for k in ["torch", *encoders]}
+    cos: dict[str, tuple[float, float]] = {}
+    for _ in range(rounds):
+        t = time.perf_counter()
+        torch_embedder.encode(texts)
+        times["torch"].append(time.perf_counter() - t)
+        for k, enc in encoders.items():
+            t = time.perf_counter()
+            v = encode_with(enc, texts)
+            times[k].append(time.perf_counter() - t)
+            c = (v * reference).sum(1)
+            low, mean = float(c.min()), float(c.mean())
+            cos[k] = (low, mean) if digits is None else (round(low, digits), round(mean, digits))
+    return times, cos
+
+
+def print_speeds(times: dict[str, list[float]], cos: dict[str, tuple[float, float]], n_texts: int, *,
+                 width: int = 20, cos_label: str = "cos", rounds: bool = False) -> None:
+    """One line per encoder: texts/s (median round), speed-up over torch, cosines to torch."""
+    import statistics
+
+    base = statistics.median(times["torch"])
+    for k, ts in times.items():
+        m = statistics.median(ts)
+        tail = f"  rounds {[round(x, 2) for x in ts]}" if rounds else ""
+        print(f"{k:{width}s} {n_texts/m:7.1f} texts/s  x{base/m:4.2f}  {cos_label} {cos.get(k, (1, 1))}{tail}", flush=True)

@@ -8,11 +8,9 @@ variants (2 threads), with their cosines to torch's vectors:
 
 from __future__ import annotations
 
-import statistics
-import time
 from collections.abc import Sequence
 
-from ragnet.bench.studies import parser
+from ragnet.bench.studies import parser, print_speeds, time_against_torch
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -57,32 +55,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         variants[name] = out.name
     files = {"int8": int8_file(int8_flavour()), **variants}
     ref = torch_e.encode(texts)
-
-    def run(enc, bs=64):
-        """``Embedder.encode`` (length-sorted batches, input order restored, normalised) through ``enc``."""
-        emb = Embedder(backend="onnx", batch_size=bs)
-        emb._onnx = enc
-        return emb.encode(texts)
-
     encs = {k: OnnxEncoder(folder, f) for k, f in files.items()}
     for enc in encs.values():
         enc.forward(texts[:16])
-    times = {k: [] for k in ["torch", *encs]}
-    cos = {}
-    for rep in range(3):
-        t = time.perf_counter()
-        torch_e.encode(texts)
-        times["torch"].append(time.perf_counter() - t)
-        for k, enc in encs.items():
-            t = time.perf_counter()
-            v = run(enc)
-            times[k].append(time.perf_counter() - t)
-            c = (v * ref).sum(1)
-            cos[k] = (float(c.min()), float(c.mean()))
-    base = statistics.median(times["torch"])
-    for k, ts in times.items():
-        m = statistics.median(ts)
-        print(f"{k:20s} {len(texts)/m:7.1f} texts/s  x{base/m:4.2f}  cos {cos.get(k, (1,1))}", flush=True)
+    times, cos = time_against_torch(torch_e, encs, texts, ref, rounds=3)
+    print_speeds(times, cos, len(texts))
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ and kept as OpenVINO IR in a temporary folder between runs.
 from __future__ import annotations
 
 import os
-import statistics
 import tempfile
 import time
 from collections.abc import Sequence
@@ -21,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ragnet.bench.studies import parser
+from ragnet.bench.studies import encode_with, parser, print_speeds, time_against_torch
 
 IR_DIR = Path(tempfile.gettempdir()) / "ragnet-openvino-experiment"
 
@@ -97,37 +96,16 @@ def main(argv: Sequence[str] | None = None) -> None:
         except Exception as exc:
             print(name, "failed:", exc, flush=True)
     ref = torch_e.encode(texts)
-
-    def run(enc, bs=64):
-        """``Embedder.encode`` (length-sorted batches, input order restored, normalised) through ``enc``."""
-        emb = Embedder(backend="onnx", batch_size=bs)
-        emb._onnx = enc
-        return emb.encode(texts)
-
     for k, enc in list(encs.items()):
         t = time.perf_counter()
-        run(enc)
+        encode_with(enc, texts)
         dt = time.perf_counter() - t
         print("warm-up", k, round(dt, 1), "s", flush=True)
         if dt > 60:
             print("dropping", k, flush=True)
             del encs[k]
-    times = {k: [] for k in ["torch", *encs]}
-    cos = {}
-    for rep in range(args.rounds):
-        t = time.perf_counter()
-        torch_e.encode(texts)
-        times["torch"].append(time.perf_counter() - t)
-        for k, enc in encs.items():
-            t = time.perf_counter()
-            v = run(enc)
-            times[k].append(time.perf_counter() - t)
-            c = (v * ref).sum(1)
-            cos[k] = (round(float(c.min()), 4), round(float(c.mean()), 4))
-    base = statistics.median(times["torch"])
-    for k, ts in times.items():
-        m = statistics.median(ts)
-        print(f"{k:32s} {len(texts)/m:7.1f} texts/s  x{base/m:4.2f}  cos min/mean {cos.get(k, (1, 1))}  rounds {[round(x,2) for x in ts]}", flush=True)
+    times, cos = time_against_torch(torch_e, encs, texts, ref, rounds=args.rounds, digits=4)
+    print_speeds(times, cos, len(texts), width=32, cos_label="cos min/mean", rounds=True)
 
 
 if __name__ == "__main__":
