@@ -52,7 +52,7 @@ def evaluate(
     split: str = typer.Option("dev", help="dev (develop/tune here) | acceptance (final measurement only) | all."),
     n: Optional[int] = typer.Option(None, "-n", help="At most this many questions (file order)."),
     ids: Optional[str] = typer.Option(None, help="Question ids: comma list or @file."),
-    strategies: str = typer.Option("basic,oneshot", help="Comma-separated strategies; presets allowed (oneshot:no-filter)."),
+    strategies: str = typer.Option("basic,oneshot", help="Comma-separated strategies; presets compose with '+' (oneshot:no-filter, oneshot:sentences+qlast)."),
     lm: Optional[str] = lm_option(),
     answer_lm: Optional[str] = answer_lm_option(),
     api_base: Optional[str] = api_base_option(),

@@ -71,7 +71,8 @@ RECOMMENDED = {"local": ("oneshot:sentences", 1000), "other": ("oneshot", 4000)}
 
 
 def parse_spec(spec: str) -> tuple[str, tuple[str, ...]]:
-    """Split ``"strategy:preset+preset"`` into the strategy and its presets; validate both.
+    """Split ``"strategy:preset+preset"`` into the strategy and its presets; validate both, and
+    refuse presets that set one option to different values.
 
     Example:
         >>> parse_spec("basic"), parse_spec("basic:cot+qlast")
@@ -86,18 +87,12 @@ def parse_spec(spec: str) -> tuple[str, tuple[str, ...]]:
             own = ", ".join(PRESETS.get(name, {})) or "none"
             raise InputError(f"unknown preset {preset!r} in {spec!r}; presets for {name}: {own}; for every strategy: "
                              f"{', '.join(ANSWER_PRESETS)} (combine them with '+')", argument="strategy")
+    _merge(spec, name, presets)
     return name, presets
 
 
-def spec_options(spec: str) -> tuple[str, dict[str, Any], dict[str, Any]]:
-    """The strategy of ``spec``, the constructor options its presets set and the answer-step
-    options they set; two presets that set one option differently are refused.
-
-    Example:
-        >>> spec_options("oneshot:sentences+qlast+cot")
-        ('oneshot', {'sentences': True}, {'question_at': 'last', 'reasoning': True})
-    """
-    name, presets = parse_spec(spec)
+def _merge(spec: str, name: str, presets: tuple[str, ...]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The constructor options and the answer-step options ``presets`` set, refusing two that disagree."""
     options: dict[str, Any] = {}
     answer: dict[str, Any] = {}
     set_by: dict[str, str] = {}
@@ -108,7 +103,19 @@ def spec_options(spec: str) -> tuple[str, dict[str, Any], dict[str, Any]]:
                 raise InputError(f"presets {set_by[key]!r} and {preset!r} of {spec!r} set {key} to {into[key]!r} "
                                  f"and {value!r}; keep one", argument="strategy")
             into[key], set_by[key] = value, preset
-    return name, options, answer
+    return options, answer
+
+
+def spec_options(spec: str) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """The strategy of ``spec``, the constructor options its presets set and the answer-step
+    options they set.
+
+    Example:
+        >>> spec_options("oneshot:sentences+qlast+cot")
+        ('oneshot', {'sentences': True}, {'question_at': 'last', 'reasoning': True})
+    """
+    name, presets = parse_spec(spec)
+    return (name, *_merge(spec, name, presets))
 
 
 def _answer_step(spec: str, answer_options: dict[str, Any], reader: Any, answer: Any) -> AnswerStep:

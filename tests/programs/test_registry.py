@@ -51,6 +51,15 @@ def test_unknown_parts_and_disagreeing_presets_are_refused_naming_the_argument(s
     assert words in str(err.value) and err.value.argument == "strategy"
 
 
+def test_presets_that_disagree_are_refused_before_anything_is_built():
+    from ragnet.eval.runner import plan_strategies
+
+    with pytest.raises(InputError, match="set question_at") as err:
+        plan_strategies(["basic", "oneshot:qlast+qfirst"])
+    assert err.value.argument == "strategy"
+    assert [r.label for r in plan_strategies(["oneshot:sentences+qlast"], budget=1000)] == ["oneshot:sentences+qlast@1000"]
+
+
 def test_presets_that_agree_compose():
     program = build_program("iterative:plain+no-delete", NoIndex())
     assert program.delete.enabled is False and program.fallback is False
