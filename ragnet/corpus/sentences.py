@@ -6,8 +6,8 @@ into the sentences the index stores for sentence-level selection
 at terminal punctuation followed by a capitalised word or a digit (not after common
 abbreviations, initials such as "J. R. R. Tolkien", or "No." before a number), at a blank
 line, and before a Markdown block start. Spans index the original text, so sentences are
-reproduced verbatim. On 5,974 HotpotQA dev paragraphs it agrees with the dataset's own
-sentence split on 93.2% of paragraphs.
+reproduced verbatim. It agrees with HotpotQA's own sentence split on most paragraphs
+(docs/results/README.md).
 
 Example:
     >>> split_sentences("Paris is big. It is old.\\n\\n- a list item")

@@ -47,8 +47,7 @@ _DEFAULT_ALIASES = {DEFAULT_MODEL_NAME, "all-MiniLM-L6-v2", "default"}
 _MODELS: dict[tuple[str, str], Any] = {}
 _BERT: dict[tuple[str, str], Any] = {}  # compact BERT query encoder per model, or False
 _LOCK = threading.Lock()
-# Texts per forward pass when none is given, per backend. Measured on 2 cores with 1,000 pooled
-# HotpotQA paragraphs (docs/results/scale/README.md, "Embedding at 2x the torch path"): torch runs 1.2-1.6x
+# Texts per forward pass when none is given, per backend (docs/results/scale/README.md): torch is
 # faster at 16 than at 64 (a batch's activations then stay in cache); the ONNX backends are
 # fastest one text per call with one call per core running at once (no padding at all, see
 # ``OnnxEncoder.forward_batches``).
@@ -156,13 +155,13 @@ class Embedder:
         fast_bert: for BERT-architecture models (all-MiniLM-L6-v2, bge-small, e5-small...),
             let ``encode_query`` run a compact re-statement of the BERT forward pass over
             the model's own weights (fused QKV projection, no padding/masking machinery):
-            about 20% faster per query on CPU. It is checked against the model's own
+            faster per query on CPU. It is checked against the model's own
             forward on first use and skipped silently if it does not reproduce it.
         query_cache: how many recent query embeddings to keep (0 disables the cache).
             Programs often embed the same question twice (search, then noise filtering).
-        backend: ``"torch"``, ``"onnx"`` (ONNX Runtime, fp32: the same vectors to ~1e-6) or
-            ``"onnx-int8"`` (int8 weights: cosine ~0.99 to the torch vectors, faster on CPU;
-            activations are quantized per batch, so a vector moves by ~1e-3 with its batch
+        backend: ``"torch"``, ``"onnx"`` (ONNX Runtime, fp32: the same vectors up to float
+            rounding) or ``"onnx-int8"`` (int8 weights: vectors close to torch's, faster on CPU;
+            activations are quantized per batch, so a vector moves slightly with its batch
             mates); ``None`` reads ``$RAGNET_EMBED_BACKEND``, else ``"torch"``. ``"auto"``
             settles on ``"onnx"`` when ONNX Runtime is installed and this model's fp32 export is
             already cached, else on ``"torch"`` (the same vectors either way; what a loaded
@@ -175,8 +174,8 @@ class Embedder:
 
     Example:
         >>> emb = Embedder(batch_size=32)
-        >>> float(np.linalg.norm(emb.encode_query("hello")))  # doctest: +ELLIPSIS
-        1.0...
+        >>> round(float(np.linalg.norm(emb.encode_query("hello"))), 4)  # unit length
+        1.0
     """
 
     def __init__(
@@ -267,8 +266,8 @@ class Embedder:
 
         Later processes that load an index built with this model then query it through ONNX
         Runtime (``backend="auto"``, what ``Index.load`` uses): the same vectors, without
-        importing torch, which saves 8-10 s of a cold ``ragnet ask`` on 2 cores. Costs about
-        5 s once per model and machine when the torch model is already loaded.
+        importing torch, which is most of a cold ``ragnet ask``'s start-up. Costs a few seconds
+        once per model and machine when the torch model is already loaded.
 
         Returns:
             The export folder, or None when ONNX Runtime is not installed or the model cannot
@@ -512,8 +511,8 @@ class _BertQueryEncoder:
     The same arithmetic as ``BertModel`` (absolute positions, token type 0, post-LayerNorm
     blocks, exact GELU) without its generality: Q, K and V come from one fused matrix
     product, attention runs unmasked (one sequence has no padding), and no per-module
-    Python dispatch. On a 2-core CPU this takes a 20-token query from ~10.3 ms to ~8.3 ms
-    with all-MiniLM-L6-v2. Outputs match the model to ~1e-7.
+    Python dispatch, which makes a short query faster on CPU. Outputs match the model to
+    float rounding.
     """
 
     def __init__(self, embeddings: tuple, layers: list[tuple], heads: int, eps: float) -> None:
@@ -620,8 +619,8 @@ def build_embedder(embedder: "Embedder | str | os.PathLike | None" = None) -> Em
 
     Unless ``$RAGNET_EMBED_BACKEND`` names a backend, that is the model's fp32 ONNX export, made
     here once per model and machine (which loads torch once): torch's vectors (checked when the
-    export is made) at 1.34x torch's embedding speed on 2 cores (docs/results/scale/README.md,
-    2026-11-27). It falls back to torch when ONNX Runtime is missing or the model cannot be
+    export is made), faster than torch on CPU (docs/results/scale/README.md). It falls back to
+    torch when ONNX Runtime is missing or the model cannot be
     exported. An ``Embedder`` is returned as it is.
 
     Example:

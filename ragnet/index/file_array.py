@@ -3,8 +3,8 @@
 A memory map counts every page it has touched toward the process's resident memory (RSS) for as
 long as the kernel keeps the page. Serving a million-passage index touches most of the BM25
 posting lists and many re-scoring vectors within a few hundred queries, so the RSS of a process
-that memory-maps them grows toward the size of those files (1.3 GB of the 1.65 GB measured at 1M
-passages), although each query needs only the few megabytes it reads. :class:`FileArray` reads
+that memory-maps them grows toward the size of those files (docs/results/scale/README.md),
+although each query needs only the few megabytes it reads. :class:`FileArray` reads
 exactly those bytes with ``os.preadv`` into a private array that is freed after the query. The
 bytes still come from the kernel's page cache (shared between processes, dropped under memory
 pressure); they just never stay mapped into the process. The cost is one copy of what is read.

@@ -45,9 +45,9 @@ import numpy as np
 from ragnet.errors import IndexFormatError, InputError, require
 
 IVFDATA_SUFFIX = ".ivfdata"  # inverted lists beside the index file: dense.faiss -> dense.ivfdata
-# Defaults, chosen with `ragnet bench scale` (see the README's scale section):
-# nlist ~ 2*sqrt(n) keeps training a few minutes at 1M on 2 cores; nprobe 32 lists of
-# ~500 codes each keep the scan well under a millisecond; m = d/8 (48 bytes a vector).
+# Defaults, chosen with `ragnet bench scale` (docs/results/scale/README.md): nlist ~ 2*sqrt(n)
+# keeps training short at a million passages; 32 probed lists keep the scan cheap next to the
+# re-scoring; m = d/8 (48 bytes a vector for MiniLM).
 NPROBE = 32
 SAMPLE_PER_LIST = 64  # training vectors per coarse centroid (FAISS warns below 39)
 MAX_TRAIN = 262_144
@@ -128,7 +128,7 @@ def train(sample: np.ndarray, params: IVFPQParams) -> Any:
     sample = np.ascontiguousarray(sample, dtype=np.float32)
     index = faiss.index_factory(sample.shape[1], params.factory(), faiss.METRIC_INNER_PRODUCT)
     # Polysemous code ordering serves Hamming-filtered search, which ragnet does not use; it is
-    # on by default and made training ~30x slower (120 s vs 4 s for 16k vectors, 256 lists).
+    # on by default and makes training many times slower.
     faiss.downcast_index(faiss.extract_index_ivf(index)).do_polysemous_training = False
     index.train(sample)
     return index

@@ -118,9 +118,9 @@ def auto_backend(name: str, target: str, cache_dir: str | os.PathLike | None = N
     cached, else ``"torch"``.
 
     The fp32 graph gives the torch model's vectors (checked to ``FP32_ATOL`` when it was
-    exported; ~1e-6 measured), so the choice does not change what a search returns. What it
-    changes is the cost of a cold process: ONNX Runtime loads in about a second, torch and
-    sentence-transformers in 8-10 s on 2 cores. Nothing is exported here (that needs torch):
+    exported), so the choice does not change what a search returns. What it changes is the
+    cost of a cold process: ONNX Runtime loads much faster than torch and
+    sentence-transformers. Nothing is exported here (that needs torch):
     ``ragnet index`` prepares the export (``Embedder.prepare_onnx_export``).
     """
     if not onnx_installed():
@@ -469,9 +469,8 @@ class OnnxEncoder:
                     opts = ort.SessionOptions()
                     opts.intra_op_num_threads = threads
                     opts.inter_op_num_threads = 1
-                    # ONNX Runtime's threads spin after each run by default; on 2 cores they then
-                    # compete with the NumPy/FAISS/BM25 work of the same search (12.8k passages,
-                    # int8 queries: hybrid search p50 15 ms with spinning, 8 ms without)
+                    # ONNX Runtime's threads spin after each run by default; on a small machine
+                    # they then compete with the NumPy/FAISS/BM25 work of the same search
                     opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
                     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
                     opts.log_severity_level = 3
@@ -503,10 +502,10 @@ class OnnxEncoder:
 
         With ``workers`` > 1 (default: the current thread count) the batches run concurrently,
         ``workers`` at a time, each on one single-thread session (ONNX Runtime releases the
-        GIL and a session may run from several threads at once). On 2 cores that gave 1.15-1.3x
-        the throughput of one 2-thread session at batches of 4-16: with small batches, a 2-thread
-        session spends much of each operator waking and joining its second thread (which does
-        not spin between runs, see ``session``). Results are ``forward``'s, batch by batch.
+        GIL and a session may run from several threads at once). That outruns one multi-thread
+        session on small batches, where such a session spends much of each operator waking and
+        joining its other threads (which do not spin between runs, see ``session``). Results
+        are ``forward``'s, batch by batch.
         """
         workers = _threads() if workers is None else max(1, int(workers))
         if workers == 1 or len(batches) == 1:  # one batch: all threads on it
@@ -535,7 +534,7 @@ class OnnxEncoder:
         """Whether :meth:`forward_one` reproduces :meth:`forward` of a one-text batch on probe texts.
 
         One text at a time: int8 activations are quantized per tensor, so an int8 vector moves
-        slightly (~1e-3) with the other texts of its batch.
+        slightly with the other texts of its batch.
         """
         try:
             for prompt in {self.query_prompt, None}:

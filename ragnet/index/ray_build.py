@@ -1,4 +1,4 @@
-"""Build an index on a Ray cluster with Ray Data (``Index.build(..., engine="ray")``,
+"""Build an index on a Ray cluster with Ray Data (``Index.build(..., engine=BuildEngine("ray"))``,
 ``ragnet index ... --ray ADDRESS``).
 
 The documents become a Ray Dataset; chunking runs as a stateless ``flat_map``; embedding
@@ -12,7 +12,7 @@ differently).
 What scales here is the expensive part, embedding (and tokenising): with ``W`` workers of
 equal speed the embedding phase takes about ``1/W`` of the one-process time, while the
 driver's part (writing the stores, merging BM25, training and filling the dense index)
-stays serial; see the README's scale section for the measured ratio.
+stays serial (docs/results/scale/README.md).
 """
 
 from __future__ import annotations

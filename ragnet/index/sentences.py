@@ -3,9 +3,8 @@
 For each chunk the store keeps its sentence boundaries (:mod:`ragnet.corpus.sentences`), each
 sentence's tokens (cl100k), its BM25 terms (the index's own vocabulary) and its embedding.
 A sentence is embedded as ``"Title: sentence"``: most sentences after a paragraph's first
-name their subject with a pronoun ("He lives in Los Angeles"), and the title restores it (on
-200 HotpotQA dev questions, sentence selection found all gold sentences within 1,000 tokens
-for 60% of questions with title-prefixed vectors against 52% with the bare sentence).
+name their subject with a pronoun ("He lives in Los Angeles"), and the title restores it
+(sentence selection finds all gold sentences for more questions; docs/results/README.md).
 
 Selecting sentences for a question then costs a matrix product over the candidates'
 sentences, not a forward pass of the embedder.
@@ -101,8 +100,8 @@ class SentenceStore:
         """What ``build(...).save(folder)`` writes, computed ``block`` chunks at a time.
 
         The vectors of each block go straight to disk, so memory holds one block's sentences and
-        vectors plus the small per-sentence arrays, not every vector (a million passages have
-        about four million sentences: 3 GB of float16 vectors). Use it for large indexes
+        vectors plus the small per-sentence arrays, not every vector (a large corpus has several
+        sentences per passage, gigabytes of vectors). Use it for large indexes
         (``Index.add_sentences``).
 
         Args:
@@ -252,8 +251,8 @@ class VectorSpill:
 
     A Ray build's workers embed the sentences while the chunks stream past, but the store's
     other arrays need the corpus BM25 vocabulary, which exists only after the last shard. The
-    vectors wait here instead of in the driver's memory (about four million sentences, 3 GB of
-    float16, at a million passages). The file has no name: the OS frees it when it is closed or
+    vectors wait here instead of in the driver's memory (gigabytes at a million passages). The
+    file has no name: the OS frees it when it is closed or
     the process dies, so an interrupted build leaves nothing behind.
 
     Example:

@@ -43,9 +43,10 @@ CATALOG_DIR = "catalog"
 _SHARD_ROWS = 100_000  # vectors per IVF-PQ shard file while adding
 
 
-def resolve_kind(kind: str, count: int, threshold: int, disk_threshold: int) -> str:
+def resolve_kind(kind: str, count: int, hnsw_from: int, ivfpq_from: int) -> str:
     """The FAISS kind ``"auto"`` means for ``count`` vectors: exact ``flat`` below
-    ``threshold``, ``hnsw`` below ``disk_threshold``, on-disk ``ivfpq`` from there.
+    ``hnsw_from``, ``hnsw`` below ``ivfpq_from``, on-disk ``ivfpq`` from there
+    (see :class:`ragnet.index.options.DenseOptions`).
 
     Example:
         >>> [resolve_kind("auto", n, 50_000, 200_000) for n in (10, 60_000, 2_000_000)]
@@ -53,9 +54,9 @@ def resolve_kind(kind: str, count: int, threshold: int, disk_threshold: int) -> 
     """
     if kind != "auto":
         return kind
-    if count < threshold:
+    if count < hnsw_from:
         return "flat"
-    return "hnsw" if count < disk_threshold else "ivfpq"
+    return "hnsw" if count < ivfpq_from else "ivfpq"
 
 
 class IndexWriter:

