@@ -35,11 +35,11 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
+from ragnet.bench.questions import REAL_SET
 from ragnet.corpus.types import Chunk
 
 DISTRACTOR_SETS = ("2wikimultihopqa_dev", "2wikimultihopqa_hipporag_pooled", "musique_ans_dev",
                    "squad_v1.1_dev", "nq_open_oracle")
-REAL_SET = "hotpotqa_dev_distractor"
 SHARD = 50_000
 
 

@@ -45,11 +45,11 @@ def index(
 ) -> None:
     """Indexing overhead of Index.build over raw SentenceTransformer.encode, as JSON."""
     from ragnet._threads import pin_threads
-    from ragnet.eval.datasets import load_questions, pooled_documents
     from ragnet.bench.index import run_index_bench
+    from ragnet.bench.questions import benchmark_inputs
 
     pin_threads(threads)
-    docs = pooled_documents(load_questions(data, data_dir=data_dir))[:n]
+    docs, _ = benchmark_inputs(data, data_dir, documents=n)
     typer.echo(json.dumps({**run_index_bench(docs), "threads": threads, "documents": len(docs)}, indent=2))
 
 
@@ -72,17 +72,11 @@ def embed(
     vectors), query latency, and optionally recall with a backend-embedded index, as JSON."""
     from ragnet._threads import pin_threads
     from ragnet.bench.index import run_embed_bench
-    from ragnet.bench.questions import dev_questions
-    from ragnet.corpus.types import Chunk
-    from ragnet.eval.datasets import load_questions, pooled_documents, resolve_dataset
-    from ragnet.index.passages import passage_text
+    from ragnet.bench.questions import benchmark_inputs, passage_texts
 
     pin_threads(threads)
-    path = resolve_dataset("hotpotqa_dev_distractor", data_dir)
-    records = load_questions(path)
-    docs = pooled_documents(records)[:n]
-    texts = [passage_text(Chunk(id=d.id, doc_id=d.id, title=d.title, text=d.text, tokens=0)) for d in docs]
-    qs = [r.question for r in dev_questions(records, path, queries)]
+    docs, qs = benchmark_inputs(data_dir=data_dir, documents=n, questions=queries)
+    texts = passage_texts(docs)
     names = [b.strip() for b in backends.split(",") if b.strip()]
     result = run_embed_bench(texts, backends=names, repeats=repeats, threads=threads, queries=qs, batch_size=batch_size)
     if recall:
@@ -101,14 +95,11 @@ def ray(
     """One-process build against Ray Data builds on a local cluster: seconds, chunks/s, speed-up
     and equality (ids, vectors, top-5), as JSON. Needs ragnet[scale]."""
     from ragnet.bench.index import run_ray_bench
-    from ragnet.bench.questions import dev_questions
-    from ragnet.eval.datasets import load_questions, pooled_documents, resolve_dataset
+    from ragnet.bench.questions import benchmark_inputs
 
-    path = resolve_dataset("hotpotqa_dev_distractor", data_dir)
-    records = load_questions(path)
-    qs = [r.question for r in dev_questions(records, path, queries)]
+    docs, qs = benchmark_inputs(data_dir=data_dir, documents=n, questions=queries)
     counts = [int(w) for w in workers.split(",") if w.strip()]
-    typer.echo(json.dumps(run_ray_bench(pooled_documents(records)[:n], workers=counts, queries=qs), indent=2))
+    typer.echo(json.dumps(run_ray_bench(docs, workers=counts, queries=qs), indent=2))
 
 
 def scale(

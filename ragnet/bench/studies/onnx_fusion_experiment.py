@@ -22,15 +22,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     from onnxruntime.quantization import QuantType, quantize_dynamic
     from onnxruntime.transformers import optimizer
 
-    from ragnet.corpus.types import Chunk
-    from ragnet.eval.datasets import load_questions, pooled_documents, resolve_dataset
+    from ragnet.bench.questions import benchmark_inputs, passage_texts
     from ragnet.index.embedder import Embedder
     from ragnet.index.onnx_backend import _INT8_WEIGHTS, OnnxEncoder, int8_file, int8_flavour, onnx_cache_dir
-    from ragnet.index.passages import passage_text
 
-    recs = load_questions(resolve_dataset("hotpotqa_dev_distractor", None))  # $RAGNET_DATA or ../shared/data
-    docs = pooled_documents(recs)[:1000]
-    texts = [passage_text(Chunk(id=d.id, doc_id=d.id, title=d.title, text=d.text, tokens=0)) for d in docs]
+    docs, _ = benchmark_inputs(documents=1000)  # HotpotQA from $RAGNET_DATA or ../shared/data
+    texts = passage_texts(docs)
     torch_e = Embedder(backend="torch")
     e8 = Embedder(backend="onnx-int8")
     e8.encode(texts[:8])

@@ -35,17 +35,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     import nncf
     import openvino as ov
 
-    from ragnet.corpus.types import Chunk
-    from ragnet.eval.datasets import load_questions, pooled_documents, resolve_dataset
+    from ragnet.bench.questions import benchmark_inputs, passage_texts
     from ragnet.index.embedder import Embedder
     from ragnet.index.onnx_backend import OnnxEncoder, int8_file, int8_flavour, onnx_cache_dir
-    from ragnet.index.passages import passage_text
 
     IR_DIR.mkdir(exist_ok=True)
-    recs = load_questions(resolve_dataset("hotpotqa_dev_distractor", None))
-    docs = pooled_documents(recs)
-    texts = [passage_text(Chunk(id=d.id, doc_id=d.id, title=d.title, text=d.text, tokens=0)) for d in docs[:1000]]
-    calib = [passage_text(Chunk(id=d.id, doc_id=d.id, title=d.title, text=d.text, tokens=0)) for d in docs[5000:5300]]
+    docs, _ = benchmark_inputs()
+    texts = passage_texts(docs[:1000])
+    calib = passage_texts(docs[5000:5300])
     torch_e = Embedder(backend="torch")
     e8 = Embedder(backend="onnx-int8")
     e8.encode(texts[:8])
