@@ -69,7 +69,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     cases = [r for r in rows if r['strategy'] == 'oneshot:sentences@1000' and echoes_question(r['question'], r['answer'])]
     ragnet.configure(lm="local")
     index, _ = load_pooled("hotpotqa_dev_distractor", show_progress=False)
-    prog = build_program("oneshot:sentences", index, budget=1000, answer_lm="local:qwen2.5-coder-1.5b")
+    prog = build_program("oneshot:sentences", index, budget=1000, reader="local:qwen2.5-coder-1.5b")
     for r in cases[:args.limit]:
         chunks = prog.retrieve(r['question'])
         text, _ = format_context(chunks, "")

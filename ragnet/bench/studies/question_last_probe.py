@@ -56,7 +56,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     ragnet.configure(lm="local")
     index, _ = load_pooled("hotpotqa_dev_distractor", show_progress=False)
-    programs = {spec: build_program(spec, index, budget=1000, answer_lm="local:qwen2.5-coder-1.5b")
+    programs = {spec: build_program(spec, index, budget=1000, reader="local:qwen2.5-coder-1.5b")
                 for spec in ("basic", "oneshot:sentences")}
     done = set()
     if out_path.exists():
