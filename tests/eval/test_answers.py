@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import unicodedata
 from pathlib import Path
@@ -13,7 +14,8 @@ from dspy.evaluate.metrics import normalize_text
 from ragnet.eval.answers import contains_match, exact_match, f1, normalize_answer
 
 ROOT = Path(__file__).resolve().parents[2]
-COMMITTED = sorted((ROOT / "docs" / "results").glob("*/results.jsonl"))
+COMMITTED = sorted([*(ROOT / "docs" / "results").glob("*/results.jsonl"),
+                    *(ROOT / "docs" / "results").glob("*/results.jsonl.gz")])
 
 
 def test_composed_and_decomposed_accents_now_match():
@@ -37,7 +39,9 @@ def test_normalisation_is_dspys(text):
 def test_committed_em_and_f1_are_unchanged():
     checked = 0
     for path in COMMITTED:
-        for line in path.read_text(encoding="utf-8").splitlines():
+        raw = path.read_bytes()
+        text = (gzip.decompress(raw) if path.suffix == ".gz" else raw).decode("utf-8")
+        for line in text.splitlines():
             row = json.loads(line)
             if row.get("error") or "answers" not in row or "em" not in row:
                 continue  # laziness rows, error rows
