@@ -3,7 +3,7 @@ included):
 
 * the sub-packages follow one declared order (:data:`LAYERS`): a module imports only from its
   own layer or a lower one, so the numpy core never reaches for an LM and no library package
-  reaches for the benchmarks or the command line;
+  reaches for the command line; only the command line imports the benchmarks (``ragnet.bench``);
 * no module imports a module that imports it back.
 
 ``ragnet/__init__.py`` (the public re-exports) and ``ragnet/__main__.py`` stand outside the order;
@@ -120,6 +120,14 @@ def test_the_library_never_imports_the_command_line():
     offenders = {m: sorted(t for t in deps if t == "ragnet.cli" or t.startswith("ragnet.cli."))
                  for m, deps in graph.items() if not (m == "ragnet.cli" or m.startswith("ragnet.cli.")
                                                       or m == "ragnet.__main__")}
+    assert {m: t for m, t in offenders.items() if t} == {}
+
+
+def test_only_the_command_line_imports_the_benchmarks():
+    graph = _graph()
+    inside = ("ragnet.bench", "ragnet.cli")
+    offenders = {m: sorted(t for t in deps if t == "ragnet.bench" or t.startswith("ragnet.bench."))
+                 for m, deps in graph.items() if not any(m == p or m.startswith(p + ".") for p in inside)}
     assert {m: t for m, t in offenders.items() if t} == {}
 
 
