@@ -4,25 +4,20 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from ragnet.cli.common import (
-    answer_lm_option,
-    api_base_option,
-    api_key_env_option,
-    api_key_option,
-    console,
-    lm_option,
-    lm_settings,
-    timeout_option,
-)
+from ragnet.cli.common import console, with_lm_options
+
+if TYPE_CHECKING:
+    from ragnet.lm.config import LMOptions
 
 #: Exit status when the question was answered by a fallback because the LM failed (2 is bad input).
 EXIT_LM_FAILED = 3
 
 
+@with_lm_options(answer_lm="auto")
 def ask(
     question: str = typer.Argument(..., help="The question."),
     index_dir: Path = typer.Option(..., "--index", "-i", help="Index directory built by `ragnet index`."),
@@ -30,41 +25,31 @@ def ask(
         "auto", help="auto (ragnet's recommendation for the reader: oneshot:sentences at 1,000 tokens for a local "
                      "model, oneshot at 4,000 otherwise) | basic | oneshot | iterative | reflective | combined "
                      "(presets allowed)."),
-    lm: Optional[str] = lm_option(),
-    answer_lm: str = answer_lm_option("auto"),
-    api_base: Optional[str] = api_base_option(),
-    api_key: Optional[str] = api_key_option(),
-    api_key_env: Optional[str] = api_key_env_option(),
-    timeout: float = timeout_option(),
     budget: Optional[int] = typer.Option(None, help="Token budget of the answer prompt (oneshot, combined, "
                                                     "iterative; default: auto's for the reader, else 4,000 "
                                                     "for oneshot and combined, none for iterative)."),
     program_file: Optional[Path] = typer.Option(None, "--program", help="Compiled program JSON from `ragnet optimize`."),
     as_json: bool = typer.Option(False, "--json", help="Print the whole prediction as JSON."),
     show_trace: bool = typer.Option(False, "--trace", help="Print the step-by-step trace (one JSON object per line)."),
+    *,
+    lms: LMOptions,
 ) -> None:
     """Answer a question over an index with one strategy.
 
     Exit status: 0 answered, 2 bad input, 3 the LM failed and the answer is a fallback
     (the cause is printed on stderr; --json still prints the prediction).
     """
-    import ragnet
     from ragnet.index import Index
-    from ragnet.lm.config import resolve_answer_lm
     from ragnet.lm.failures import answer_failure
     from ragnet.programs.persist import load_program
-    from ragnet.programs.registry import build_program, recommended_strategy
-    from ragnet.signatures.answer import AnswerLM
+    from ragnet.programs.registry import build_program, resolve_strategy
 
-    settings = lm_settings(api_base, api_key, api_key_env, timeout)
+    lms.connection()  # bad connection options fail before the index loads
     index = Index.load(index_dir)
-    ragnet.configure(lm=lm, **settings)
-    reader = resolve_answer_lm(answer_lm, lm)
-    if strategy.strip().casefold() == "auto":
-        strategy, auto_budget = recommended_strategy(reader if reader is not None else lm)
-        budget = budget if budget is not None else auto_budget
-    program = build_program(strategy, index, budget=budget,
-                            reader=AnswerLM(reader, **settings) if reader is not None else None)
+    lms.configure()
+    reader = lms.reader_lm()
+    strategy, budget = resolve_strategy(strategy, budget, reader if reader is not None else lms.lm)
+    program = build_program(strategy, index, budget=budget, reader=reader)
     if program_file is not None:
         load_program(program, program_file)
     pred = program(question=question)

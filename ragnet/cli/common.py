@@ -151,14 +151,6 @@ def timeout_option(default: float = 120.0) -> Any:
     return typer.Option(default, "--timeout", help="Seconds per LM call; with one retry per step, a server that hangs costs at most about 2x this per step.")
 
 
-def lm_settings(api_base: Optional[str], api_key: Optional[str], api_key_env: Optional[str],
-                timeout: Optional[float]) -> dict[str, Any]:
-    """Keyword arguments for ``ragnet.configure`` / ``make_lm`` from the LM connection options."""
-    from ragnet.lm.config import LMOptions
-
-    return LMOptions(api_base=api_base, api_key=api_key, api_key_env=api_key_env, timeout=timeout).connection()
-
-
 def with_lm_options(*, answer_lm: str | None | bool = None, timeout: float = 120.0) -> Callable[[Callable], Callable]:
     """Give a command the LM options, declared here once, and pass them as one ``lms``
     (:class:`ragnet.lm.config.LMOptions`) instead of six parameters.

@@ -3,29 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from ragnet.cli.common import (
-    answer_lm_option,
-    api_base_option,
-    api_key_env_option,
-    api_key_option,
-    lm_option,
-    lm_settings,
-    timeout_option,
-)
+from ragnet.cli.common import with_lm_options
+
+if TYPE_CHECKING:
+    from ragnet.lm.config import LMOptions
 
 
+@with_lm_options(answer_lm="auto")
 def demo(
     workdir: Path = typer.Option(Path(".ragnet-cache/demo"), help="Where the demo corpus, index and results go."),
-    lm: Optional[str] = lm_option(),
-    answer_lm: str = answer_lm_option("auto"),
-    api_base: Optional[str] = api_base_option(),
-    api_key: Optional[str] = api_key_option(),
-    api_key_env: Optional[str] = api_key_env_option(),
-    timeout: float = timeout_option(),
     # ragnet.demo.run.DEFAULT_ANSWERS (tests/demo pins the two together); a literal, so that every
     # `ragnet` command does not import the demo corpus at start-up (~35 ms)
     answers: int = typer.Option(3, help="Questions answered, among those plain top-5 gets wrong, taken from each level in turn."),
@@ -34,12 +24,13 @@ def demo(
     full: bool = typer.Option(False, "--full", help="Every strategy on every picked question (several times longer)."),
     budget: int = typer.Option(1000, help="Token budget of the answer prompt for the budgeted strategies."),
     max_turns: int = typer.Option(2, help="Turn cap for the agent loops (kept small for the local LM)."),
+    *,
+    lms: LMOptions,
 ) -> None:
     """Synthetic yearbooks where top-5 confuses years and cities: evidence per strategy, then answers."""
     from ragnet.demo.run import run_demo
 
-    run_demo(workdir, lm=lm, answer_lm=answer_lm, lm_options=lm_settings(api_base, api_key, api_key_env, timeout),
-             answers=answers, evidence_per_level=evidence_per_level,
+    run_demo(workdir, lms=lms, answers=answers, evidence_per_level=evidence_per_level,
              strategies=[s for s in strategies.split(",") if s] if strategies else None, full=full, budget=budget,
              max_turns=max_turns)
 

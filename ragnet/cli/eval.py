@@ -9,15 +9,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
 from ragnet.cli.common import (
-    answer_lm_option,
-    api_base_option,
-    api_key_env_option,
-    api_key_option,
     command_line,
     console,
     data_dir_option,
@@ -25,13 +21,15 @@ from ragnet.cli.common import (
     index_dir_option,
     lm_option,
     new_app,
-    lm_settings,
     parse_ints,
     say,
     split_option,
-    timeout_option,
+    with_lm_options,
 )
 from ragnet.errors import InputError
+
+if TYPE_CHECKING:
+    from ragnet.lm.config import LMOptions
 
 HELP = ("Measure strategies side by side on a benchmark (EM, F1, LLM match, gold recall, stage retention, cost); "
         "resumable. Subcommands: see below.")
@@ -45,6 +43,7 @@ def _check_split(split: str, allowed: tuple[str, ...] = ("dev", "acceptance")) -
                     "thresholds or rules on it", fg=typer.colors.YELLOW, err=True)
 
 
+@with_lm_options()
 def evaluate(
     ctx: typer.Context,
     data: str = data_option(),
@@ -53,12 +52,6 @@ def evaluate(
     n: Optional[int] = typer.Option(None, "-n", help="At most this many questions (file order)."),
     ids: Optional[str] = typer.Option(None, help="Question ids: comma list or @file."),
     strategies: str = typer.Option("basic,oneshot", help="Comma-separated strategies; presets compose with '+' (oneshot:no-filter, oneshot:sentences+qlast)."),
-    lm: Optional[str] = lm_option(),
-    answer_lm: Optional[str] = answer_lm_option(),
-    api_base: Optional[str] = api_base_option(),
-    api_key: Optional[str] = api_key_option(),
-    api_key_env: Optional[str] = api_key_env_option(),
-    timeout: float = timeout_option(),
     judge_lm: Optional[str] = typer.Option(None, help="LM for the LLM-match judge (default: the same as --lm)."),
     no_judge: bool = typer.Option(False, "--no-judge", help="Skip the LLM judge (EM/F1 only)."),
     threads: int = typer.Option(1, help="Questions answered in parallel."),
@@ -70,6 +63,8 @@ def evaluate(
     fresh: bool = typer.Option(False, "--fresh", help="Discard earlier results in --out instead of resuming."),
     retry_errors: bool = typer.Option(False, "--retry-errors", help="Re-run questions whose earlier row is an error."),
     no_plots: bool = typer.Option(False, "--no-plots", help="Do not write PNG plots."),
+    *,
+    lms: LMOptions,
 ) -> None:
     """Run strategies on benchmark questions; write results.jsonl, report.md, summary.json and plots."""
     if ctx.invoked_subcommand is not None:
@@ -78,8 +73,6 @@ def evaluate(
     from ragnet.eval.datasets import load_eval_set
     from ragnet.eval.run_folder import claim_folder
     from ragnet.eval.runner import parse_program_args, plan_strategies, run_eval
-    from ragnet.lm.config import configure, make_lm
-    from ragnet.signatures.answer import AnswerLM
 
     if threads < 1:
         raise InputError(f"must be at least 1, got {threads}", argument="threads")
@@ -92,13 +85,12 @@ def evaluate(
     target = out or Path(".ragnet-cache") / "eval" / (f"{ev.name}-{split}" + ("" if mode == "pooled" else f"-{mode}"))
     claim_folder(target)  # before any index or LM work
     pin_threads(max(1, (os.cpu_count() or 2) // threads))
-    settings = lm_settings(api_base, api_key, api_key_env, timeout)
-    program_lm = configure(lm=lm, **settings)
-    judge = make_lm(judge_lm, **settings) if not no_judge and judge_lm is not None and judge_lm != lm else None
+    program_lm = lms.configure()
+    judge = lms.make(judge_lm) if not no_judge and judge_lm is not None and judge_lm != lms.lm else None
+    reader = lms.reader_lm()
     say(f"{ev.name}: {len(ev.questions)} questions ({split}, {mode}); strategies "
         f"{', '.join(r.label for r in plan)}; LM {getattr(program_lm, 'model', program_lm)}"
-        + (f", answers {answer_lm}" if answer_lm else "") + f" -> {target}")
-    reader = AnswerLM(answer_lm, **settings) if answer_lm else None
+        + (f", answers {reader.name}" if reader is not None else "") + f" -> {target}")
     summary = run_eval(ev, plan, out_dir=target, judge=not no_judge, judge_lm=judge, answer_lm=reader, threads=threads,
                        command=command_line(ctx), fresh=fresh, retry_errors=retry_errors, plots=not no_plots, log=say)
     _print_table(summary)

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ragnet.errors import InputError
+from ragnet.lm.config import LMOptions, get_lm
 
 __all__ = ["DEFAULT_ANSWERS", "DEFAULT_STRATEGIES", "FULL_STRATEGIES", "answered_questions", "build_demo_index",
            "build_demo_program", "pick_questions", "run_demo"]
@@ -174,9 +175,7 @@ def _mean(values: Sequence[float]) -> float:
 def run_demo(
     workdir: str | Path,
     *,
-    lm: Any = None,
-    answer_lm: Any = "auto",
-    lm_options: dict[str, Any] | None = None,
+    lms: LMOptions | None = None,
     answers: int = DEFAULT_ANSWERS,
     evidence_per_level: int = 3,
     strategies: Sequence[str] | None = None,
@@ -189,10 +188,8 @@ def run_demo(
 
     Args:
         workdir: where the corpus, its index and the run folder (``results/``) go.
-        lm: LM of the programs' steps: ``"local"`` (default), any litellm id, or a ``dspy.LM``.
-        answer_lm: LM of the answer step; ``"auto"`` is ragnet's default reader for ``lm``
-            (``ragnet.lm.config.default_answer_lm``), None answers with ``lm``.
-        lm_options: ``api_base``, ``api_key``, ``timeout`` for the LMs.
+        lms: the steps' LM, the reader and their connection (default: the local model and
+            ragnet's default reader for it, ``LMOptions(answer_lm="auto")``).
         answers: questions answered, among the picked questions plain top-5 gets wrong, taken
             from each level in turn (:func:`answered_questions`; levels where top-5 gets every
             question right are not answered); ``full`` answers every picked question.
@@ -210,12 +207,9 @@ def run_demo(
     from rich.console import Console
     from rich.table import Table
 
-    import ragnet
     from ragnet.demo.corpus import choice_correct
     from ragnet.eval.runner import QAEvaluator
-    from ragnet.lm.config import get_lm, resolve_answer_lm
     from ragnet.programs.registry import parse_spec
-    from ragnet.signatures.answer import AnswerLM
 
     if answers < 1:
         raise InputError("must be at least 1", argument="answers")
@@ -249,9 +243,9 @@ def run_demo(
     echo(table)
 
     # 2. answers
-    ragnet.configure(lm=lm, **(lm_options or {}))
-    reader_spec = resolve_answer_lm(answer_lm, lm)
-    reader = None if reader_spec is None else AnswerLM(reader_spec, **(lm_options or {}))
+    lms = lms if lms is not None else LMOptions(answer_lm="auto")
+    lms.configure()
+    reader = lms.reader_lm()
     questions = picked if full else answered_questions(hard, answers)
     by_id = {q.id: q for q in questions}
 
@@ -277,7 +271,7 @@ def run_demo(
     summary["evidence"] = evidence
     summary["questions"] = [q.id for q in picked]
 
-    reader_name = reader.name if reader is not None else str(getattr(get_lm(), "model", lm))
+    reader_name = reader.name if reader is not None else str(getattr(get_lm(), "model", lms.lm))
     table = Table(title=f"answers: {len(questions)} questions, reader {reader_name}, budget {budget} tokens")
     answered_levels = sorted({q.level for q in questions})  # levels with no answered question get no column
     for col in ["strategy", "accuracy", *[f"L{lv}" for lv in answered_levels], "gold yearbooks", "gold facts", "LM calls",

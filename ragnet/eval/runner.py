@@ -333,11 +333,11 @@ class QAEvaluator(Evaluator):
         self.questions = kept
         self.index = index
         self.set_name = data.name if isinstance(data, EvalSet) else (name or "questions")
-        from ragnet.signatures.answer import AnswerLM
+        from ragnet.lm.config import LazyLM
 
         self.judge, self.judge_lm, self.threads = bool(judge), judge_lm, threads
-        self.answer_lm = None if answer_lm is None else (answer_lm if isinstance(answer_lm, AnswerLM)
-                                                         else AnswerLM(answer_lm))
+        self.answer_lm = None if answer_lm is None else (answer_lm if isinstance(answer_lm, LazyLM)
+                                                         else LazyLM(answer_lm))
         self.budget, self.budgets = budget, budgets
         self.overrides = overrides or {}
         self.program_factory = program_factory or self._build_program
@@ -628,3 +628,4 @@ def _run_threaded(jobs: list, run_job: Callable, record_row: Callable[[dict[str,
         raise
     finally:
         pool.shutdown(wait=wait_for_running, cancel_futures=True)
+

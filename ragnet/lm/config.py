@@ -33,7 +33,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from ragnet.errors import InputError  # noqa: E402
 from ragnet.lm.models import MODELS, default_model_path, ragnet_home  # noqa: E402
 
-__all__ = ["DEFAULT_READER", "LMOptions", "cache_dir", "configure", "default_answer_lm", "get_lm", "make_lm",
+__all__ = ["DEFAULT_READER", "LMOptions", "LazyLM", "cache_dir", "configure", "default_answer_lm", "get_lm", "make_lm",
            "parse_lm_spec", "resolve_answer_lm"]
 
 _cache_state: dict[str, Any] = {"dir": None}
@@ -282,6 +282,50 @@ def get_lm():
     return current if current is not None else configure()
 
 
+class LazyLM:
+    """An LM built on first use, once: the reader an answer step holds when it differs from the
+    LM the other steps use.
+
+    Holds a spec (``"local:qwen2.5-coder-1.5b"``, a litellm id) or a ``dspy.BaseLM`` and builds
+    the LM with ``options`` (``timeout``, ``api_base``, ...) only when a question needs it. A plain
+    attribute, not a DSPy parameter: saving a program stores prompts and demos, never an LM, and
+    copies of a step share it (no second model in memory).
+
+    Example:
+        >>> from dspy.utils import DummyLM
+        >>> LazyLM(DummyLM([])).name, LazyLM("openai/gpt-4o-mini").name
+        ('dummy', 'openai/gpt-4o-mini')
+    """
+
+    def __init__(self, lm: Any, **options: Any) -> None:
+        import dspy
+
+        self.spec, self.options = lm, options
+        self._lm: Any = lm if isinstance(lm, dspy.BaseLM) else None
+
+    @property
+    def lm(self) -> Any:
+        """The ``dspy.BaseLM``, built from the spec on first use."""
+        if self._lm is None:
+            self._lm = make_lm(self.spec, **self.options)
+        return self._lm
+
+    @property
+    def name(self) -> str:
+        if isinstance(self.spec, str):
+            return self.spec
+        return str(getattr(self.spec, "model", None) or type(self.spec).__name__)
+
+    def settings(self):
+        """``dspy.context`` with this LM and the adapter that suits it (JSON for llama.cpp)."""
+        import dspy
+
+        return dspy.context(lm=self.lm, adapter=resolve_adapter("auto", self.lm))
+
+    def __deepcopy__(self, memo: dict) -> "LazyLM":
+        return self
+
+
 @dataclass(frozen=True)
 class LMOptions:
     """Which LMs a run uses and how to reach them: what every ``ragnet`` command's LM options mean.
@@ -302,8 +346,8 @@ class LMOptions:
         >>> options = LMOptions(lm="openai/gpt-4o-mini", answer_lm="openai/gpt-4o", api_key="sk-test", timeout=30)
         >>> options.connection()
         {'api_key': 'sk-test', 'timeout': 30.0}
-        >>> options.reader(), options.make("openai/gpt-4o").model
-        ('openai/gpt-4o', 'openai/gpt-4o')
+        >>> options.reader(), options.make("openai/gpt-4o").model, options.reader_lm().options
+        ('openai/gpt-4o', 'openai/gpt-4o', {'api_key': 'sk-test', 'timeout': 30.0})
     """
 
     lm: str | None = None
@@ -341,3 +385,8 @@ class LMOptions:
     def reader(self) -> Any:
         """The reader's spec, or None when ``lm`` answers too (:func:`resolve_answer_lm`)."""
         return resolve_answer_lm(self.answer_lm, self.lm)
+
+    def reader_lm(self) -> LazyLM | None:
+        """The reader on this connection, built when it first answers; None when ``lm`` answers too."""
+        spec = self.reader()
+        return None if spec is None else LazyLM(spec, **self.connection())

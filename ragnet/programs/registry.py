@@ -137,8 +137,8 @@ def build_program(spec: str, index: Any, *, budget: int | None = None, reader: A
         spec: ``"strategy[:preset[+preset...]]"`` (see the module docstring).
         index: the ``ragnet.Index`` it answers over.
         budget: the answer-prompt budget of budgeted strategies (ignored by the others).
-        reader: the LM of the answer step (an LM spec, a ``dspy.BaseLM`` or an
-            :class:`ragnet.signatures.answer.AnswerLM`); None answers with the configured LM.
+        reader: the LM of the answer step (an LM spec, a ``dspy.BaseLM`` or a
+            :class:`ragnet.lm.config.LazyLM`); None answers with the configured LM.
         **overrides: constructor arguments, over the presets' (``answer=AnswerStep(...)`` replaces
             the composed answer step; then neither the spec nor ``reader`` may set its options).
 
@@ -192,6 +192,24 @@ def recommended_strategy(reader: Any = None) -> tuple[str, int]:
     else:  # a dspy.LM: ragnet's local models are served as "llamacpp/<name>"
         local = str(getattr(reader, "model", "")).startswith("llamacpp/")
     return RECOMMENDED["local" if local else "other"]
+
+
+def resolve_strategy(strategy: str, budget: int | None = None, reader: Any = None) -> tuple[str, int | None]:
+    """The spec and budget a run uses: ``strategy`` and ``budget`` as given, or for ``"auto"``
+    ragnet's recommendation for the LM that answers (:func:`recommended_strategy`; ``reader`` is
+    an LM spec, a ``dspy.BaseLM``, a :class:`ragnet.lm.config.LazyLM` or None), with the
+    recommended budget unless one is given.
+
+    Example:
+        >>> resolve_strategy("auto", None, "local"), resolve_strategy("AUTO", 2000, "openai/gpt-4o")
+        (('oneshot:sentences', 1000), ('oneshot', 2000))
+        >>> resolve_strategy("basic", None, "local")
+        ('basic', None)
+    """
+    if strategy.strip().casefold() != "auto":
+        return strategy, budget
+    spec, recommended = recommended_strategy(getattr(reader, "spec", reader))
+    return spec, budget if budget is not None else recommended
 
 
 def all_specs() -> list[str]:

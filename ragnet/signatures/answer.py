@@ -21,10 +21,11 @@ from typing import Any
 import dspy
 
 from ragnet.errors import InputError
+from ragnet.lm.config import LazyLM
 from ragnet.signatures.formatting import format_context, resolve_ids
 from ragnet.signatures.step import Step, StepOutputError
 
-__all__ = ["QUESTION_AT", "REASONING", "AnswerLM", "AnswerStep", "GenerateAnswer", "answer_default", "answer_demos", "answer_inputs",
+__all__ = ["QUESTION_AT", "REASONING", "AnswerStep", "GenerateAnswer", "answer_default", "answer_demos", "answer_inputs",
            "answer_validator", "describe_question_at", "names_two_options", "question_at"]
 
 
@@ -156,49 +157,6 @@ REASONING = dspy.OutputField(
 )
 
 
-class AnswerLM:
-    """The LM an answer step answers with when it differs from the one the other steps use.
-
-    Holds a spec (``"local:qwen2.5-coder-1.5b"``, a litellm id) or a ``dspy.BaseLM`` and builds
-    the LM on first use, once, with ``options`` (``timeout``, ``api_base``, ...). A plain attribute,
-    not a DSPy parameter: saving a program stores prompts and demos, never an LM, and copies of a
-    step share it (no second model in memory).
-
-    Example:
-        >>> from dspy.utils import DummyLM
-        >>> AnswerLM(DummyLM([])).name, AnswerLM("openai/gpt-4o-mini").name
-        ('dummy', 'openai/gpt-4o-mini')
-    """
-
-    def __init__(self, lm: Any, **options: Any) -> None:
-        self.spec, self.options = lm, options
-        self._lm: Any = lm if isinstance(lm, dspy.BaseLM) else None
-
-    @property
-    def lm(self) -> Any:
-        """The ``dspy.BaseLM``, built from the spec on first use."""
-        if self._lm is None:
-            from ragnet.lm.config import make_lm
-
-            self._lm = make_lm(self.spec, **self.options)
-        return self._lm
-
-    @property
-    def name(self) -> str:
-        if isinstance(self.spec, str):
-            return self.spec
-        return str(getattr(self.spec, "model", None) or type(self.spec).__name__)
-
-    def settings(self):
-        """``dspy.context`` with this LM and the adapter that suits it (JSON for llama.cpp)."""
-        from ragnet.lm.config import resolve_adapter
-
-        return dspy.context(lm=self.lm, adapter=resolve_adapter("auto", self.lm))
-
-    def __deepcopy__(self, memo: dict) -> "AnswerLM":
-        return self
-
-
 def _question_placed(signature: type[dspy.Signature], where: str) -> type[dspy.Signature]:
     """A GenerateAnswer-shaped ``signature`` (instructions, demos' fields and outputs kept) with the
     question shown ``where``; "auto" is the "last" signature (the step adds the preview per
@@ -229,7 +187,7 @@ class AnswerStep(Step):
 
     Args:
         lm: the LM this step answers with: a spec (``"local:qwen2.5-coder-1.5b"``, a litellm id), a
-            ``dspy.BaseLM`` or an :class:`AnswerLM`, built on first use; None answers with the
+            ``dspy.BaseLM`` or a :class:`ragnet.lm.config.LazyLM`, built on first use; None answers with the
             configured LM, like every other step. A stronger reader for the answer and a small,
             fast LM for an agent's steps is the usual split.
         reasoning: reason before answering (chain of thought): the signature gains a ``reasoning``
@@ -288,7 +246,7 @@ class AnswerStep(Step):
         #: The retries asked for (None: the program's).
         self.retries_given = retries
         #: The LM this step answers with (None: the configured one); never saved, shared by copies.
-        self.lm = lm if lm is None or isinstance(lm, AnswerLM) else AnswerLM(lm)
+        self.lm = lm if lm is None or isinstance(lm, LazyLM) else LazyLM(lm)
         self._place(question_at or "first")
 
     def _place(self, where: str) -> None:

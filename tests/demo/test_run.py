@@ -14,6 +14,7 @@ import pytest
 
 from ragnet.demo.run import DEFAULT_ANSWERS, DEFAULT_STRATEGIES, run_demo, top_k_misses
 from ragnet.demo.corpus import choice_correct, demo_questions
+from ragnet.lm.config import LMOptions
 from tests.programs.scripted import ProgramLM
 
 pytestmark = pytest.mark.slow  # embeds the 210-chunk demo corpus once
@@ -45,7 +46,7 @@ def test_demo_shows_evidence_then_answers_and_reruns_from_the_cache(tmp_path, is
     engine = _gold_answering_lm()
     cached_lm = dspy.LM("scripted/program", engine=engine, cache=True, num_retries=0)  # as configure() makes them
     workdir = tmp_path / "demo"
-    summary = run_demo(workdir, lm=cached_lm, answer_lm=None)
+    summary = run_demo(workdir, lms=LMOptions(lm=cached_lm))
 
     # 1. evidence, no LM: the picked questions are those plain top-5 gets wrong
     from ragnet.demo.run import build_demo_index
@@ -83,7 +84,7 @@ def test_demo_shows_evidence_then_answers_and_reruns_from_the_cache(tmp_path, is
 
     (manifest,) = workdir.glob("index-*/manifest.json")
     built_at = manifest.stat().st_mtime_ns
-    again = run_demo(workdir, lm=cached_lm, answer_lm=None)
+    again = run_demo(workdir, lms=LMOptions(lm=cached_lm))
     assert len(engine.calls) == first_calls  # every LM call came from the DSPy cache
     assert manifest.stat().st_mtime_ns == built_at  # the saved index was loaded, not rebuilt
     assert {k: v["correct"] for k, v in again["strategies"].items()} == {
@@ -95,7 +96,7 @@ def test_demo_shows_evidence_then_answers_and_reruns_from_the_cache(tmp_path, is
 
 def test_demo_runs_an_agent_strategy_on_request(tmp_path, isolated_dspy):
     lm = dspy.LM("scripted/program", engine=_gold_answering_lm(), cache=False, num_retries=0)
-    summary = run_demo(tmp_path / "demo", lm=lm, answer_lm=None, strategies=["combined"], answers=2)
+    summary = run_demo(tmp_path / "demo", lms=LMOptions(lm=lm), strategies=["combined"], answers=2)
     records = _rows(tmp_path / "demo")
     assert [r["strategy"] for r in records] == ["combined", "combined"]  # one L3 and one L4 question
     assert all(r["usage"]["lm_calls"] > 1 for r in records)  # the agent takes several steps
@@ -119,8 +120,8 @@ def test_demo_rejects_bad_arguments_before_building_anything(tmp_path, isolated_
     from ragnet.errors import InputError
 
     with pytest.raises(InputError) as err:
-        run_demo(tmp_path / "demo", lm=ProgramLM().lm(), answers=0)
+        run_demo(tmp_path / "demo", lms=LMOptions(lm=ProgramLM().lm()), answers=0)
     assert err.value.argument == "answers"
     with pytest.raises(InputError):
-        run_demo(tmp_path / "demo", lm=ProgramLM().lm(), strategies=["basic", "bogus"])
+        run_demo(tmp_path / "demo", lms=LMOptions(lm=ProgramLM().lm()), strategies=["basic", "bogus"])
     assert not (tmp_path / "demo").exists()

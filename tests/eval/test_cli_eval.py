@@ -47,8 +47,8 @@ def test_eval_runs_strategies_and_writes_outputs(env):
     assert summary["meta"]["questions"] == 2 and summary["meta"]["split"] == "dev"
     assert summary["strategies"]["basic"]["llm_match"] == 1.0  # q1 exact, q2 judged a match
     report = (out / "report.md").read_text()
-    assert ("Command: `ragnet eval --data tiny --data-dir " + str(data) + " --strategies basic,oneshot --lm scripted "
-            "--budgets 1000,2000 --out " + str(out) + " --no-plots`") in report
+    assert ("Command: `ragnet eval --data tiny --data-dir " + str(data) + " --strategies basic,oneshot "
+            "--budgets 1000,2000 --out " + str(out) + " --no-plots --lm scripted`") in report
     assert len((out / "results.jsonl").read_text().splitlines()) == 6
     assert not list(out.glob("*.png"))
     # the pooled index went to the content-hash cache under $RAGNET_HOME

@@ -6,7 +6,7 @@ import dspy
 
 from ragnet.programs import CombinedRAG, IterativeRAG, OneShotRAG
 from ragnet.signatures import AnswerStep
-from ragnet.signatures.answer import AnswerLM
+from ragnet.lm.config import LazyLM as AnswerLM
 from tests.programs.scripted import ProgramLM
 
 Q = "What was the population of Aldermoor in 2021?"
