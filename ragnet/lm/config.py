@@ -165,10 +165,10 @@ def configure(lm: Any = None, *, api_base: str | None = None, api_key: str | Non
             for the local llama.cpp engine and DSPy's default ``ChatAdapter`` for everything
             else (without its second call in JSON: ragnet's steps parse a JSON reply leniently
             and retry once themselves); ``"chat"``, ``"json"`` or any ``dspy.Adapter`` force one.
-            Why JSON for the local model: a 0.5B model
-            misreads the ChatAdapter's ``[[ ## field ## ]]`` layout (it copies the schema notes
-            into its answer, ~130 wasted tokens per call, and DSPy then re-asks with JSON: two
-            calls per step), while it writes the JSON object the JSONAdapter asks for.
+            Why JSON for the local model: a 0.5B model misreads the ChatAdapter's
+            ``[[ ## field ## ]]`` layout (it copies the schema notes into its answer, and DSPy
+            then re-asks with JSON: two calls per step), while it writes the JSON object the
+            JSONAdapter asks for.
         **kwargs: local model options (``n_ctx``, ``n_threads``, ``n_gpu_layers``, ``grammar``,
             ``chat_template``, ``verbose``) or extra ``dspy.LM`` options for litellm.
 
@@ -198,8 +198,8 @@ def configure(lm: Any = None, *, api_base: str | None = None, api_key: str | Non
 
 
 #: The local model that answers when the steps run on the default local model (``lm="local"``),
-#: if it has been fetched: on HotpotQA dev it reads sentence-selected contexts far better than
-#: the 0.5B default (see the README), at about twice the time per answer.
+#: if it has been fetched: it reads sentence-selected contexts far better than the 0.5B default,
+#: at about twice the time per answer (docs/design.md, "The answer step").
 DEFAULT_READER = "qwen2.5-coder-1.5b"
 
 
