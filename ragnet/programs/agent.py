@@ -1,7 +1,9 @@
 """The pieces of an agent's search turns, shared by IterativeRAG, CombinedRAG and ReflectiveRAG.
 
 * :func:`rewrite_query`: RewriteQuery on what the agent has seen plus what is still missing;
-  the most probable unseen query, recorded as a ``rewrite`` event.
+  the most probable unseen query, recorded as a ``rewrite`` event. When the rewriter gives no
+  new query (it failed, or only repeated or echoed), the best bridge-entity search
+  (:func:`bridge_search`, no LM) takes its place.
 * :func:`assess`: AssessSufficiency on a view of the evidence, recorded as a ``sufficiency``
   event (and a ``stop`` on "Sufficient").
 * :class:`AgentRAG`: the turn loop of IterativeRAG and CombinedRAG. Each turn: next query →
@@ -21,6 +23,7 @@ from typing import Any
 import dspy
 import numpy as np
 
+from ragnet.core.bridge import bridge_entities, bridge_query
 from ragnet.core.calibrate import relevance
 from ragnet.corpus.types import Chunk
 from ragnet.errors import InputError
@@ -36,24 +39,49 @@ from ragnet.signatures import AnswerStep, ContextualizeStep, RewriteStep, Suffic
 DEFAULT_NOTES_SHARE = 0.25
 
 
+def bridge_search(index: Any, question: str, context: list[Chunk], queries: list[str]) -> str | None:
+    """The best follow-up search no query has run yet: a name the evidence gives and the question
+    does not (:func:`ragnet.core.bridge.bridge_entities`, preferring names that are document titles
+    in ``index``), paired with the question; None when the evidence names nothing new. No LM call.
+
+    Example:
+        >>> from ragnet.corpus.types import Chunk
+        >>> film = Chunk(id="k#0", doc_id="k", title="Kiss and Tell", text="Kiss and Tell stars Shirley Temple.", tokens=8)
+        >>> bridge_search(None, "Who starred in Kiss and Tell?", [film], [])
+        'Shirley Temple Who starred in Kiss and Tell?'
+    """
+    by_title = getattr(getattr(index, "catalog", None), "by_title", None)
+    is_title = (lambda key: key in by_title) if by_title is not None else None
+    searched = {q.casefold() for q in queries}
+    names = bridge_entities(question, [c.text for c in context], is_title=is_title,
+                            exclude=[c.title for c in context], k=len(queries) + 3)
+    return next((q for q in (bridge_query(name, question) for name in names) if q.casefold() not in searched), None)
+
+
 def rewrite_query(
     rewrite: RewriteStep, question: str, context: list[Chunk], notes: str, missing: str,
-    queries: list[str], turn: int, trace: Trace, *, n: int,
+    queries: list[str], turn: int, trace: Trace, *, n: int, index: Any = None, bridge: bool = False,
 ) -> str | None:
     """The next search query from RewriteQuery, shown ``context`` + ``notes`` + what is missing.
 
-    None when the rewriter failed or only repeated earlier queries after turn 1 (the caller
-    stops rather than loop on the same search); on turn 1 the question itself is the safe query.
+    When the rewriter gives no new query (it failed, or every query repeated or echoed an
+    earlier one), ``bridge`` searches the best bridge entity of ``context`` instead
+    (:func:`bridge_search`); failing that, turn 1 searches the question itself and later turns
+    return None (the caller stops rather than loop on the same search). The ``rewrite`` event
+    records the query taken and its ``source``: ``"lm"``, ``"bridge"`` or ``"question"``.
     """
     shown = format_context(context, notes)[0]
     if missing:
         shown = f"{shown}\n\nStill missing: {missing}" if shown else f"Still missing: {missing}"
     pred = rewrite(question=question, context=shown, previous_queries=queries, n=n)
+    query, source = pred.best, "lm"
+    if not query and bridge:
+        query, source = bridge_search(index, question, context, queries), "bridge"
+    if not query and turn == 1:
+        query, source = question, "question"
     trace.add("rewrite", turn=turn, candidates=[{"query": q.query, "probability": q.probability} for q in pred.queries],
-              chosen=pred.best)
-    if pred.best:
-        return pred.best
-    return question if turn == 1 else None
+              chosen=pred.best, query=query, source=source if query else None)
+    return query or None
 
 
 def assess(sufficiency: SufficiencyStep, question: str, view: str, turn: int, trace: Trace) -> tuple[dspy.Prediction, dict]:
@@ -85,7 +113,7 @@ class AgentRAG(RAGProgram):
     """Base of the turn-based agents (IterativeRAG, CombinedRAG); see the module docstring.
 
     Args: as in :class:`ragnet.programs.IterativeRAG` (``max_turns``, ``k``, ``fallback``,
-    ``dedup``, ``contextualize``, ``sufficiency``, ``rewrite``, ``n_queries``, ``lam``,
+    ``dedup``, ``contextualize``, ``sufficiency``, ``rewrite``, ``bridge``, ``n_queries``, ``lam``,
     ``retries``, ``answer``) and
     :class:`ragnet.programs.CombinedRAG` (the final pack's ``budget``, ``sentences``,
     ``notes_share``, ``transform``, ``temperature``, ``method``).
@@ -94,6 +122,7 @@ class AgentRAG(RAGProgram):
     def __init__(
         self, index: Any, *, max_turns: int, k: int, fallback: bool, dedup: bool, contextualize: bool,
         sufficiency: bool, rewrite: bool, n_queries: int, lam: float, retries: int,
+        bridge: bool = True,
         answer: AnswerStep | None = None,
         budget: int | None = None,
         sentences: bool = False,
@@ -106,7 +135,7 @@ class AgentRAG(RAGProgram):
         self.max_turns = check_positive_int(max_turns, "max_turns")
         self.k = check_positive_int(k, "k")
         self.n_queries = check_positive_int(n_queries, "n_queries")
-        self.fallback, self.dedup = bool(fallback), bool(dedup)
+        self.fallback, self.dedup, self.bridge = bool(fallback), bool(dedup), bool(bridge)
         if sentences and budget is None:
             raise InputError("sentence selection packs the answer context into a token budget; give a budget "
                              "(1,000 tokens suits a small local reader)", argument="budget")
@@ -181,12 +210,19 @@ class AgentRAG(RAGProgram):
 
     # -- the shared turn pieces ------------------------------------------------------------------
     def _next_query(self, question: str, shown: list[Chunk], state: Turns, turn: int, trace: Trace) -> str | None:
-        """The next chunk_search query: rewritten when enabled, else the question (first turn only
-        when dedup is off, since repeating it would return the same chunks)."""
-        if not self.rewrite.enabled:
-            return question if (turn == 1 or self.dedup) else None
-        return rewrite_query(self.rewrite, question, shown, state.notes, state.missing, state.queries, turn, trace,
-                             n=self.n_queries)
+        """The next chunk_search query: rewritten when enabled (with the bridge search as its safe
+        default); without the rewrite step, the question on turn 1 and then the bridge search
+        when ``bridge`` is on (no LM call), else the question again when dedup is on."""
+        if self.rewrite.enabled:
+            return rewrite_query(self.rewrite, question, shown, state.notes, state.missing, state.queries, turn,
+                                 trace, n=self.n_queries, index=self.index, bridge=self.bridge)
+        if turn == 1:
+            return question
+        if self.bridge:
+            query = bridge_search(self.index, question, shown, state.queries)
+            trace.add("rewrite", turn=turn, candidates=[], chosen=None, query=query, source="bridge" if query else None)
+            return query
+        return question if self.dedup else None
 
     def _cast(self, question: str, query: str, turn: int, state: Turns, trace: Trace) -> list[Chunk]:
         """chunk_search (plus the turn-1 fallback search); returns the chunks new to the context."""

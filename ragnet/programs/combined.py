@@ -41,7 +41,7 @@ class CombinedRAG(AgentRAG):
         index: a ``ragnet.Index``.
         budget: total tokens of the answer prompt.
         max_turns: cap on casts (3: the pool, not the turns, carries recall).
-        k, fallback, dedup, contextualize, sufficiency, rewrite, n_queries: as in IterativeRAG.
+        k, fallback, dedup, contextualize, sufficiency, rewrite, bridge, n_queries: as in IterativeRAG.
         rules: apply the metadata rule filter to the pool before packing.
         sentences: pack the pool's best sentences instead of whole chunks
             (``ragnet.programs.sentence_packing``), as ``OneShotRAG(sentences=True)`` does.
@@ -57,7 +57,7 @@ class CombinedRAG(AgentRAG):
     Example:
         >>> import dspy
         >>> from dspy.utils import DummyLM
-        >>> lm = DummyLM([{"queries": [{"query": "capital of Italy", "probability": 0.9}]},   # rewrite
+        >>> lm = DummyLM([{"queries": [{"query": "Italy capital city", "probability": 0.9}]},  # rewrite
         ...               {"new_notes": "- Rome is the capital of Italy."},                    # contextualize
         ...               {"answer": "Rome", "evidence_ids": ["c1"]}])                          # answer
         >>> with dspy.context(lm=lm):
@@ -80,6 +80,7 @@ class CombinedRAG(AgentRAG):
         contextualize: bool = True,
         sufficiency: bool = True,
         rewrite: bool = True,
+        bridge: bool = True,
         n_queries: int = 5,
         rules: bool = True,
         sentences: bool = False,
@@ -93,7 +94,7 @@ class CombinedRAG(AgentRAG):
     ) -> None:
         super().__init__(
             index, max_turns=max_turns, k=k, fallback=fallback, dedup=dedup,
-            contextualize=contextualize, sufficiency=sufficiency, rewrite=rewrite, n_queries=n_queries,
+            contextualize=contextualize, sufficiency=sufficiency, rewrite=rewrite, bridge=bridge, n_queries=n_queries,
             lam=lam, retries=retries, answer=answer, budget=check_positive_int(budget, "budget"), sentences=sentences,
             notes_share=notes_share, transform=transform, temperature=temperature, method=method,
         )

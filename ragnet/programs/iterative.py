@@ -58,7 +58,11 @@ class IterativeRAG(AgentRAG):
         dedup: replace already-seen ids with the next-ranked unseen chunks.
         contextualize: keep a notes cache updated from each retrieval.
         sufficiency: stop when AssessSufficiency says "Sufficient".
-        rewrite: write search queries with RewriteQuery (off: every turn searches the question).
+        rewrite: write search queries with RewriteQuery (off: turn 1 searches the question, and
+            later turns the bridge search when ``bridge`` is on, else the question again).
+        bridge: search the best bridge entity of the evidence (a name it gives and the question
+            does not, ``ragnet.programs.agent.bridge_search``; no LM call) when the rewrite gives
+            no new query, or on every turn after the first without the rewrite step.
         n_queries: sub-queries sampled per rewrite (verbalized sampling).
         protect: ``chunk_delete`` may not remove the question's own top-``k`` hits (what
             BasicRAG reads), the best hit of any search, nor the ``protect`` context chunks
@@ -81,14 +85,14 @@ class IterativeRAG(AgentRAG):
     Example:
         >>> import dspy
         >>> from dspy.utils import DummyLM
-        >>> lm = DummyLM([{"queries": [{"query": "capital of Italy", "probability": 0.9}]},   # rewrite
+        >>> lm = DummyLM([{"queries": [{"query": "Italy capital city", "probability": 0.9}]},  # rewrite
         ...               {"new_notes": "- Rome is the capital of Italy."},                    # contextualize
         ...               {"delete_ids": []},                                                   # delete
         ...               {"answer": "Rome", "evidence_ids": ["c1"]}])                          # answer
         >>> with dspy.context(lm=lm):
         ...     pred = IterativeRAG(index, max_turns=1, n_queries=1, k=2)(question="What is the capital of Italy?")
         >>> pred.answer, [e["query"] for e in pred.trace if e["step"] == "search"][:1]
-        ('Rome', ['capital of Italy'])
+        ('Rome', ['Italy capital city'])
     """
 
     def __init__(
@@ -103,6 +107,7 @@ class IterativeRAG(AgentRAG):
         contextualize: bool = True,
         sufficiency: bool = True,
         rewrite: bool = True,
+        bridge: bool = True,
         n_queries: int = 5,
         protect: int = 2,
         lam: float = 0.4,
@@ -114,7 +119,7 @@ class IterativeRAG(AgentRAG):
     ) -> None:
         super().__init__(
             index, max_turns=max_turns, k=k, fallback=fallback, dedup=dedup, contextualize=contextualize,
-            sufficiency=sufficiency, rewrite=rewrite, n_queries=n_queries, lam=lam, retries=retries,
+            sufficiency=sufficiency, rewrite=rewrite, bridge=bridge, n_queries=n_queries, lam=lam, retries=retries,
             answer=answer, budget=budget, sentences=sentences, notes_share=notes_share,
         )
         self.protect = check_positive_int(protect, "protect", minimum=0)

@@ -37,6 +37,8 @@ class ReflectiveRAG(RAGProgram):
         k: chunks per search.
         max_reflections: most Refine rounds (each adds one search).
         n_subqueries: sub-queries sampled per Refine (5, verbalized sampling).
+        bridge: when a Refine gives no new query, search the best bridge entity of the evidence
+            instead (``ragnet.programs.agent.bridge_search``, no LM call).
         beta: weight of the confidence change in Δ.
         tau: stop when Δ falls below this.
         noise_removal: prune the final set with ``core.noise.filter``.
@@ -65,11 +67,13 @@ class ReflectiveRAG(RAGProgram):
         noise_removal: bool = True,
         alpha: float = 5.0,
         keep: float = 0.7,
+        bridge: bool = True,
         lam: float = 0.4,
         retries: int = 1,
         answer: AnswerStep | None = None,
     ) -> None:
         super().__init__(index, lam=lam, retries=retries, answer=answer)
+        self.bridge = bool(bridge)
         self.k = check_positive_int(k, "k")
         self.max_reflections = check_positive_int(max_reflections, "max_reflections", minimum=0)
         self.n_subqueries = check_positive_int(n_subqueries, "n_subqueries")
@@ -101,7 +105,7 @@ class ReflectiveRAG(RAGProgram):
                     trace.add("stop", turn=turn, reason="converged", delta=round(float(delta), 4))
                     break
             query = rewrite_query(self.rewrite, question, docs, "", verdict.missing, queries, turn + 1, trace,
-                                  n=self.n_subqueries)
+                                  n=self.n_subqueries, index=self.index, bridge=self.bridge)
             if query is None:
                 trace.add("stop", turn=turn, reason="no new query")
                 break

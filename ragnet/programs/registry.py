@@ -8,7 +8,7 @@ every strategy. Two presets that set one option to different values are refused.
 
 Example:
     >>> sorted(PRESETS["iterative"])[:3]
-    ['no-contextualize', 'no-dedup', 'no-delete']
+    ['no-bridge', 'no-contextualize', 'no-dedup']
     >>> parse_spec("oneshot:sentences+qlast")
     ('oneshot', ('sentences', 'qlast'))
 """
@@ -50,14 +50,18 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "no-dedup": {"dedup": False},
         "no-contextualize": {"contextualize": False},
         "no-sufficiency": {"sufficiency": False},
-        "plain": {"fallback": False, "delete": False, "dedup": False, "contextualize": False},
+        "plain": {"fallback": False, "delete": False, "dedup": False, "contextualize": False, "bridge": False},
         "unguarded-delete": {"protect": 0},
+        # follow-up searches by the LM-free bridge search alone (no rewrite call), or by the LM alone
+        "no-rewrite": {"rewrite": False},
+        "no-bridge": {"bridge": False},
         # the kept chunks' best sentences packed into the answer budget (give one: --budget)
         "sentences": {"sentences": True},
     },
-    "reflective": {"no-noise": {"noise_removal": False}, "no-reflection": {"max_reflections": 0}},
+    "reflective": {"no-noise": {"noise_removal": False}, "no-reflection": {"max_reflections": 0},
+                   "no-bridge": {"bridge": False}},
     "combined": {"no-rules": {"rules": False}, "no-contextualize": {"contextualize": False},
-                 "sentences": {"sentences": True}},
+                 "sentences": {"sentences": True}, "no-rewrite": {"rewrite": False}, "no-bridge": {"bridge": False}},
 }
 
 # Strategies whose constructor takes a token budget. IterativeRAG reads everything it kept when

@@ -32,6 +32,7 @@ __all__ = [
     "RewriteStep",
     "SubQuery",
     "best_query",
+    "is_echo",
     "normalize_queries",
     "rewrite_default",
     "rewrite_validator",
@@ -86,15 +87,57 @@ def _key(text: str) -> str:
     return " ".join(re.findall(r"\w+", text.casefold()))
 
 
-def normalize_queries(queries: Iterable[Any], previous: Iterable[str] = ()) -> tuple[list[SubQuery], list[str]]:
-    """Clean sub-queries: drop empty ones and repeats, normalise probabilities, sort best first.
+# Words that carry no search term of their own
+_FUNCTION_WORDS = frozenset(
+    "a an the of in on at to for by with from and or but is are was were be been being has have had do does did "
+    "what which who whom whose when where why how that this these those it its he she his her they their there "
+    "as than then both same also not no any some into about after before during between while".split())
+
+
+def _terms(text: str) -> set[str]:
+    return {w for w in _key(text).split() if w not in _FUNCTION_WORDS}
+
+
+#: A query with no new term that shares this much of a text's terms (Jaccard) restates it.
+ECHO_OVERLAP = 0.7
+
+
+def _overlap(a: set[str], b: set[str]) -> float:
+    return len(a & b) / len(a | b) if a | b else 1.0
+
+
+def is_echo(query: str, question: str, previous: Iterable[str] = ()) -> bool:
+    """Whether ``query`` restates the question or an earlier query: it adds no term to them
+    (function words aside) and shares at least :data:`ECHO_OVERLAP` of the question's or an
+    earlier query's terms. Searching it finds what they found; small step LMs asked for a
+    follow-up query mostly write such echoes. A narrower query made of the question's words
+    (one side of a comparison) is not an echo.
+
+    Example:
+        >>> q = "What government position was held by the woman who portrayed Corliss Archer in Kiss and Tell?"
+        >>> is_echo("government position held by the woman who portrayed Corliss Archer in Kiss and Tell", q)
+        True
+        >>> is_echo("Shirley Temple government position", q), is_echo("Corliss Archer film", q)
+        (False, False)
+    """
+    terms = _terms(query)
+    texts = [_terms(question), *(_terms(p) for p in previous)]
+    if not terms <= set().union(*texts):
+        return False
+    return any(_overlap(terms, other) >= ECHO_OVERLAP for other in texts)
+
+
+def normalize_queries(queries: Iterable[Any], previous: Iterable[str] = (), question: str = ""
+                      ) -> tuple[list[SubQuery], list[str]]:
+    """Clean sub-queries: drop empty ones, repeats and echoes, normalise probabilities, sort best first.
 
     Repeats are detected case-, whitespace- and punctuation-insensitively, against each other and
-    against ``previous``. Negative/NaN probabilities count as 0; if all are 0 the remaining
-    queries share the mass equally. Sorting is stable (model order breaks ties).
+    against ``previous``; with a ``question``, a query that adds no term to it and to ``previous``
+    (:func:`is_echo`) is dropped too. Negative/NaN probabilities count as 0; if all are 0 the
+    remaining queries share the mass equally. Sorting is stable (model order breaks ties).
 
     Returns:
-        ``(queries, dropped)`` where ``dropped`` lists the query texts removed as repeats/empty.
+        ``(queries, dropped)`` where ``dropped`` lists the query texts removed as repeats/empty/echoes.
 
     Example:
         >>> qs, dropped = normalize_queries([{"query": "a b", "probability": 3},
@@ -102,7 +145,11 @@ def normalize_queries(queries: Iterable[Any], previous: Iterable[str] = ()) -> t
         ...                                  {"query": "c", "probability": 1}], previous=["old"])
         >>> [(q.query, q.probability) for q in qs], dropped
         ([('a b', 0.75), ('c', 0.25)], ['A b!'])
+        >>> qs, dropped = normalize_queries(["Who wrote Dune?", "Dune wrote", "Dune novel author"], question="Who wrote Dune?")
+        >>> [q.query for q in qs], dropped
+        (['Dune novel author'], ['Who wrote Dune?', 'Dune wrote'])
     """
+    previous = list(previous)
     seen = {_key(p) for p in previous}
     kept: list[SubQuery] = []
     dropped: list[str] = []
@@ -115,7 +162,7 @@ def normalize_queries(queries: Iterable[Any], previous: Iterable[str] = ()) -> t
             dropped.append(str(item))
             continue
         key = _key(q.query)
-        if not key or key in seen:
+        if not key or key in seen or (question and is_echo(q.query, question, previous)):
             dropped.append(q.query)
             continue
         seen.add(key)
@@ -141,17 +188,18 @@ def rewrite_default() -> dict[str, Any]:
 
 
 def rewrite_validator(
-    previous: Sequence[str] = (), n: int | None = None
+    previous: Sequence[str] = (), n: int | None = None, question: str = ""
 ) -> Callable[[dspy.Prediction], tuple[dspy.Prediction, list[str]]]:
-    """Normalise ``queries``, set ``best``; reject (retry) when no new query remains."""
+    """Normalise ``queries``, set ``best``; reject (retry) when no new query remains: every
+    proposed query is empty, repeats an earlier one, or echoes ``question`` (:func:`is_echo`)."""
 
     def validate(pred: dspy.Prediction) -> tuple[dspy.Prediction, list[str]]:
         problems: list[str] = []
-        queries, dropped = normalize_queries(pred.queries or [], previous)
+        queries, dropped = normalize_queries(pred.queries or [], previous, question)
         if dropped:
-            problems.append(f"dropped repeated or empty queries: {dropped}")
+            problems.append(f"dropped repeated, echoing or empty queries: {dropped}")
         if not queries:
-            raise StepOutputError("no new query: every proposed query repeats an earlier one")
+            raise StepOutputError("no new query: every proposed query repeats the question or an earlier query")
         if n is not None and len(pred.queries or []) != n:
             problems.append(f"asked for {n} queries, got {len(pred.queries or [])}")
         pred.queries = queries
@@ -171,5 +219,5 @@ class RewriteStep(Step):
 
     def forward(self, question: str, context: str, previous_queries: Sequence[str] = (), n: int = 5) -> dspy.Prediction:
         previous = [str(q) for q in previous_queries]
-        return self.run(default=rewrite_default(), validate=rewrite_validator(previous, n),
+        return self.run(default=rewrite_default(), validate=rewrite_validator(previous, n, question),
                         question=question, context=context, previous_queries=previous, n=n)

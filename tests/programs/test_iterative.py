@@ -42,15 +42,16 @@ def test_dedup_never_reshows_an_id(yearbook_index, run_with):
 
 
 def test_without_dedup_searches_can_repeat_ids(yearbook_index, run_with):
-    # Two different queries (word order differs, so neither is dropped as a repeat) that hit the same chunks.
+    # Two different queries (the second adds a term, so it is neither a repeat nor an echo) that hit the same chunks.
     overlapping = lambda p, n: {"queries": [{"query": "hospital beds Aldermoor 2022" if n == 1
-                                             else "Aldermoor 2022 hospital beds", "probability": 1.0}]}
+                                             else "Aldermoor 2022 hospital beds count", "probability": 1.0}]}
     searches = {}
     for dedup in (False, True):
         with run_with(ProgramLM(rewrite=overlapping)):
             pred = IterativeRAG(yearbook_index, max_turns=2, dedup=dedup, fallback=False)(question=Q)
         searches[dedup] = events(pred, "search")
-        assert [e["query"] for e in searches[dedup]] == ["hospital beds Aldermoor 2022", "Aldermoor 2022 hospital beds"]
+        assert [e["query"] for e in searches[dedup]] == ["hospital beds Aldermoor 2022",
+                                                         "Aldermoor 2022 hospital beds count"]
     first, second = (set(e["retrieved"]) for e in searches[False])
     assert first & second, "without dedup the second search must be free to return chunks already seen"
     first, second = (set(e["retrieved"]) for e in searches[True])
@@ -339,3 +340,40 @@ def test_unguarded_delete_can_remove_what_basic_reads(yearbook_index, run_with):
         basic = BasicRAG(yearbook_index)(question=Q)
     assert not set(basic.context) <= set(pred.context)
     assert all(e["protected"] == [] for e in events(pred, "delete"))
+
+
+def _echo(p, n):  # what a small step LM mostly writes: the question again
+    return {"queries": [{"query": Q, "probability": 1.0}]}
+
+
+def test_an_echoing_rewrite_is_replaced_by_the_bridge_search(yearbook_index, run_with):
+    with run_with(ProgramLM(rewrite=_echo, sufficiency=sufficient_at(99))):
+        pred = IterativeRAG(yearbook_index, max_turns=2, delete=False)(question=Q)
+    rewrites = events(pred, "rewrite")
+    assert [r["source"] for r in rewrites] == ["question", "bridge"]  # turn 1: no new query, so the question
+    turn2 = rewrites[1]["query"]
+    assert turn2.endswith(Q) and turn2 != Q
+    name = turn2[: -len(Q)].strip()
+    assert name.casefold() not in Q.casefold()
+    turn1_ids = {cid for e in events(pred, "search") if e["turn"] == 1 for cid in e["retrieved"]}
+    assert any(name in " ".join(c.text.split()) for c in yearbook_index.get(sorted(turn1_ids)))  # the evidence gave it
+    assert [e["query"] for e in events(pred, "search") if e["turn"] == 2] == [turn2]
+    assert not [e for e in events(pred, "stop") if e["reason"] == "no new query"]
+
+
+def test_without_the_bridge_an_echoing_rewrite_stops_the_loop(yearbook_index, run_with):
+    with run_with(ProgramLM(rewrite=_echo, sufficiency=sufficient_at(99))):
+        pred = IterativeRAG(yearbook_index, max_turns=3, delete=False, bridge=False)(question=Q)
+    assert [e["turn"] for e in events(pred, "stop") if e["reason"] == "no new query"] == [2]
+    assert all(e["turn"] == 1 for e in events(pred, "search"))
+
+
+def test_no_rewrite_hops_by_bridge_searches_without_an_lm_call(yearbook_index, run_with):
+    from ragnet.programs.registry import build_program
+
+    with run_with(ProgramLM(sufficiency=sufficient_at(99))) as lm:
+        pred = build_program("iterative:no-rewrite+no-delete", yearbook_index)(question=Q)
+    assert "rewrite" not in [step for step, _ in lm.calls]
+    queries = [e["query"] for e in events(pred, "search") if e["turn"] > 1]
+    assert queries and all(q.endswith(Q) and q != Q for q in queries)
+    assert len(set(queries)) == len(queries)  # each hop a new name

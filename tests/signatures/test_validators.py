@@ -306,3 +306,31 @@ def test_missing_that_copies_the_instructions_or_the_context_is_dropped_and_reco
         assert out.missing == kept and out.verdict == "Refine"
         repairs = [e for e in trace.errors() if e["action"] == "repaired"]
         assert bool(repairs) == (kept == "") and all("dropped 'missing'" in e["error"] for e in repairs)
+
+
+def test_echoes_of_the_question_or_an_earlier_query_are_refused_narrower_queries_are_not():
+    from ragnet.signatures.rewrite import is_echo
+
+    q = "Were Scott Derrickson and Ed Wood of the same nationality?"
+    assert is_echo("Scott Derrickson and Ed Wood same nationality", q)
+    assert is_echo("were scott derrickson, ed wood of same nationality", q)
+    assert not is_echo("Scott Derrickson nationality", q)  # one side of the comparison
+    assert not is_echo("Ed Wood birthplace", q)  # a new term
+    assert is_echo("Ed Wood director nationality", q, previous=["Ed Wood director nationality American"])
+
+
+def test_the_rewrite_step_retries_and_falls_back_when_it_only_echoes():
+    import dspy
+    from dspy.utils import DummyLM
+
+    from ragnet.signatures.rewrite import RewriteStep
+
+    q = "Were Scott Derrickson and Ed Wood of the same nationality?"
+    echo = {"queries": [{"query": q, "probability": 1.0}]}
+    with dspy.context(lm=DummyLM([echo, echo])):
+        out = RewriteStep(retries=1)(question=q, context="", previous_queries=[], n=1)
+    assert out.best is None and out.fallback
+    good = {"queries": [{"query": "Scott Derrickson birthplace", "probability": 1.0}]}
+    with dspy.context(lm=DummyLM([echo, good])):
+        out = RewriteStep(retries=1)(question=q, context="", previous_queries=[], n=1)
+    assert out.best == "Scott Derrickson birthplace" and not out.fallback

@@ -1,0 +1,118 @@
+"""Bridge entities: the names a multi-hop question's second search should look up, without an LM.
+
+"What government position was held by the woman who portrayed Corliss Archer in the film Kiss
+and Tell?" needs a second document the question never names: the first search finds the film's
+page, which names Shirley Temple, and Shirley Temple's own page holds the answer. Small LMs asked
+for a follow-up query mostly restate the question, so the second search finds what the first
+found (docs/design.md, "Agent loops"). This module proposes the follow-up from the evidence
+itself: proper-name phrases of the texts found so far that the question does not name, ranked by
+how early their text ranks, whether the collection holds a document of that title, and length.
+:func:`bridge_query` pairs the name with the question, so the search keeps the question's terms
+for the attribute asked about.
+
+Example:
+    >>> texts = ["Kiss and Tell is a 1945 American comedy film starring Shirley Temple as Corliss Archer."]
+    >>> bridge_entities("Who portrayed Corliss Archer in the film Kiss and Tell?", texts, k=1)
+    ['Shirley Temple']
+    >>> bridge_query("Shirley Temple", "What position did she hold?")
+    'Shirley Temple What position did she hold?'
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+
+__all__ = ["bridge_entities", "bridge_query", "name_phrases"]
+
+_CAPITAL = r"(?:(?:[A-Z]\.)+|[A-Z][\w'\-&]*)"  # a word, or initials ("J.R.R."); a full stop ends a name
+# Capitalised words (a number may follow one: "Apollo 11"), joined by the lower-case particles names
+# contain ("Bank of England", "Vincent van Gogh")
+_PHRASE = re.compile(rf"{_CAPITAL}(?:\s+(?:(?:of|the|de|von|van|la|le|du|del|da|di)\s+)*(?:{_CAPITAL}|\d+\b))*")
+# Capitalised only because they open a sentence or a clause
+_OPENERS = frozenset("The A An He She It They His Her Its In On At This That These Those There As After Before "
+                     "During When While However Also Born Written Since Although Despite".split())
+_MONTHS = frozenset("January February March April May June July August September October November December".split())
+_PARENTHETICAL = re.compile(r"\s*\([^)]*\)\s*$")
+MIN_CHARS = 4  # shorter names ("It", "Up", "USA") match by accident
+
+
+def _key(text: str) -> str:
+    return " ".join(_PARENTHETICAL.sub("", str(text)).split()).casefold()
+
+
+def name_phrases(text: str) -> list[str]:
+    """Proper-name phrases of ``text``, in order: runs of capitalised words (and numbers) joined by
+    name particles, without a sentence-opening word, a possessive or a leading month (a date).
+
+    Example:
+        >>> name_phrases("The Bank of England's governor met Vincent van Gogh on 3 March 1890 in Apollo 11.")
+        ['Bank of England', 'Vincent van Gogh', 'Apollo 11']
+    """
+    out = []
+    for match in _PHRASE.finditer(text):
+        words = match.group(0).strip(" .").split()
+        while words and (words[0] in _OPENERS or not words[0][0].isupper()):  # "In 1945 the Bank ..."
+            words = words[1:]
+        phrase = re.sub(r"'s$", "", " ".join(words))
+        if len(phrase) < MIN_CHARS or phrase.replace(" ", "").isdigit() or phrase.split()[0] in _MONTHS:
+            continue
+        out.append(phrase)
+    return out
+
+
+def bridge_entities(
+    question: str,
+    texts: Sequence[str],
+    *,
+    is_title: Callable[[str], bool] | None = None,
+    exclude: Iterable[str] = (),
+    k: int = 3,
+    title_weight: float = 1.0,
+    multiword_weight: float = 0.3,
+) -> list[str]:
+    """The ``k`` best names to search next: named in ``texts`` (best-ranked first), not in the
+    question, not in ``exclude``.
+
+    A name scores ``1 / (1 + rank)`` for each text that names it, plus ``title_weight`` when
+    ``is_title`` says the collection holds a document of that title, plus ``multiword_weight``
+    for a name of several words; ties keep the order of first mention.
+
+    Args:
+        question: the question (names it already contains are not bridges).
+        texts: the evidence found so far, best-ranked first.
+        is_title: whether a casefolded name is a document title in the collection (e.g.
+            ``key in index.catalog.by_title``); None: no title bonus.
+        exclude: names not to propose again (titles already in the context, earlier queries).
+        k: how many names to return.
+        title_weight: bonus for a name that is a document title.
+        multiword_weight: bonus for a name of two or more words.
+    """
+    asked = question.casefold()
+    skip = {_key(e) for e in exclude}
+    scores: dict[str, float] = {}
+    for rank, text in enumerate(texts):
+        for name in dict.fromkeys(name_phrases(str(text))):  # once per text
+            key = _key(name)
+            if not key or key in skip or key in asked:
+                continue
+            if name not in scores:
+                scores[name] = (title_weight if is_title is not None and is_title(key) else 0.0) + (
+                    multiword_weight if " " in key else 0.0)
+            scores[name] += 1.0 / (1 + rank)
+    ranked = sorted(scores, key=lambda name: -scores[name])  # stable: first mention breaks ties
+    out: list[str] = []
+    if k <= 0:
+        return out
+    for name in ranked:  # one spelling per name ("Ed Wood" / "ED WOOD")
+        if _key(name) not in {_key(o) for o in out}:
+            out.append(name)
+        if len(out) == k:
+            break
+    return out
+
+
+def bridge_query(name: str, question: str) -> str:
+    """The follow-up search for a bridge ``name``: the name, then the question's words (hybrid
+    search then weighs both the new entity and the attribute the question asks about)."""
+    return f"{name} {question}".strip()

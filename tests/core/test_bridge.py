@@ -1,0 +1,38 @@
+"""Bridge entities: LM-free follow-up searches from the names the evidence gives."""
+
+from __future__ import annotations
+
+from ragnet.core.bridge import bridge_entities, bridge_query, name_phrases
+
+Q = "What government position was held by the woman who portrayed Corliss Archer in the film Kiss and Tell?"
+FILM = ("Kiss and Tell is a 1945 American comedy film starring then 17-year-old Shirley Temple as Corliss Archer. "
+        "It was directed by Richard Wallace.")
+
+
+def test_name_phrases_skip_openers_possessives_dates_and_short_words():
+    assert name_phrases("In 1945 the Bank of England's governor met Vincent van Gogh on 3 March 1890. It rained.") == [
+        "Bank of England", "Vincent van Gogh"]
+    assert name_phrases("Apollo 11 landed. He said: Up!") == ["Apollo 11"]
+
+
+def test_names_the_question_gives_are_not_bridges():
+    names = bridge_entities(Q, [FILM], k=5)
+    assert names[:2] == ["Shirley Temple", "Richard Wallace"]  # multi-word names first, in mention order
+    assert not {"Kiss and Tell", "Corliss Archer"} & set(names)
+
+
+def test_titles_in_the_collection_and_earlier_texts_rank_first():
+    later = "Richard Wallace directed many films."
+    assert bridge_entities(Q, [FILM, later], k=1) == ["Richard Wallace"]  # named twice
+    titles = {"shirley temple"}
+    assert bridge_entities(Q, [FILM, later], k=1, is_title=lambda key: key in titles) == ["Shirley Temple"]
+
+
+def test_excluded_names_and_spellings_are_given_once():
+    assert "Shirley Temple" not in bridge_entities(Q, [FILM], exclude=["Shirley Temple (actress)"], k=5)
+    assert bridge_entities("Who?", ["Ed Wood met ED WOOD."], k=5) == ["Ed Wood"]
+    assert bridge_entities(Q, [], k=3) == [] and bridge_entities(Q, [FILM], k=0) == []
+
+
+def test_the_query_keeps_the_question():
+    assert bridge_query("Shirley Temple", Q) == f"Shirley Temple {Q}"
