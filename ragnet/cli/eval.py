@@ -1,4 +1,4 @@
-"""``ragnet eval`` (strategies side by side), ``eval retrieval`` (no LM) and ``eval laziness``.
+"""``ragnet eval`` (strategies side by side), ``eval retrieval`` (no LM), ``eval hops`` and ``eval laziness``.
 
 Example:
     ragnet eval --data hotpotqa_dev_distractor --split dev -n 50 \\
@@ -202,10 +202,50 @@ def laziness(
         typer.echo(f"wrote {out / 'report.md'}, {out / 'summary.json'} and {out / 'results.jsonl'}")
 
 
+@with_lm_options(answer_lm=False)
+def hops(
+    ctx: typer.Context,
+    data: str = data_option(),
+    split: str = split_option(),
+    n: Optional[int] = typer.Option(None, "-n", help="At most this many questions."),
+    policies: str = typer.Option("bridge", help="Comma-separated follow-up policies: bridge (no LM) | rewrite | rewrite+bridge."),
+    budget: int = typer.Option(1000, help="Token budget of the first context (oneshot:sentences)."),
+    searches: int = typer.Option(3, help="Follow-up searches per question and policy."),
+    k: int = typer.Option(5, "-k", help="Chunks per follow-up search."),
+    n_queries: int = typer.Option(5, "--n-queries", help="Queries the rewrite step is asked for."),
+    data_dir: Optional[Path] = data_dir_option(),
+    index_dir: Optional[Path] = index_dir_option(),
+    out: Optional[Path] = typer.Option(None, help="Write report.md, summary.json and results.jsonl here (a new, empty or earlier ragnet eval folder; an interrupted run resumes)."),
+    fresh: bool = typer.Option(False, "--fresh", help="Discard results in --out from an earlier run instead of resuming."),
+    *,
+    lms: LMOptions,
+) -> None:
+    """Hop recall: how often follow-up searches find the gold document the first context missed; no answer call."""
+    from ragnet.eval.datasets import load_questions
+    from ragnet.eval.hops import HopEvaluator, parse_policies
+    from ragnet.eval.indexes import load_pooled
+    from ragnet.eval.run_folder import claim_folder
+
+    _check_split(split)
+    chosen = parse_policies(policies)  # before the index is built or loaded
+    if out is not None:
+        claim_folder(out)
+    idx, ev = load_pooled(data, data_dir=data_dir, path=index_dir, log=say)
+    evaluator = HopEvaluator(idx, load_questions(ev.path, split=split, limit=n),
+                             policies=chosen, budget=budget,
+                             searches=searches, k=k, n_queries=n_queries, command=command_line(ctx), log=say)
+    if evaluator.needs_lm():
+        lms.configure()
+    typer.echo(evaluator.format_report(evaluator(out, fresh=fresh)))
+    if out is not None:
+        typer.echo(f"wrote {out / 'report.md'}, {out / 'summary.json'} and {out / 'results.jsonl'}")
+
+
 def register(app: typer.Typer) -> None:
     """The ``ragnet eval`` group: the group itself runs :func:`evaluate`; subcommands below it."""
     group = new_app("Measure strategies on benchmarks with gold evidence.")
     group.callback(invoke_without_command=True, help=HELP)(evaluate)
     group.command("retrieval")(retrieval)
+    group.command("hops")(hops)
     group.command("laziness")(laziness)
     app.add_typer(group, name="eval")

@@ -133,3 +133,22 @@ def test_a_second_run_on_the_same_out_is_refused_while_the_first_writes(env):
         assert not (out / "results.jsonl").exists()
     finally:
         holder.communicate("")
+
+
+def test_hops_reports_hop_recall_and_resumes(env):
+    data, tmp, _, _ = env
+    out = tmp / "hops"
+    result = invoke("hops", "--data", "tiny", "--data-dir", str(data), "--budget", "440", "--searches", "1",
+                    "-k", "1", "--out", str(out))
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "summary.json").read_text())
+    bridge = summary["policies"]["bridge"]
+    assert bridge["questions"] == 2 and bridge["needs_hop"] <= 2 and "rewrite_calls" not in bridge
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert sorted(r["id"] for r in rows) == ["q1", "q2"] and all(r["policy"] == "bridge" for r in rows)
+    assert "# Hop recall" in (out / "report.md").read_text()
+    again = invoke("hops", "--data", "tiny", "--data-dir", str(data), "--budget", "440", "--searches", "1",
+                   "-k", "1", "--out", str(out))
+    assert again.exit_code == 0 and len((out / "results.jsonl").read_text().splitlines()) == 2  # resumed
+    bad = invoke("hops", "--data", "tiny", "--data-dir", str(data), "--policies", "bridge,guess")
+    assert bad.exit_code == 2 and "unknown policy guess" in bad.output
