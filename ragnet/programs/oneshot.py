@@ -38,6 +38,10 @@ DEFAULT_METHOD = "protected"
 DEFAULT_TRANSFORM = "exp"
 DEFAULT_TEMPERATURE = 0.1
 METHODS = ("protected", "exact", "greedy", "rank")
+# A bridge search's hits join the candidates at this share of their score: each search's best hit
+# scores near 1 against its own query, and at full weight they displaced first-hop evidence from
+# the pack (chosen on dev questions, docs/results/README.md#bridge-hops).
+HOP_WEIGHT = 0.5
 
 
 def check_selection(transform: str, temperature: float, method: str) -> tuple[str, float, str]:
@@ -66,6 +70,12 @@ class OneShotRAG(RAGProgram):
         sentences: fill the budget with the candidates' best sentences instead of whole chunks
             (``ragnet.programs.sentence_packing``; no LM call): a short reader prompt that
             still holds the evidence of many chunks.
+        hops: bridge searches after a first selection (no LM call): for each of the best names
+            the selected evidence gives and the question does not
+            (``ragnet.programs.agent.bridge_search``), ``hop_k`` chunks are searched and join the
+            candidates at :data:`HOP_WEIGHT` of their score, so the final pack can hold the
+            second document of a multi-hop question without displacing the first. 0: off.
+        hop_k: chunks per bridge search.
         transform, temperature: relevance calibration (``ragnet.core.calibrate``).
         method: ``"protected"`` (rank prefix kept, exact knapsack on the leftover budget),
             ``"exact"`` / ``"greedy"`` knapsack, or ``"rank"`` (rank-order filling, the baseline);
@@ -98,6 +108,8 @@ class OneShotRAG(RAGProgram):
         crop: bool = False,
         max_crops: int = 20,
         sentences: bool = False,
+        hops: int = 0,
+        hop_k: int = 5,
         transform: str = DEFAULT_TRANSFORM,
         temperature: float = DEFAULT_TEMPERATURE,
         method: str = DEFAULT_METHOD,
@@ -112,6 +124,8 @@ class OneShotRAG(RAGProgram):
         self.max_add = check_positive_int(max_add, "max_add", minimum=0)
         self.max_crops = check_positive_int(max_crops, "max_crops", minimum=0)
         self.sentences = bool(sentences)
+        self.hops = check_positive_int(hops, "hops", minimum=0)
+        self.hop_k = check_positive_int(hop_k, "hop_k")
         self.transform, self.temperature, self.method = check_selection(transform, temperature, method)
         self.filter = FilterStep(retries=self.retries, enabled=filter)
         self.crop = CropStep(retries=self.retries, enabled=crop)
@@ -132,6 +146,8 @@ class OneShotRAG(RAGProgram):
         with self.answer_settings():  # the answer prompt is measured with the adapter that will send it
             budget = PromptBudget(self.answer.predict, question, self.budget,
                                   signature=self.answer.signature_for(question))
+        if self.hops:
+            candidates = candidates + self._bridge_hops(question, candidates, budget, trace)
         if self.crop.enabled:
             candidates = self._apply_crop(question, candidates, budget, trace)
         if self.sentences:
@@ -140,6 +156,27 @@ class OneShotRAG(RAGProgram):
 
     def max_lm_calls(self) -> int:
         return 1 + int(self.filter.enabled) + (self.max_crops if self.crop.enabled else 0)
+
+    def _bridge_hops(self, question: str, candidates: list[Chunk], budget: PromptBudget, trace: Trace) -> list[Chunk]:
+        """Bridge searches from a first, untraced selection of ``candidates``; their new hits at
+        :data:`HOP_WEIGHT` of their score, recorded as ``search`` events (turn 2) and a ``hops`` event."""
+        from ragnet.programs.agent import bridge_search
+
+        first = (pack_sentences(candidates, question, budget, self.index) if self.sentences
+                 else pack(candidates, [c.score for c in candidates], budget, transform=self.transform,
+                           temperature=self.temperature, method=self.method)).chunks
+        seen = {c.id for c in candidates}
+        queries, added = [question], []
+        for _ in range(self.hops):
+            query = bridge_search(self.index, question, first, queries)
+            if query is None:
+                break
+            queries.append(query)
+            for hit in self._search(query, trace, k=self.hop_k, turn=2, exclude=seen):
+                seen.add(hit.id)
+                added.append(hit.with_scores(score=hit.score * HOP_WEIGHT, dense_score=hit.dense_score))
+        trace.add("hops", queries=queries[1:], added=[c.id for c in added])
+        return added
 
     def _run(self, question: str, trace: Trace) -> RunResult:
         selected = self.retrieve(question, trace)

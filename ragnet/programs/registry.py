@@ -43,6 +43,8 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "crop": {"crop": True},
         "full": {"filter": True, "crop": True},
         "sentences": {"sentences": True},
+        # three LM-free bridge searches fold second-hop documents into the pack (oneshot:sentences+hops)
+        "hops": {"hops": 3},
     },
     "iterative": {
         "no-fallback": {"fallback": False},

@@ -101,3 +101,31 @@ def test_invalid_arguments_name_the_argument(yearbook_index):
         assert err.value.argument == name
     with pytest.raises(InputError):
         BasicRAG(yearbook_index)(question="  ")
+
+
+def test_bridge_hops_add_second_hop_chunks_at_half_weight_without_an_lm_call(tmp_path):
+    import dspy
+
+    from ragnet import Document, Index
+    from ragnet.programs import OneShotRAG
+    from ragnet.programs.oneshot import HOP_WEIGHT
+    from ragnet.programs.trace import Trace
+
+    docs = [Document(id="film", title="Kiss and Tell", text="Kiss and Tell is a film starring Shirley Temple."),
+            Document(id="st", title="Shirley Temple", text="Shirley Temple was a United States ambassador."),
+            Document(id="gh", title="Ghana", text="Ghana is a country in West Africa."),
+            Document(id="ot", title="Other", text="Another film starred another actress.")]
+    index = Index.build(docs, tmp_path / "i", show_progress=False)
+    question = "Which government post did the star of Kiss and Tell hold?"
+    with dspy.context(adapter=dspy.JSONAdapter()):  # no LM configured: any LM call would fail
+        trace = Trace()
+        hops = OneShotRAG(index, budget=480, sentences=True, pool=1, rules=False, hops=2, hop_k=1)
+        picked = hops.retrieve(question, trace)
+    hop_events = trace.of("hops")
+    assert len(hop_events) == 1 and hop_events[0]["queries"][0] == f"Shirley Temple {question}"
+    assert hop_events[0]["added"] == ["st#0"] and "st#0" in [c.id for c in picked]
+    hop_search = [e for e in trace.of("search") if e["turn"] == 2][0]
+    assert hop_search["retrieved"] == ["st#0"]
+    plain = index.search(hop_events[0]["queries"][0], k=1, exclude={"film#0"})[0]
+    assert [c.score for c in picked if c.id == "st#0"] == [plain.score * HOP_WEIGHT]
+    assert OneShotRAG(index, hops=3).max_lm_calls() == 1
