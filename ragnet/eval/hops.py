@@ -14,7 +14,10 @@ Policies:
 
 ``bridge``
     the LM-free bridge search (:func:`ragnet.programs.agent.bridge_search`): names the evidence
-    gives and the question does not, each paired with the question;
+    gives and the question does not, each paired with the question. For every question (a hop
+    needed or not) it also reports whether all gold documents are in the first context and in the
+    context ``OneShotRAG(budget, sentences=True, hops=searches, hop_k=k)`` packs with those
+    searches: whether the second hop survives the budget;
 ``rewrite``
     the rewrite step (RewriteQuery, ``n_queries`` per call, one call per question), shown the
     first context; its most probable new queries. Each call is classified: ``ok``, ``no new
@@ -146,7 +149,7 @@ class HopEvaluator(Evaluator):
                 for policy in self.policies:
                     row = done.get((policy, str(q.id)))
                     if row is None:
-                        first = self._first_context(q.question) if first is None else first
+                        first = self._context(q.question) if first is None else first
                         row = self._row(policy, q, first)
                         if writer is not None:
                             writer.write(row)
@@ -156,14 +159,16 @@ class HopEvaluator(Evaluator):
                 writer.close()
         return self._summary(rows)
 
-    def _first_context(self, question: str) -> list[Any]:
+    def _context(self, question: str, hops: int = 0) -> list[Any]:
+        """What ``OneShotRAG(budget, sentences=True, hops=hops)`` would answer from (no LM call)."""
         import dspy
 
         from ragnet.programs.oneshot import OneShotRAG
 
         # The budget is measured as the local reader's JSON prompt, whatever LM writes queries.
         with dspy.context(adapter=dspy.JSONAdapter()):
-            return OneShotRAG(self.index, budget=self.budget, sentences=True).retrieve(question)
+            return OneShotRAG(self.index, budget=self.budget, sentences=True, hops=hops,
+                              hop_k=self.k).retrieve(question)
 
     def _row(self, policy: str, q: Any, first: list[Any]) -> dict[str, Any]:
         gold = gold_chunks(q, self.index)
@@ -171,6 +176,9 @@ class HopEvaluator(Evaluator):
         missing = {key: ids for key, ids in gold.items() if ids and not ids & in_context}
         row: dict[str, Any] = {"policy": policy, "id": str(q.id), "needs_hop": bool(missing),
                                "missing": sorted(missing)}
+        if policy == "bridge":
+            packed = {c.id for c in self._context(q.question, hops=self.searches)}
+            row["all_gold"] = {"first": not missing, "packed": all(ids & packed for ids in gold.values() if ids)}
         if not missing:
             return row
         started = time.perf_counter()
@@ -220,6 +228,10 @@ class HopEvaluator(Evaluator):
                                      "found": sum(bool(r.get("found")) for r in hop),
                                      "hop_recall": (sum(bool(r.get("found")) for r in hop) / len(hop)) if hop else None,
                                      "searches": (sum(len(r.get("queries", [])) for r in hop) / len(hop)) if hop else None}
+            packs = [r["all_gold"] for r in mine if "all_gold" in r]
+            if packs:
+                stats["all_gold_first"] = sum(p["first"] for p in packs) / len(packs)
+                stats["all_gold_packed"] = sum(p["packed"] for p in packs) / len(packs)
             calls = [r["rewrite"]["status"] for r in hop if "rewrite" in r]
             if calls:
                 kinds = ("no new query", "empty", "wrong form")
@@ -240,17 +252,25 @@ class HopEvaluator(Evaluator):
             body.append([policy, f"{s['needs_hop']} of {s['questions']}", str(s["found"]), percent(s["hop_recall"]),
                          "–" if s["searches"] is None else f"{s['searches']:.1f}", str(s.get("rewrite_calls", "–")),
                          detail])
-        return (f"# Hop recall\n\n{command}First context: oneshot:sentences at {summary['budget']:,} tokens (no LM). "
-                f"Up to {summary['searches']} follow-up searches of {summary['k']} chunks per question that "
-                "lacks a gold document; found = one of them retrieves a missing one.\n\n"
-                + "\n".join(markdown_table(head, body)) + "\n")
+        report = (f"# Hop recall\n\n{command}First context: oneshot:sentences at {summary['budget']:,} tokens (no LM). "
+                  f"Up to {summary['searches']} follow-up searches of {summary['k']} chunks per question that "
+                  "lacks a gold document; found = one of them retrieves a missing one.\n\n"
+                  + "\n".join(markdown_table(head, body)) + "\n")
+        bridge = summary["policies"].get("bridge", {})
+        if "all_gold_packed" in bridge:
+            report += (f"\nAll gold documents in the context, over all {bridge['questions']} questions: "
+                       f"{percent(bridge['all_gold_first'])}% in the first context, "
+                       f"{percent(bridge['all_gold_packed'])}% in oneshot:sentences+hops (the bridge searches' hits "
+                       "packed with the first candidates into the same budget).\n")
+        return report
 
     def metrics(self, summary: dict[str, Any]) -> dict[str, float]:
-        """``{"<policy>/hop_recall": value, "<policy>/rewrite_failure_rate": value}``."""
+        """``{"<policy>/hop_recall": ..., "<policy>/rewrite_failure_rate": ..., "bridge/all_gold_packed": ...}``."""
         out: dict[str, float] = {}
         for policy, s in summary["policies"].items():
             if s["hop_recall"] is not None:
                 out[f"{policy}/hop_recall"] = s["hop_recall"]
-            if "rewrite_failure_rate" in s:
-                out[f"{policy}/rewrite_failure_rate"] = s["rewrite_failure_rate"]
+            for key in ("rewrite_failure_rate", "all_gold_first", "all_gold_packed"):
+                if key in s:
+                    out[f"{policy}/{key}"] = s[key]
         return out

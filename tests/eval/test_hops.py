@@ -61,3 +61,10 @@ def test_policies_are_checked_by_name():
     with pytest.raises(InputError, match="unknown policy guess") as err:
         parse_policies("bridge,guess")
     assert err.value.argument == "policies"
+
+
+def test_bridge_reports_whether_the_second_hop_survives_the_pack(index):
+    stats = run(index, ["bridge"])["policies"]["bridge"]
+    assert stats["all_gold_first"] == 0.5  # "one" holds its only gold document, "hop" lacks Shirley Temple
+    # this budget holds one document: the hop's hit cannot join the film's page, and "one" keeps Ghana
+    assert stats["all_gold_packed"] == 0.5
