@@ -63,6 +63,7 @@ def evaluate(
     fresh: bool = typer.Option(False, "--fresh", help="Discard earlier results in --out instead of resuming."),
     retry_errors: bool = typer.Option(False, "--retry-errors", help="Re-run questions whose earlier row is an error."),
     no_plots: bool = typer.Option(False, "--no-plots", help="Do not write PNG plots."),
+    baseline: Optional[str] = typer.Option(None, help="Strategy the others are compared with, by label or spec (default: basic when it runs)."),
     *,
     lms: LMOptions,
 ) -> None:
@@ -71,6 +72,7 @@ def evaluate(
         return
     from ragnet._threads import pin_threads
     from ragnet.eval.datasets import load_eval_set
+    from ragnet.eval.report import choose_baseline
     from ragnet.eval.run_folder import claim_folder
     from ragnet.eval.runner import parse_program_args, plan_strategies, run_eval
 
@@ -81,6 +83,7 @@ def evaluate(
     programs = parse_program_args(program, spec_list)
     plan = plan_strategies(spec_list, budget=budget, budgets=parse_ints(budgets, "budgets") if budgets else None,
                            programs=programs)
+    choose_baseline([r.label for r in plan], baseline)  # a --baseline that names no strategy fails now, not after the run
     ev = load_eval_set(data, data_dir=data_dir, split=None if split == "all" else split, n=n, ids=ids, mode=mode)
     target = out or Path(".ragnet-cache") / "eval" / (f"{ev.name}-{split}" + ("" if mode == "pooled" else f"-{mode}"))
     claim_folder(target)  # before any index or LM work
@@ -92,7 +95,8 @@ def evaluate(
         f"{', '.join(r.label for r in plan)}; LM {getattr(program_lm, 'model', program_lm)}"
         + (f", answers {reader.name}" if reader is not None else "") + f" -> {target}")
     summary = run_eval(ev, plan, out_dir=target, judge=not no_judge, judge_lm=judge, answer_lm=reader, threads=threads,
-                       command=command_line(ctx), fresh=fresh, retry_errors=retry_errors, plots=not no_plots, log=say)
+                       command=command_line(ctx), fresh=fresh, retry_errors=retry_errors, plots=not no_plots,
+                       baseline=baseline, log=say)
     _print_table(summary)
     typer.echo(f"wrote {target / 'report.md'}, {target / 'summary.json'} and {target / 'results.jsonl'}")
 
@@ -114,8 +118,9 @@ def _print_table(summary: dict) -> None:
     from ragnet.eval.tables import percent
 
     table = Table(title=f"{summary['meta']['set']} ({summary['meta']['questions']} questions)")
-    for col in ("strategy", "EM", "F1", "LLM", "gold", "tok in", "LM calls", "p50 s", "err", "LM fail", "vs basic"):
-        table.add_column(col, justify="left" if col in ("strategy", "vs basic") else "right")
+    against = f"vs {summary['baseline'] or 'basic'}"
+    for col in ("strategy", "EM", "F1", "LLM", "gold", "tok in", "LM calls", "p50 s", "err", "LM fail", against):
+        table.add_column(col, justify="left" if col in ("strategy", against) else "right")
     for label, a in summary["strategies"].items():
         table.add_row(label, percent(a["em"]), percent(a["f1"]), percent(a["llm_match"]), percent(a["gold_all"]),
                       "–" if a["input_tokens"] is None else f"{a['input_tokens']:,.0f}",

@@ -28,10 +28,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ragnet.errors import InputError
 from ragnet.eval.stats import aggregate, paired_comparison
 from ragnet.eval.tables import DASH, markdown_table, number, percent
 
-__all__ = ["build_summary", "finish_summary", "format_report"]
+__all__ = ["build_summary", "choose_baseline", "finish_summary", "format_report"]
 
 #: A strategy "beats basic" only when its mean gain is positive and the sign test says p < this.
 SIGNIFICANCE = 0.05
@@ -51,7 +52,20 @@ def _group(rows: Sequence[dict[str, Any]], key: str) -> dict[str, list[dict[str,
     return dict(sorted(groups.items()))
 
 
-def _baseline(labels: Sequence[str]) -> str | None:
+def choose_baseline(labels: Sequence[str], chosen: str | None = None) -> str | None:
+    """The label the others are compared with: ``chosen`` (a label, or a spec that names exactly
+    one label), else ``basic`` when it ran, else none.
+
+    Example:
+        >>> choose_baseline(["basic", "oneshot@1000"]), choose_baseline(["basic", "oneshot@1000"], "oneshot")
+        ('basic', 'oneshot@1000')
+    """
+    if chosen:
+        matches = [lb for lb in labels if lb == chosen] or [lb for lb in labels if lb.split("@")[0] == chosen]
+        if len(matches) != 1:
+            raise InputError(f"{chosen!r} names {'no' if not matches else 'more than one'} strategy of this run; "
+                             f"choose one of {', '.join(labels)}", argument="baseline")
+        return matches[0]
     if "basic" in labels:
         return "basic"
     return next((lb for lb in labels if lb.split(":")[0].split("@")[0] == "basic"), None)
@@ -109,7 +123,8 @@ def build_summary(rows: Sequence[dict[str, Any]], meta: dict[str, Any], timing: 
 
     Args:
         rows: the latest row per (strategy, question) of the selected questions and strategies.
-        meta: run settings; ``meta["strategies"]`` lists ``{label, spec, budget, program}``.
+        meta: run settings; ``meta["strategies"]`` lists ``{label, spec, budget, program}``, and
+            ``meta["baseline"]`` may name the strategy the others are compared with (default basic).
         timing: ``setup_s``, ``loop_s``, ``threads``, ``new_rows`` (rows computed in this run).
         extra: further per-row accuracy fields to aggregate (from scoring hooks).
         primary: the metric compared with the baseline (default ``llm_match`` when judged, else ``em``).
@@ -121,7 +136,7 @@ def build_summary(rows: Sequence[dict[str, Any]], meta: dict[str, Any], timing: 
         by_label.setdefault(r["strategy"], []).append(r)
     judged = bool(meta.get("judge"))
     primary = primary or ("llm_match" if judged else "em")
-    baseline = _baseline(labels)
+    baseline = choose_baseline(labels, meta.get("baseline"))
     summary: dict[str, Any] = {
         "meta": meta,
         "primary_metric": primary,

@@ -267,6 +267,8 @@ class QAEvaluator(Evaluator):
         retry_errors: run again the questions whose earlier row is an error row.
         store_trace: keep each prediction's trace in its row.
         plots: write PNG plots (needs matplotlib; skipped with a message if missing).
+        baseline: the strategy label (or spec) the others are compared with in the report
+            (default: ``basic`` when it runs).
         embedder: an ``Embedder`` for building/loading indexes (None: the bundled MiniLM).
         index_root: where cached indexes live (default ``$RAGNET_HOME/indexes``).
         show_progress: a progress bar over the jobs.
@@ -301,6 +303,7 @@ class QAEvaluator(Evaluator):
         retry_errors: bool = False,
         store_trace: bool = True,
         plots: bool = True,
+        baseline: str | None = None,
         embedder: Any = None,
         index_root: str | Path | None = None,
         show_progress: bool = True,
@@ -345,6 +348,7 @@ class QAEvaluator(Evaluator):
         self.extra_metrics = tuple(extra_metrics)
         self.primary_metric = primary_metric or ("llm_match" if judge else "em")
         self.command, self.retry_errors, self.store_trace, self.plots = command, retry_errors, store_trace, plots
+        self.baseline = baseline
         self.embedder, self.index_root, self.show_progress, self.on_row = embedder, index_root, show_progress, on_row
         #: The rows of the last call (latest per strategy and question), in report order.
         self.rows: list[dict[str, Any]] = []
@@ -526,6 +530,7 @@ class QAEvaluator(Evaluator):
             "strategies": [asdict(r) for r in plan],
             "budgets": list(budgets) if budgets else ([self.budget] if self.budget is not None else None),
             "threads": self.threads,
+            "baseline": self.baseline,
             "index": indexes.path,
             "results": str(results_path),
             "ids_file": str(ids_file) if ids_file is not None else None,

@@ -152,3 +152,17 @@ def test_hops_reports_hop_recall_and_resumes(env):
     assert again.exit_code == 0 and len((out / "results.jsonl").read_text().splitlines()) == 2  # resumed
     bad = invoke("hops", "--data", "tiny", "--data-dir", str(data), "--policies", "bridge,guess")
     assert bad.exit_code == 2 and "unknown policy guess" in bad.output
+
+
+def test_baseline_chooses_what_the_others_are_compared_with(env):
+    data, tmp, _, _ = env
+    out = tmp / "vs-oneshot"
+    result = invoke("--data", "tiny", "--data-dir", str(data), "--strategies", "basic,oneshot", "--lm", "scripted",
+                    "--budget", "1000", "--no-judge", "--no-plots", "--baseline", "oneshot", "--out", str(out))
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["baseline"] == "oneshot@1000" and list(summary["vs_baseline"]) == ["basic"]
+    bad = invoke("--data", "tiny", "--data-dir", str(data), "--strategies", "basic", "--lm", "scripted",
+                 "--no-judge", "--baseline", "combined", "--out", str(tmp / "never"))
+    assert bad.exit_code == 2 and "'combined' names no strategy of this run" in bad.output
+    assert not (tmp / "never").exists()  # refused before the folder, the index or the LM
