@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, List, Optional
+from typing import TYPE_CHECKING, Any, List, Optional
 
 import typer
 
@@ -33,6 +33,21 @@ if TYPE_CHECKING:
 
 HELP = ("Measure strategies side by side on a benchmark (EM, F1, LLM match, gold recall, stage retention, cost); "
         "resumable. Subcommands: see below.")
+
+
+def _out_option(*short: str) -> Any:
+    """``--out`` of the eval subcommands that resume (a new, empty or earlier ragnet eval folder)."""
+    return typer.Option(None, "--out", *short, help="Write report.md, summary.json and results.jsonl here (a new, "
+                        "empty or earlier ragnet eval folder; an interrupted run resumes).")
+
+
+def _fresh_option() -> Any:
+    return typer.Option(False, "--fresh", help="Discard results in --out from an earlier run instead of resuming.")
+
+
+def _wrote(out: Optional[Path], *names: str) -> None:
+    if out is not None:
+        typer.echo(f"wrote {', '.join(str(out / n) for n in names[:-1])} and {out / names[-1]}")
 
 
 def _check_split(split: str, allowed: tuple[str, ...] = ("dev", "acceptance")) -> None:
@@ -166,8 +181,7 @@ def retrieval(
     evaluator = RetrievalEvaluator(idx, questions, budgets=budget_list, sentence_budgets=sentence_list,
                                    command=command_line(ctx), show_progress=True)
     typer.echo(evaluator.format_report(evaluator(out)))
-    if out is not None:
-        typer.echo(f"wrote {out / 'report.md'} and {out / 'summary.json'}")
+    _wrote(out, "report.md", "summary.json")
 
 
 def laziness(
@@ -182,12 +196,12 @@ def laziness(
     lm: Optional[str] = lm_option(),
     program_file: Optional[Path] = typer.Option(None, "--program", help="Compiled program JSON (`ragnet optimize`) whose sufficiency step to use."),
     seed: int = typer.Option(0, help="Seed for the kept gold paragraph, the padding and the gold position."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write report.md, summary.json and results.jsonl here (a new, empty or earlier ragnet eval folder; an interrupted run resumes)."),
+    out: Optional[Path] = _out_option("-o"),
     data_dir: Optional[Path] = data_dir_option(),
     n_ctx: Optional[int] = typer.Option(None, "--n-ctx", help="Local model context window (default: sized to the largest prompt)."),
     timeout: float = typer.Option(300.0, help="Seconds per LM call (the longest contexts are slow to read on a CPU)."),
     retries: Optional[int] = typer.Option(None, help="LM retries before the step falls back (default: the program's, 1)."),
-    fresh: bool = typer.Option(False, "--fresh", help="Discard results in --out from an earlier run instead of resuming."),
+    fresh: bool = _fresh_option(),
 ) -> None:
     """Follow-up search rate of the agent as padding grows, next to the iterative study's."""
     from ragnet.bench.laziness import format_laziness_report
@@ -203,8 +217,7 @@ def laziness(
         command=command_line(ctx), log=say)
     summary = evaluator(out, fresh=fresh)
     typer.echo(format_laziness_report(summary))
-    if out is not None:
-        typer.echo(f"wrote {out / 'report.md'}, {out / 'summary.json'} and {out / 'results.jsonl'}")
+    _wrote(out, "report.md", "summary.json", "results.jsonl")
 
 
 @with_lm_options(answer_lm=False)
@@ -220,8 +233,8 @@ def hops(
     n_queries: int = typer.Option(5, "--n-queries", help="Queries the rewrite step is asked for."),
     data_dir: Optional[Path] = data_dir_option(),
     index_dir: Optional[Path] = index_dir_option(),
-    out: Optional[Path] = typer.Option(None, help="Write report.md, summary.json and results.jsonl here (a new, empty or earlier ragnet eval folder; an interrupted run resumes)."),
-    fresh: bool = typer.Option(False, "--fresh", help="Discard results in --out from an earlier run instead of resuming."),
+    out: Optional[Path] = _out_option(),
+    fresh: bool = _fresh_option(),
     *,
     lms: LMOptions,
 ) -> None:
@@ -242,8 +255,7 @@ def hops(
     if evaluator.needs_lm():
         lms.configure()
     typer.echo(evaluator.format_report(evaluator(out, fresh=fresh)))
-    if out is not None:
-        typer.echo(f"wrote {out / 'report.md'}, {out / 'summary.json'} and {out / 'results.jsonl'}")
+    _wrote(out, "report.md", "summary.json", "results.jsonl")
 
 
 def register(app: typer.Typer) -> None:
