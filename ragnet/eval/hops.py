@@ -13,7 +13,7 @@ is cheap enough to compare query policies and to compile the rewrite step agains
 Policies:
 
 ``bridge``
-    the LM-free bridge search (:func:`ragnet.programs.agent.bridge_search`): names the evidence
+    the LM-free bridge search (:func:`ragnet.programs.bridge.bridge_search`): names the evidence
     gives and the question does not, each paired with the question. For every question (a hop
     needed or not) it also reports whether all gold documents are in the first context and in the
     context ``OneShotRAG(budget, sentences=True, hops=searches, hop_k=k)`` packs with those
@@ -188,7 +188,7 @@ class HopEvaluator(Evaluator):
             queries += lm_queries[: self.searches]
             sources += ["lm"] * len(queries)
         if policy in ("bridge", "rewrite+bridge"):
-            from ragnet.programs.agent import bridge_search
+            from ragnet.programs.bridge import bridge_search
 
             while len(queries) < self.searches:
                 query = bridge_search(self.index, q.question, first, [q.question, *queries])

@@ -3,7 +3,7 @@
 * :func:`rewrite_query`: RewriteQuery on what the agent has seen plus what is still missing;
   the most probable unseen query, recorded as a ``rewrite`` event. When the rewriter gives no
   new query (it failed, or only repeated or echoed), the best bridge-entity search
-  (:func:`bridge_search`, no LM) takes its place.
+  (:func:`ragnet.programs.bridge.bridge_search`, no LM) takes its place.
 * :func:`assess`: AssessSufficiency on a view of the evidence, recorded as a ``sufficiency``
   event (and a ``stop`` on "Sufficient").
 * :class:`AgentRAG`: the turn loop of IterativeRAG and CombinedRAG. Each turn: next query →
@@ -23,11 +23,11 @@ from typing import Any
 import dspy
 import numpy as np
 
-from ragnet.core.bridge import bridge_entities, bridge_query
 from ragnet.core.calibrate import relevance
 from ragnet.corpus.types import Chunk
 from ragnet.errors import InputError
 from ragnet.programs.base import RAGProgram, check_fraction, check_positive_int
+from ragnet.programs.bridge import bridge_search
 from ragnet.programs.oneshot import DEFAULT_METHOD, DEFAULT_TEMPERATURE, DEFAULT_TRANSFORM, check_selection
 from ragnet.programs.packing import PromptBudget, cap_notes, pack
 from ragnet.programs.sentence_packing import pack_sentences
@@ -39,25 +39,6 @@ from ragnet.signatures import AnswerStep, ContextualizeStep, RewriteStep, Suffic
 DEFAULT_NOTES_SHARE = 0.25
 
 
-def bridge_search(index: Any, question: str, context: list[Chunk], queries: list[str]) -> str | None:
-    """The best follow-up search no query has run yet: a name the evidence gives and the question
-    does not (:func:`ragnet.core.bridge.bridge_entities`, preferring names that are document titles
-    in ``index``), paired with the question; None when the evidence names nothing new. No LM call.
-
-    Example:
-        >>> from ragnet.corpus.types import Chunk
-        >>> film = Chunk(id="k#0", doc_id="k", title="Kiss and Tell", text="Kiss and Tell stars Shirley Temple.", tokens=8)
-        >>> bridge_search(None, "Who starred in Kiss and Tell?", [film], [])
-        'Shirley Temple Who starred in Kiss and Tell?'
-    """
-    by_title = getattr(getattr(index, "catalog", None), "by_title", None)
-    is_title = (lambda key: key in by_title) if by_title is not None else None
-    searched = {q.casefold() for q in queries}
-    names = bridge_entities(question, [c.text for c in context], is_title=is_title,
-                            exclude=[c.title for c in context], k=len(queries) + 3)
-    return next((q for q in (bridge_query(name, question) for name in names) if q.casefold() not in searched), None)
-
-
 def rewrite_query(
     rewrite: RewriteStep, question: str, context: list[Chunk], notes: str, missing: str,
     queries: list[str], turn: int, trace: Trace, *, n: int, index: Any = None, bridge: bool = False,
@@ -66,7 +47,7 @@ def rewrite_query(
 
     When the rewriter gives no new query (it failed, or every query repeated or echoed an
     earlier one), ``bridge`` searches the best bridge entity of ``context`` instead
-    (:func:`bridge_search`); failing that, turn 1 searches the question itself and later turns
+    (:func:`ragnet.programs.bridge.bridge_search`); failing that, turn 1 searches the question itself and later turns
     return None (the caller stops rather than loop on the same search). The ``rewrite`` event
     records the query taken and its ``source``: ``"lm"``, ``"bridge"`` or ``"question"``.
     """

@@ -61,7 +61,7 @@ class IterativeRAG(AgentRAG):
         rewrite: write search queries with RewriteQuery (off: turn 1 searches the question, and
             later turns the bridge search when ``bridge`` is on, else the question again).
         bridge: search the best bridge entity of the evidence (a name it gives and the question
-            does not, ``ragnet.programs.agent.bridge_search``; no LM call) when the rewrite gives
+            does not, ``ragnet.programs.bridge.bridge_search``; no LM call) when the rewrite gives
             no new query, or on every turn after the first without the rewrite step.
         n_queries: sub-queries sampled per rewrite (verbalized sampling).
         protect: ``chunk_delete`` may not remove the question's own top-``k`` hits (what

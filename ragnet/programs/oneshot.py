@@ -27,6 +27,7 @@ from ragnet.corpus.tokens import count_tokens
 from ragnet.corpus.types import Chunk
 from ragnet.errors import InputError
 from ragnet.programs.base import RAGProgram, RunResult, check_positive_int
+from ragnet.programs.bridge import bridge_search
 from ragnet.programs.packing import PromptBudget, pack
 from ragnet.programs.sentence_packing import pack_sentences
 from ragnet.programs.trace import Trace
@@ -72,7 +73,7 @@ class OneShotRAG(RAGProgram):
             still holds the evidence of many chunks.
         hops: bridge searches after a first selection (no LM call): for each of the best names
             the selected evidence gives and the question does not
-            (``ragnet.programs.agent.bridge_search``), ``hop_k`` chunks are searched and join the
+            (``ragnet.programs.bridge.bridge_search``), ``hop_k`` chunks are searched and join the
             candidates at :data:`HOP_WEIGHT` of their score, so the final pack can hold the
             second document of a multi-hop question without displacing the first. 0: off.
         hop_k: chunks per bridge search.
@@ -160,8 +161,6 @@ class OneShotRAG(RAGProgram):
     def _bridge_hops(self, question: str, candidates: list[Chunk], budget: PromptBudget, trace: Trace) -> list[Chunk]:
         """Bridge searches from a first, untraced selection of ``candidates``; their new hits at
         :data:`HOP_WEIGHT` of their score, recorded as ``search`` events (turn 2) and a ``hops`` event."""
-        from ragnet.programs.agent import bridge_search
-
         first = (pack_sentences(candidates, question, budget, self.index) if self.sentences
                  else pack(candidates, [c.score for c in candidates], budget, transform=self.transform,
                            temperature=self.temperature, method=self.method)).chunks

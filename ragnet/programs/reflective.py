@@ -38,7 +38,7 @@ class ReflectiveRAG(RAGProgram):
         max_reflections: most Refine rounds (each adds one search).
         n_subqueries: sub-queries sampled per Refine (5, verbalized sampling).
         bridge: when a Refine gives no new query, search the best bridge entity of the evidence
-            instead (``ragnet.programs.agent.bridge_search``, no LM call).
+            instead (``ragnet.programs.bridge.bridge_search``, no LM call).
         beta: weight of the confidence change in Δ.
         tau: stop when Δ falls below this.
         noise_removal: prune the final set with ``core.noise.filter``.
