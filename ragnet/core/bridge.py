@@ -27,8 +27,8 @@ __all__ = ["bridge_entities", "bridge_query", "name_phrases"]
 
 _CAPITAL = r"(?:(?:[A-Z]\.)+|[A-Z][\w'\-&]*)"  # a word, or initials ("J.R.R."); a full stop ends a name
 # Capitalised words (a number may follow one: "Apollo 11"), joined by the lower-case particles names
-# contain ("Bank of England", "Vincent van Gogh")
-_PHRASE = re.compile(rf"{_CAPITAL}(?:\s+(?:(?:of|the|de|von|van|la|le|du|del|da|di)\s+)*(?:{_CAPITAL}|\d+\b))*")
+# contain ("Bank of England", "Vincent van Gogh"); a name never spans a line break ("# Deploys\n\nA deploy ...")
+_PHRASE = re.compile(rf"{_CAPITAL}(?:[ \t]+(?:(?:of|the|de|von|van|la|le|du|del|da|di)[ \t]+)*(?:{_CAPITAL}|\d+\b))*")
 # Capitalised only because they open a sentence or a clause
 _OPENERS = frozenset("The A An He She It They His Her Its In On At This That These Those There As After Before "
                      "During When While However Also Born Written Since Although Despite".split())

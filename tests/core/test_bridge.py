@@ -36,3 +36,8 @@ def test_excluded_names_and_spellings_are_given_once():
 
 def test_the_query_keeps_the_question():
     assert bridge_query("Shirley Temple", Q) == f"Shirley Temple {Q}"
+
+
+def test_a_name_never_spans_a_line_break():
+    text = "# Deploys\n\nA deploy needs one approval.\nOn-call\nThis week: Jonas Berg."
+    assert name_phrases(text) == ["Deploys", "On-call", "Jonas Berg"]
