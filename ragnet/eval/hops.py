@@ -188,14 +188,11 @@ class HopEvaluator(Evaluator):
             queries += lm_queries[: self.searches]
             sources += ["lm"] * len(queries)
         if policy in ("bridge", "rewrite+bridge"):
-            from ragnet.programs.bridge import bridge_search
+            from ragnet.programs.bridge import bridge_searches
 
-            while len(queries) < self.searches:
-                query = bridge_search(self.index, q.question, first, [q.question, *queries])
-                if query is None:
-                    break
-                queries.append(query)
-                sources.append("bridge")
+            more = bridge_searches(self.index, q.question, first, [q.question, *queries], n=self.searches - len(queries))
+            queries += more
+            sources += ["bridge"] * len(more)
         found_by = None
         for i, query in enumerate(queries):
             hits = {h.id for h in self.index.search(query, k=self.k, exclude=in_context)}

@@ -27,7 +27,7 @@ from ragnet.corpus.tokens import count_tokens
 from ragnet.corpus.types import Chunk
 from ragnet.errors import InputError
 from ragnet.programs.base import RAGProgram, RunResult, check_positive_int
-from ragnet.programs.bridge import bridge_search
+from ragnet.programs.bridge import bridge_searches
 from ragnet.programs.packing import PromptBudget, pack
 from ragnet.programs.sentence_packing import pack_sentences
 from ragnet.programs.trace import Trace
@@ -73,7 +73,7 @@ class OneShotRAG(RAGProgram):
             still holds the evidence of many chunks.
         hops: bridge searches after a first selection (no LM call): for each of the best names
             the selected evidence gives and the question does not
-            (``ragnet.programs.bridge.bridge_search``), ``hop_k`` chunks are searched and join the
+            (``ragnet.programs.bridge.bridge_searches``), ``hop_k`` chunks are searched and join the
             candidates at :data:`HOP_WEIGHT` of their score, so the final pack can hold the
             second document of a multi-hop question without displacing the first. 0: off.
         hop_k: chunks per bridge search.
@@ -165,16 +165,12 @@ class OneShotRAG(RAGProgram):
                  else pack(candidates, [c.score for c in candidates], budget, transform=self.transform,
                            temperature=self.temperature, method=self.method)).chunks
         seen = {c.id for c in candidates}
-        queries, added = [question], []
-        for _ in range(self.hops):
-            query = bridge_search(self.index, question, first, queries)
-            if query is None:
-                break
-            queries.append(query)
+        queries, added = bridge_searches(self.index, question, first, [question], n=self.hops), []
+        for query in queries:
             for hit in self._search(query, trace, k=self.hop_k, turn=2, exclude=seen):
                 seen.add(hit.id)
                 added.append(hit.with_scores(score=hit.score * HOP_WEIGHT, dense_score=hit.dense_score))
-        trace.add("hops", queries=queries[1:], added=[c.id for c in added])
+        trace.add("hops", queries=queries, added=[c.id for c in added])
         return added
 
     def _run(self, question: str, trace: Trace) -> RunResult:
