@@ -23,6 +23,7 @@ from ragnet.eval.records import get_field
 __all__ = [
     "STAGES",
     "context_redundancy",
+    "document_chunk_ids",
     "gold_chunk_ids",
     "gold_chunks",
     "gold_present",
@@ -63,6 +64,21 @@ def _doc_map(index: Any) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
     return by_doc, by_title
 
 
+def document_chunk_ids(index: Any, key: str) -> list[str]:
+    """The chunks of the document ``key`` names: those whose ``doc_id`` equals it, else those
+    whose title equals it (case- and whitespace-insensitive); ``[]`` when none.
+
+    Example:
+        >>> from types import SimpleNamespace as NS
+        >>> index = NS(chunks=[NS(id="d1#0", doc_id="d1", title="Ed Wood"), NS(id="d1#1", doc_id="d1", title="Ed Wood")])
+        >>> document_chunk_ids(index, "ED  wood"), document_chunk_ids(index, "Jaws")
+        (['d1#0', 'd1#1'], [])
+    """
+    by_doc, by_title = _doc_map(index)
+    key = str(key)
+    return list(by_doc.get(key) or by_title.get(" ".join(key.split()).casefold()) or [])
+
+
 def gold_chunk_ids(record: Any, index: Any) -> dict[str, list[str]]:
     """The chunks of each gold document of ``record``: ``{gold key: [chunk ids]}``.
 
@@ -78,15 +94,12 @@ def gold_chunk_ids(record: Any, index: Any) -> dict[str, list[str]]:
         >>> gold_chunk_ids(NS(gold_passage_ids=None, gold_titles=["ed wood", "Jaws"]), index)
         {'ed wood': ['d1#0', 'd1#1'], 'Jaws': []}
     """
-    by_doc, by_title = _doc_map(index)
     keys = list(getattr(record, "gold_passage_ids", None) or []) or list(getattr(record, "gold_titles", None) or [])
     out: dict[str, list[str]] = {}
     for key in keys:
         key = str(key)
-        if key in out:
-            continue
-        ids = by_doc.get(key) or by_title.get(" ".join(key.split()).casefold()) or []
-        out[key] = list(ids)
+        if key not in out:
+            out[key] = document_chunk_ids(index, key)
     return out
 
 

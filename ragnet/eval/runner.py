@@ -11,6 +11,11 @@ becomes an error row (it counts as wrong), never a lost question. ``report.md``,
 ``summary.json`` and the plots are then written from every row of the selected questions and
 strategies (``ragnet.eval.report``). :func:`run_eval` is the same as a function.
 
+The ``oracle`` strategy (``ragnet.eval.oracle``: the reader given only each question's gold
+evidence, a ceiling) is built here with the questions being evaluated; every other spec goes to
+``ragnet.programs.registry``. Prediction fields a program names in ``row_fields`` (the oracle's
+``oracle``: what its context was built from) are copied into its rows.
+
 Questions come from an ``EvalSet`` (``ragnet.eval.datasets.load_eval_set``; its pooled index,
 or one index per question, see ``ragnet.eval.indexes``) or are any records with ``id``,
 ``question`` and ``answers`` answered over an index the caller built.
@@ -83,6 +88,14 @@ class StrategyRun:
     program: str | None = None
 
 
+def _strategy_name(spec: str) -> str:
+    """The strategy a spec names, checked with its presets (``oracle`` is the evaluator's own)."""
+    from ragnet.eval.oracle import is_oracle, parse_oracle_spec
+    from ragnet.programs.registry import parse_spec
+
+    return parse_oracle_spec(spec)[0] if is_oracle(spec) else parse_spec(spec)[0]
+
+
 def _check_budget(value: Any, argument: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise InputError(f"token budgets must be positive integers, got {value!r}", argument=argument)
@@ -98,7 +111,7 @@ def plan_strategies(
 ) -> list[StrategyRun]:
     """Expand strategy specs into report columns.
 
-    Budgeted strategies (``oneshot``, ``combined``, ``iterative``) run once per entry of ``budgets`` (labels
+    Budgeted strategies (``oneshot``, ``combined``, ``iterative``, ``oracle``) run once per entry of ``budgets`` (labels
     ``oneshot@1000`` ...), or at ``budget`` (label ``oneshot@4000``), or at their default
     (label ``oneshot``). Other strategies run once.
 
@@ -106,8 +119,10 @@ def plan_strategies(
         >>> [r.label for r in plan_strategies(["basic", "oneshot"], budgets=[1000, 2000])]
         ['basic', 'oneshot@1000', 'oneshot@2000']
     """
-    from ragnet.programs.registry import BUDGETED, parse_spec
+    from ragnet.eval.oracle import ORACLE
+    from ragnet.programs.registry import BUDGETED
 
+    budgeted = BUDGETED | {ORACLE}
     if budget is not None and budgets:
         raise InputError("give either --budget or --budgets, not both", argument="budgets")
     if budget is not None:
@@ -120,11 +135,11 @@ def plan_strategies(
     programs = {k: str(v) for k, v in (programs or {}).items()}
     out: list[StrategyRun] = []
     for spec in dict.fromkeys(specs):
-        name, _ = parse_spec(spec)
+        name = _strategy_name(spec)
         program = programs.get(spec)
-        if name in BUDGETED and budgets:
+        if name in budgeted and budgets:
             out.extend(StrategyRun(f"{spec}@{b}", spec, b, program) for b in dict.fromkeys(budgets))
-        elif name in BUDGETED and budget is not None:
+        elif name in budgeted and budget is not None:
             out.append(StrategyRun(f"{spec}@{budget}", spec, budget, program))
         else:
             out.append(StrategyRun(spec, spec, None, program))
@@ -139,10 +154,11 @@ def parse_program_args(values: Sequence[str] | None, strategies: Sequence[str]) 
         >>> parse_program_args([], ["basic"])
         {}
     """
-    from ragnet.programs.persist import read_header
+    from ragnet.eval.oracle import ORACLE, OracleRAG
     from ragnet.programs import STRATEGIES
-    from ragnet.programs.registry import parse_spec
+    from ragnet.programs.persist import read_header
 
+    classes = {**STRATEGIES, ORACLE: OracleRAG}
     specs = [s.strip() for s in strategies if s and s.strip()]
     out: dict[str, str] = {}
     for value in values or ():
@@ -153,13 +169,13 @@ def parse_program_args(values: Sequence[str] | None, strategies: Sequence[str]) 
                                  f"(strategies: {', '.join(specs)})", argument="program")
             key, file = specs[0], value
         key, file = key.strip(), file.strip()
-        matches = [s for s in specs if s == key] or [s for s in specs if parse_spec(s)[0] == key]
+        matches = [s for s in specs if s == key] or [s for s in specs if _strategy_name(s) == key]
         if len(matches) != 1:
             why = "matches several strategies" if matches else "is not among --strategies"
             raise InputError(f"{key!r} {why} ({', '.join(specs)})", argument="program")
         spec = matches[0]
         header = read_header(file)
-        expected = STRATEGIES[parse_spec(spec)[0]].__name__
+        expected = classes[_strategy_name(spec)].__name__
         if header.get("program") != expected:
             raise InputError(f"compiled for {header.get('program')}, not {expected} ({spec})", path=file)
         out[spec] = file
@@ -392,11 +408,15 @@ class QAEvaluator(Evaluator):
     # -- running
 
     def _build_program(self, run: StrategyRun, index: Any) -> Any:
+        from ragnet.eval.oracle import build_oracle, is_oracle
         from ragnet.programs.persist import load_program
-        from ragnet.programs.registry import build_program, parse_spec
+        from ragnet.programs.registry import build_program
 
-        kwargs = dict(self.overrides.get(parse_spec(run.spec)[0], {}))
-        program = build_program(run.spec, index, budget=run.budget, reader=self.answer_lm, **kwargs)
+        kwargs = dict(self.overrides.get(_strategy_name(run.spec), {}))
+        if is_oracle(run.spec):  # the gold labels of the questions evaluated come with it
+            program = build_oracle(run.spec, index, self.questions, budget=run.budget, reader=self.answer_lm, **kwargs)
+        else:
+            program = build_program(run.spec, index, budget=run.budget, reader=self.answer_lm, **kwargs)
         if run.program:
             load_program(program, run.program)
         return program
@@ -409,7 +429,8 @@ class QAEvaluator(Evaluator):
         from ragnet.eval.scoring import error_scores, score_prediction
         from ragnet.index.embedder import build_embedder
         from ragnet.lm.failures import answer_failure
-        from ragnet.programs.registry import answer_layout, parse_spec
+        from ragnet.eval.oracle import is_oracle, oracle_layout
+        from ragnet.programs.registry import answer_layout
 
         config = self.settings()
         log, plan, questions = self.log, self.plan, self.questions
@@ -425,7 +446,8 @@ class QAEvaluator(Evaluator):
                 and not (self.retry_errors and row.get("error"))}
         # A row answered with another answer-prompt layout than this run's (a changed default,
         # such as where the question goes) is answered again, so one column never mixes both.
-        layouts = {r.label: answer_layout(r.spec, **self.overrides.get(parse_spec(r.spec)[0], {})) for r in plan}
+        layouts = {r.label: (oracle_layout if is_oracle(r.spec) else answer_layout)(
+            r.spec, **self.overrides.get(_strategy_name(r.spec), {})) for r in plan}
         stale = {k for k in done if row_answer_prompt(latest[k]) not in (None, layouts[k[0]])}
         for label in sorted({label for label, _ in stale}):
             count = sum(1 for k in stale if k[0] == label)
@@ -467,6 +489,8 @@ class QAEvaluator(Evaluator):
                 row = {**base, **score_prediction(record, pred, index, scorer)}
                 for extra in self.scorers:
                     row.update(extra(record, pred, index))
+                for key in getattr(program, "row_fields", ()):
+                    row[key] = pred.get(key)
                 row["evidence"] = list(pred.evidence)
                 row["context"] = list(pred.context)
                 if self.store_trace:

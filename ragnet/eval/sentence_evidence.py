@@ -48,7 +48,7 @@ from ragnet.corpus.tokens import count_tokens_batch
 from ragnet.errors import InputError
 from ragnet.eval.tables import markdown_table, percent
 
-__all__ = ["SELECTIONS", "format_sentence_report", "gold_sentence_texts", "run_sentence_evidence"]
+__all__ = ["SELECTIONS", "format_sentence_report", "gold_sentence_texts", "gold_sentences", "run_sentence_evidence"]
 
 SELECTIONS = ("top5", "rank-fill", "rank-cut", "knapsack", "sentences", "sentences+links")
 DEFAULT_BUDGETS = (512, 1000, 2000, 4000)
@@ -58,10 +58,35 @@ def _norm(text: str) -> str:
     return " ".join(str(text).split()).casefold()
 
 
-def gold_sentence_texts(record: Any) -> list[tuple[str, str]]:
-    """``(title, normalised sentence text)`` of a record's gold supporting sentences.
+def gold_sentences(record: Any) -> list[tuple[str, int, str]]:
+    """``(title, sentence index, text)`` of a record's gold supporting sentences, read from the
+    sentence lists of its own context paragraphs (the dataset's split), in the record's order.
 
-    Sentences whose title or index is not in the record's context are left out.
+    Sentences whose title or index is not in the record's context, or whose text is blank, are
+    left out; the text is the dataset's, stripped.
+
+    Example:
+        >>> from ragnet.eval.datasets import QARecord
+        >>> r = QARecord(id="q", question="?", answers=["a"], gold_sentences=[["T", 1], ["T", 9]],
+        ...              context=[{"title": "T", "sentences": ["One.", " Two  words."]}])
+        >>> gold_sentences(r)
+        [('T', 1, 'Two  words.')]
+    """
+    paragraphs = {p.get("title"): p for p in (getattr(record, "context", None) or []) if isinstance(p, dict)}
+    out = []
+    for item in getattr(record, "gold_sentences", None) or []:
+        if not isinstance(item, (list, tuple)) or len(item) != 2:
+            continue
+        title, i = item
+        sentences = (paragraphs.get(title) or {}).get("sentences") or []
+        if isinstance(i, int) and not isinstance(i, bool) and 0 <= i < len(sentences) and _norm(sentences[i]):
+            out.append((title, i, str(sentences[i]).strip()))
+    return out
+
+
+def gold_sentence_texts(record: Any) -> list[tuple[str, str]]:
+    """``(title, normalised sentence text)`` of a record's gold supporting sentences
+    (:func:`gold_sentences`).
 
     Example:
         >>> from ragnet.eval.datasets import QARecord
@@ -70,13 +95,7 @@ def gold_sentence_texts(record: Any) -> list[tuple[str, str]]:
         >>> gold_sentence_texts(r)
         [('T', 'two words.')]
     """
-    paragraphs = {p.get("title"): p for p in (getattr(record, "context", None) or []) if isinstance(p, dict)}
-    out = []
-    for title, i in getattr(record, "gold_sentences", None) or []:
-        sentences = (paragraphs.get(title) or {}).get("sentences") or []
-        if isinstance(i, int) and 0 <= i < len(sentences) and _norm(sentences[i]):
-            out.append((title, _norm(sentences[i])))
-    return out
+    return [(title, _norm(text)) for title, _, text in gold_sentences(record)]
 
 
 def _covered(gold: list[tuple[str, str]], chunks: Sequence[Any]) -> bool:
