@@ -147,6 +147,10 @@ def build_summary(rows: Sequence[dict[str, Any]], meta: dict[str, Any], timing: 
         "vs_baseline": {},
         "budget_curves": {},
     }
+    for lb in labels:  # the oracle's rows say what each question's gold context was built from
+        modes = [r["oracle"] for r in by_label[lb] if r.get("oracle")]
+        if modes:
+            summary["strategies"][lb]["oracle"] = {m: modes.count(m) for m in ("sentences", "documents", "none")}
     if baseline is not None:
         for lb in labels:
             if lb == baseline:
@@ -233,6 +237,13 @@ def format_report(summary: dict[str, Any]) -> str:
     lines += markdown_table(["strategy", "n", "EM", "F1", "LLM match", *extra, f"Δ {pname}", "all-gold recall",
                              "Δ gold", "gold fraction", "redundancy", "chunks", "errors", "LM failures"], table)
     lines.append("")
+    oracles = {lb: aggs[lb]["oracle"] for lb in labels if aggs[lb].get("oracle")}
+    if oracles:
+        lines += [("Oracle context, in questions (the reader given only each question's gold evidence: the "
+                   "ceiling that separates what retrieval loses from what the reader gets wrong): "
+                   + "; ".join(f"{lb}: gold sentences {c['sentences']}, gold documents {c['documents']} (no usable "
+                               f"sentence-level gold), none {c['none']} (no gold evidence: not answered, counted "
+                               "wrong)" for lb, c in oracles.items()) + "."), ""]
     suspicious = {lb: aggs[lb].get("judge_zero_f1_matches", 0) for lb in labels}
     calls = sum(aggs[lb].get("judge_calls", 0) for lb in labels)
     if sum(suspicious.values()):
