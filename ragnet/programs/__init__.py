@@ -1,4 +1,5 @@
-"""DSPy programs: BasicRAG (baseline), OneShotRAG, IterativeRAG, ReflectiveRAG, CombinedRAG.
+"""DSPy programs: BasicRAG (baseline), OneShotRAG, IterativeRAG, ReflectiveRAG, CombinedRAG, and RouterRAG
+(one search or a multi-step program per question, chosen without an LM).
 
 Each is a ``dspy.Module`` whose LM steps are step modules (``ragnet.signatures.Step``: one
 ``dspy.Predict`` over a ragnet signature, its validator, default and retries), held under the
@@ -15,6 +16,7 @@ from ragnet.programs.combined import CombinedRAG
 from ragnet.programs.iterative import IterativeRAG
 from ragnet.programs.oneshot import OneShotRAG
 from ragnet.programs.reflective import ReflectiveRAG
+from ragnet.programs.router import RouterRAG
 from ragnet.programs.trace import Trace
 
 STRATEGIES = {
@@ -23,6 +25,8 @@ STRATEGIES = {
     "iterative": IterativeRAG,
     "reflective": ReflectiveRAG,
     "combined": CombinedRAG,
+    "router": RouterRAG,
 }
 
-__all__ = ["AgentRAG", "RAGProgram", "BasicRAG", "OneShotRAG", "IterativeRAG", "ReflectiveRAG", "CombinedRAG", "Trace", "STRATEGIES"]
+__all__ = ["AgentRAG", "RAGProgram", "BasicRAG", "OneShotRAG", "IterativeRAG", "ReflectiveRAG", "CombinedRAG",
+           "RouterRAG", "Trace", "STRATEGIES"]

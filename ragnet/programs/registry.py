@@ -64,11 +64,14 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
                    "no-bridge": {"bridge": False}},
     "combined": {"no-rules": {"rules": False}, "no-contextualize": {"contextualize": False},
                  "sentences": {"sentences": True}, "no-rewrite": {"rewrite": False}, "no-bridge": {"bridge": False}},
+    # the hard route of RouterRAG: bridge hops in the one-shot pack (its default), or an agent
+    "router": {"hops": {"hard": "oneshot:sentences+hops"}, "iterative": {"hard": "iterative:no-rewrite+sentences"},
+               "combined": {"hard": "combined:sentences+no-rewrite"}},
 }
 
 # Strategies whose constructor takes a token budget. IterativeRAG reads everything it kept when
 # it is given none (the study's design) and packs it into the budget when given one.
-BUDGETED = {"oneshot", "combined", "iterative"}
+BUDGETED = {"oneshot", "combined", "iterative", "router"}
 
 #: ``ragnet ask --strategy auto``: the strategy spec and answer budget ragnet recommends for a
 #: small local reader (a dense context of selected sentences, docs/design.md#selection-and-budgets)

@@ -1,0 +1,260 @@
+"""RouterRAG — one search where one suffices, the multi-step program where the question needs more.
+
+The one-shot (``oneshot:sentences``) holds every gold document of most multi-hop questions after
+one search and one LM call. The rest mostly name an entity only through another ("the spouse of
+the director of film West of Shanghai"); their second document takes a search aimed at a name
+the first search found. Small local LMs decide poorly whether to search again, so the router
+decides without an LM, from the first search itself:
+
+1. the **simple** program's retrieval runs (its search, rules and sentence selection, no LM call)
+   and is recorded in the trace as usual;
+2. :func:`route_signals` reads that first context: the question's form, how many context
+   documents the question names, the names the evidence gives that the question does not (and
+   whether they are documents the collection holds), and the score profile;
+3. the rule (:class:`ragnet.core.routing.RouteRule`, or any callable) picks the route, recorded
+   as a ``route`` event (the route, the rule's reason, the signals) and as ``route`` on the
+   Prediction;
+4. **simple**: the simple program answers from that first context (one search, one LM call);
+   **hard**: the hard program runs on its own from the question. It searches afresh: a program
+   built from a spec takes no first search from outside, and the repeat costs a search, no LM call.
+
+Why ``oneshot:sentences+hops`` is the default hard route: of the multi-step programs measured on
+dev questions it is the one that finds the second document most often at the one-shot's cost
+(one LM call; all-gold recall on 2WikiMultihopQA dev 53.9% → 87.1%, docs/results/README.md,
+"Bridge hops"), and it rarely displaces first-hop evidence. With it the router saves the bridge
+searches and that rare displacement; with an agent as the hard route (preset ``router:iterative``,
+``iterative:no-rewrite+sentences``) it also saves the agent's LM calls on every question routed
+simple.
+
+Both routes share the router's answer step (its presets: ``router:cot``, ``router:qlast``), so
+``ragnet optimize --step answer`` compiles one reader for both; :meth:`RouterRAG.steps` lists
+every step of both routes, and a compiled step is installed into each route that has it.
+
+Example:
+    >>> router = RouterRAG(index, budget=1000)
+    >>> router.simple.sentences, router.hard.hops
+    (True, 3)
+    >>> route, reason, signals, context = router.route("What is the capital of Italy?")   # no LM call
+    >>> route in ("simple", "hard")
+    True
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from ragnet.core.bridge import bridge_entities
+from ragnet.core.routing import ROUTES, RouteRule, RouteSignals, question_form
+from ragnet.corpus.types import Chunk
+from ragnet.errors import InputError
+from ragnet.programs.base import RAGProgram, RunResult, check_positive_int
+from ragnet.programs.oneshot import OneShotRAG
+from ragnet.programs.trace import Trace
+from ragnet.signatures import AnswerStep, Step
+
+__all__ = ["DEFAULT_HARD", "DEFAULT_SIMPLE", "RouterRAG", "route_signals"]
+
+DEFAULT_SIMPLE = "oneshot:sentences"
+DEFAULT_HARD = "oneshot:sentences+hops"
+# Bridge names recorded in the signals (a rule may read fewer; RouteRule reads its bridge_names)
+SIGNAL_NAMES = 3
+_PAREN_SUFFIX = re.compile(r"\s*\([^()]*\)\s*$")
+
+Rule = Callable[[RouteSignals], "tuple[str, str] | str"]
+
+
+def _norm(text: str) -> str:
+    return " ".join(str(text).split()).casefold()
+
+
+def route_signals(question: str, context: list[Chunk], index: Any, *, names: int = SIGNAL_NAMES) -> RouteSignals:
+    """The router's signals from a first context (best first), with no LM call.
+
+    Args:
+        question: the question.
+        context: the first search's selected chunks, best first (their ``score`` and ``dense_score``
+            as the search gave them).
+        index: the index (its title catalog says which names are documents; without one no
+            name is).
+        names: how many of the evidence's best bridge names to record.
+
+    Example:
+        >>> from ragnet.corpus.types import Chunk
+        >>> film = Chunk(id="k#0", doc_id="k", title="Kiss and Tell", text="Kiss and Tell stars Shirley Temple.",
+        ...              tokens=8, score=1.0, dense_score=0.6)
+        >>> s = route_signals("Which post did the star of Kiss and Tell hold?", [film], None)
+        >>> s.form, s.named, s.bridges, s.bridge_titles, s.top_cosine
+        ('nested', 1, ('Shirley Temple',), (), 0.6)
+    """
+    by_title = getattr(getattr(index, "catalog", None), "by_title", None)
+    is_title = (lambda key: key in by_title) if by_title is not None else None
+    found = bridge_entities(question, [c.text for c in context], is_title=is_title,
+                            exclude=[c.title for c in context], k=names)
+    asked = _norm(question)
+    best: dict[str, Chunk] = {}
+    for chunk in context:
+        if chunk.title not in best or chunk.score > best[chunk.title].score:
+            best[chunk.title] = chunk
+    named = sum(1 for title in best if _names(asked, title))
+    scores = sorted((c.score for c in best.values()), reverse=True)
+    cosines = [c.dense_score for c in context if c.dense_score is not None]
+    return RouteSignals(
+        form=question_form(question),
+        named=named,
+        bridges=tuple(found),
+        bridge_titles=tuple(n for n in found if is_title is not None and is_title(_norm(n))),
+        top_cosine=max(cosines) if cosines else None,
+        title_gap=scores[0] - scores[1] if len(scores) > 1 else 0.0,
+        titles=len(best),
+    )
+
+
+def _names(asked: str, title: str) -> bool:
+    """Whether the casefolded question names ``title`` (whole words; a trailing parenthetical,
+    "Ed Wood (film)", may be left out)."""
+    for key in {_norm(title), _norm(_PAREN_SUFFIX.sub("", title))}:
+        if key and re.search(rf"(?<!\w){re.escape(key)}(?!\w)", asked):
+            return True
+    return False
+
+
+class RouterRAG(RAGProgram):
+    """Answer from one search, or run the multi-step program, as an LM-free rule decides per question.
+
+    Args:
+        index: a ``ragnet.Index``.
+        budget: the answer prompt's budget of both routes (where their strategy takes one).
+        simple: the one-search route, a ``oneshot`` spec whose retrieval makes no LM call (no
+            ``llm-filter`` or ``crop``): its first search is what the rule reads, and what the
+            simple route answers from.
+        hard: the multi-step route, any strategy spec but ``router`` (see the module docstring
+            for the default).
+        rule: a :class:`ragnet.core.routing.RouteRule` (None: its defaults), or any callable
+            ``(RouteSignals) -> (route, reason)`` (or just the route) with route ``"simple"`` or ``"hard"``.
+        lam, retries: as in :class:`ragnet.programs.RAGProgram`, for both routes.
+        answer: the answer step of both routes; the routes' specs may not set answer presets
+            (give them to the router: ``router:cot``). Where it leaves the question's place
+            open, each route shows it where its strategy does.
+
+    Example:
+        >>> import dspy
+        >>> from dspy.utils import DummyLM
+        >>> with dspy.context(lm=DummyLM([{"answer": "Rome", "evidence_ids": ["rome#0"]}])):
+        ...     pred = RouterRAG(index, budget=1000)(question="Is Rome the capital of Italy?")
+        >>> pred.route, [e["rule"] for e in pred.trace if e["step"] == "route"]   # a comparison of named documents
+        ('simple', ['default'])
+    """
+
+    default_question_at = "auto"  # the default simple route's (OneShotRAG's)
+
+    def __init__(
+        self,
+        index: Any,
+        budget: int = 4000,
+        *,
+        simple: str = DEFAULT_SIMPLE,
+        hard: str = DEFAULT_HARD,
+        rule: RouteRule | Rule | None = None,
+        lam: float = 0.4,
+        retries: int = 1,
+        answer: AnswerStep | None = None,
+    ) -> None:
+        super().__init__(index, lam=lam, retries=retries, answer=answer)
+        self.budget = check_positive_int(budget, "budget")
+        if rule is not None and not callable(rule):
+            raise InputError(f"expected a RouteRule or a callable, got {type(rule).__name__}", argument="rule")
+        self.rule = rule if rule is not None else RouteRule()
+        self.simple_spec, self.hard_spec = simple, hard
+        given = answer if answer is not None else AnswerStep()
+        self.simple = self._build("simple", simple, given)
+        if not isinstance(self.simple, OneShotRAG) or self.simple.max_lm_calls() != 1:
+            raise InputError(f"{simple!r}: the simple route must be a oneshot spec whose retrieval makes no LM call "
+                             f"(no llm-filter, crop or full), e.g. {DEFAULT_SIMPLE!r}: the router reads its first "
+                             f"search before any LM call", argument="simple")
+        self.hard = self._build("hard", hard, given, shared=self.simple.answer)
+        self.answer = self.simple.answer
+
+    def _build(self, role: str, spec: Any, answer: AnswerStep, shared: AnswerStep | None = None) -> RAGProgram:
+        """The route program of ``spec``, answering with ``answer`` (or with ``shared``, the simple
+        route's step, where the strategy shows the question in the same place: one reader to compile)."""
+        from ragnet.programs import STRATEGIES
+        from ragnet.programs.registry import build_program, spec_options  # the registry imports this package
+
+        if not isinstance(spec, str) or not spec.strip():
+            raise InputError(f"expected a strategy spec such as {DEFAULT_HARD!r}, got {spec!r}", argument=role)
+        try:
+            name, _, answer_options = spec_options(spec)
+        except InputError as exc:
+            raise InputError(exc.message, argument=role) from None
+        if name == "router":
+            raise InputError(f"{spec!r}: a route cannot be another router", argument=role)
+        if answer_options:
+            raise InputError(f"{spec!r} sets answer options ({', '.join(sorted(answer_options))}); both routes share "
+                             f"the router's answer step: give them to the router (e.g. router:cot)", argument=role)
+        if shared is not None and STRATEGIES[name].default_question_at == self.simple.default_question_at:
+            answer = shared
+        return build_program(spec, self.index, budget=self.budget, answer=answer, lam=self.lam, retries=self.retries)
+
+    # -- what other code asks of a program ------------------------------------------------
+    def routes(self) -> dict[str, RAGProgram]:
+        """The route programs by name, ``{"simple": ..., "hard": ...}``."""
+        return {name: self.__dict__[name] for name in ROUTES if name in self.__dict__}
+
+    def steps(self) -> dict[str, Step]:
+        """Every LM step of both routes by name (one entry where both routes have a step of that
+        name: the simple route's); :meth:`set_step` installs into each route that has it."""
+        out: dict[str, Step] = {}
+        for program in self.routes().values():
+            for name, step in program.steps().items():
+                out.setdefault(name, step)
+        return out
+
+    def set_step(self, name: str, step: Any) -> None:
+        """Install a compiled step into every route that has a step ``name``."""
+        if name not in self.steps():
+            raise InputError(f"RouterRAG has no {name} step; its routes' steps: {', '.join(self.steps())}",
+                             argument="step")
+        for program in self.routes().values():
+            if name in program.steps():
+                program.set_step(name, step)
+
+    @property
+    def retries(self) -> int:
+        """LM retries of every step of both routes; setting it sets theirs."""
+        return self._retries
+
+    @retries.setter
+    def retries(self, value: int) -> None:
+        self._retries = check_positive_int(value, "retries", minimum=0)
+        for program in self.routes().values():
+            program.retries = self._retries
+
+    def max_lm_calls(self) -> int:
+        return max(program.max_lm_calls() for program in self.routes().values())
+
+    # -- routing -----------------------------------------------------------------------------
+    def route(self, question: str, trace: Trace | None = None) -> tuple[str, str, RouteSignals, list[Chunk]]:
+        """The route for ``question``, the rule's reason, the signals and the first context, with
+        no LM call (the simple route's retrieval, recorded in ``trace``)."""
+        context = self.simple.retrieve(question, trace if trace is not None else Trace())
+        names = max(SIGNAL_NAMES, getattr(self.rule, "bridge_names", 0))
+        signals = route_signals(question, context, self.index, names=names)
+        decided = self.rule(signals)
+        route, reason = (decided, getattr(self.rule, "__name__", "rule")) if isinstance(decided, str) else decided
+        if route not in ROUTES:
+            raise InputError(f"the rule returned route {route!r}; expected one of {', '.join(ROUTES)}", argument="rule")
+        return route, str(reason), signals, context
+
+    def _run(self, question: str, trace: Trace) -> RunResult:
+        route, reason, signals, context = self.route(question, trace)
+        trace.add("route", route=route, rule=reason, signals=signals.to_dict(),
+                  program=self.simple_spec if route == "simple" else self.hard_spec)
+        if route == "simple":
+            answer, evidence = self.simple._answer(question, context, trace)
+            result = RunResult(answer=answer, evidence=evidence, context=context)
+        else:
+            result = self.hard._run(question, trace)
+        result.extra = {**result.extra, "route": route}
+        return result
