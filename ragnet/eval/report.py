@@ -171,6 +171,10 @@ def build_summary(rows: Sequence[dict[str, Any]], meta: dict[str, Any], timing: 
             curves[s["spec"]].append({"budget": s["budget"], "label": s["label"], primary: agg[primary],
                                       "gold_all": agg["gold_all"], "input_tokens": agg["input_tokens"]})
     summary["budget_curves"] = {k: sorted(v, key=lambda p: p["budget"]) for k, v in curves.items() if len(v) > 1}
+    for lb in labels:  # RouterRAG records each question's route in its trace
+        routes = [e.get("route") for r in by_label[lb] for e in r.get("trace") or () if e.get("step") == "route"]
+        if routes:
+            summary["strategies"][lb]["routes"] = {route: routes.count(route) for route in ("simple", "hard")}
     summary["timing"] = {"setup_s": round(float(timing.get("setup_s", 0.0)), 4),
                          "loop_s": round(float(timing.get("loop_s", 0.0)), 4)}
     if extra:
@@ -319,6 +323,11 @@ def format_report(summary: dict[str, Any]) -> str:
     lines += markdown_table(["strategy", "searches", "turns", "LM calls", "cached", "tokens in", "tokens out",
                              "context tokens", "p50 s", "p95 s", "LM errors", "judge calls"], table)
     lines.append("")
+    routed = {lb: aggs[lb]["routes"] for lb in labels if aggs[lb].get("routes")}
+    if routed:
+        lines += ["Routes (the router's LM-free choice per question: one search, or its multi-step program): " + "; ".join(
+            f"{lb}: hard {percent(c['hard'] / max(sum(c.values()), 1), symbol=True)} ({c['hard']} of "
+            f"{sum(c.values())}), simple {c['simple']}" for lb, c in routed.items()) + ".", ""]
 
     curves = summary.get("budget_curves") or {}
     if curves:
