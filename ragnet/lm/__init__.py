@@ -30,7 +30,8 @@ _LAZY = {
     "MODELS": "ragnet.lm.models",
     "DEFAULT_MODEL": "ragnet.lm.models",
     "LlamaCppEngine": "ragnet.lm.local",
-    "LMTimeoutError": "ragnet.lm.local",
+    "LMTimeoutError": "ragnet.lm.deadline",
+    "DeadlineLM": "ragnet.lm.deadline",
 }
 
 __all__ = sorted(_LAZY)

@@ -131,11 +131,14 @@ def make_lm(lm: str | None = None, *, api_base: str | None = None, api_key: str 
         # Retries cannot help a deterministic local model; a timeout would only repeat.
         return dspy.LM(engine.model_name, engine=engine, async_engine=AsyncLlamaCppEngine(engine),
                        temperature=temperature, max_tokens=max_tokens, cache=cache, num_retries=0)
+    from ragnet.lm.deadline import DeadlineLM
+
     try:
         client = {k: v for k, v in {"api_base": api_base, "api_key": api_key, "timeout": timeout}.items()
                   if v is not None}
-        return dspy.LM(target, num_retries=num_retries, temperature=temperature, max_tokens=max_tokens,
-                       cache=cache, **client, **kwargs)
+        # DeadlineLM: the timeout bounds the whole call, not only each wait for the next byte.
+        return DeadlineLM(target, num_retries=num_retries, temperature=temperature, max_tokens=max_tokens,
+                          cache=cache, **client, **kwargs)
     except (ValueError, TypeError) as exc:
         raise InputError(f"cannot use LM {target!r}: {exc}", argument="lm") from exc
 
@@ -151,14 +154,16 @@ def configure(lm: Any = None, *, api_base: str | None = None, api_key: str | Non
         api_base: server URL for litellm models (Ollama, vLLM, any OpenAI-compatible server).
         api_key: key for litellm models (else the provider's usual env variable).
         cache_dir: DSPy cache folder; default ``$RAGNET_CACHE_DIR`` or ``$RAGNET_HOME/dspy_cache``.
-        timeout: seconds per LM call (the local engine stops generating and raises
-            :class:`ragnet.lm.local.LMTimeoutError`; litellm models time out the request).
+        timeout: wall-clock seconds per LM call, from its start to the reply's last byte (the
+            local engine stops generating; a served model's call is cut at the deadline however
+            the server behaves, :class:`ragnet.lm.deadline.DeadlineLM`); either raises
+            :class:`ragnet.lm.deadline.LMTimeoutError`.
         num_retries: HTTP-level retries of a failed request for litellm models (with
             exponential backoff, by litellm). Default 0: every ragnet step already retries a
             failed call once (``retries`` of the programs), so a server that hangs costs at
-            most ``timeout x (1 + retries)`` per step; HTTP retries would multiply that
-            (each one more ``timeout``). Raise it for rate-limited hosted APIs. The local
-            model is never retried at this level.
+            most ``timeout x (1 + retries)`` per step. HTTP retries run inside the same
+            deadline, so each one leaves less time to the next. Raise it for rate-limited
+            hosted APIs. The local model is never retried at this level.
         temperature: sampling temperature; 0 makes runs repeatable (and cacheable).
         max_tokens: answer length limit per call.
         adapter: how signatures become prompts: ``"auto"`` (default) uses DSPy's ``JSONAdapter``

@@ -62,9 +62,9 @@ from dspy.lm15 import (
     Usage,
     response_to_events,
 )
-from dspy.utils.exceptions import LMError
 
 from ragnet.errors import InputError, MissingDependencyError, RagnetError, require
+from ragnet.lm.deadline import LMTimeoutError
 from ragnet.lm.models import resolve_model_path
 
 __all__ = ["AsyncLlamaCppEngine", "LMTimeoutError", "LlamaCppEngine", "default_threads"]
@@ -76,32 +76,6 @@ _CHATML_TEMPLATE = (
     "{% endfor %}"
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
 )
-
-
-class LMTimeoutError(RagnetError, LMError):
-    """A local generation ran past its wall-clock ``timeout``.
-
-    It is a :class:`ragnet.errors.RagnetError` and a DSPy ``LMError`` (so DSPy passes
-    it through unchanged), but *not* DSPy's retryable ``LMTimeoutError``: the same
-    prompt on the same machine would take just as long again.
-
-    Attributes:
-        timeout: the limit in seconds.
-        elapsed: seconds the call ran before it was stopped.
-        prompt_tokens: tokens in the prompt.
-        completion_tokens: tokens generated before the stop.
-    """
-
-    default_code = "timeout"
-
-    def __init__(self, message: str = "", *, timeout: float | None = None, elapsed: float | None = None,
-                 prompt_tokens: int | None = None, completion_tokens: int | None = None,
-                 model: str | None = None) -> None:
-        super().__init__(message, model=model, provider="llama.cpp")
-        self.timeout = timeout
-        self.elapsed = elapsed
-        self.prompt_tokens = prompt_tokens
-        self.completion_tokens = completion_tokens
 
 
 class _Loaded:
@@ -488,8 +462,8 @@ class LlamaCppEngine:
         where = "while reading the prompt" if reading else f"after generating {generated} tokens"
         return LMTimeoutError(
             f"local model {self.model_path.name} exceeded its {self.timeout:g}s timeout {where} "
-            f"({elapsed:.1f}s, {prompt_tokens} prompt tokens); raise the timeout, lower max_tokens, "
-            "or shorten the prompt",
+            f"({elapsed:.1f}s, {prompt_tokens} prompt tokens); raise --timeout (timeout= in ragnet.configure), "
+            "lower max_tokens, or shorten the prompt",
             timeout=self.timeout, elapsed=elapsed, prompt_tokens=prompt_tokens, completion_tokens=generated,
             model=self.model_name,
         )

@@ -1,0 +1,147 @@
+"""A wall-clock deadline over each whole LM call: ``timeout`` seconds from its start to the
+reply's last byte, whatever the server does.
+
+DSPy's HTTP engine (lm15) bounds each operation on its own: connecting, sending, and the wait
+for the *next* byte. A server that sends a byte now and then never trips that, so a call made
+with ``timeout=5`` could run for minutes. :class:`DeadlineLM` is the ``dspy.LM`` ragnet builds
+for served models (:func:`ragnet.lm.config.make_lm`): its calls end at the deadline and raise
+:class:`LMTimeoutError`, which ragnet's steps record in the trace like any LM failure and
+``ragnet ask`` reports in one line naming ``--timeout``.
+
+How: a synchronous call runs in a worker thread and the caller stops waiting at the deadline;
+the abandoned request ends on its own (the server finishes or stalls past lm15's per-read
+timeout) in a daemon thread that never delays the process's exit. An async call is cancelled
+at the deadline, which closes its connection. DSPy's callbacks (and so ragnet's usage meter)
+run in the caller, so a call cut at the deadline counts as a failed, timed-out call.
+
+Example:
+    >>> lm = DeadlineLM("openai/gpt-4o-mini", api_key="sk-test", timeout=30)
+    >>> lm.model, call_limit(lm, {}), call_limit(lm, {"timeout": 5})
+    ('openai/gpt-4o-mini', 30.0, 5.0)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import threading
+import time
+from typing import Any, Callable
+
+import dspy
+from dspy.utils.callback import with_callbacks
+from dspy.utils.exceptions import LMError
+
+from ragnet.errors import RagnetError
+from ragnet.lm.usage import _is_timeout
+
+__all__ = ["DeadlineLM", "LMTimeoutError", "call_limit"]
+
+
+class LMTimeoutError(RagnetError, LMError):
+    """An LM call ran past its wall-clock ``timeout``: a local generation stopped at the deadline,
+    or a served call whose whole reply had not arrived by then.
+
+    It is a :class:`ragnet.errors.RagnetError` and a DSPy ``LMError`` (so DSPy passes
+    it through unchanged), but *not* DSPy's retryable ``LMTimeoutError``: the same
+    prompt would most likely take just as long again.
+
+    Attributes:
+        timeout: the limit in seconds.
+        elapsed: seconds the call ran before it was stopped.
+        prompt_tokens: tokens in the prompt (local model only).
+        completion_tokens: tokens generated before the stop (local model only).
+    """
+
+    default_code = "timeout"
+
+    def __init__(self, message: str = "", *, timeout: float | None = None, elapsed: float | None = None,
+                 prompt_tokens: int | None = None, completion_tokens: int | None = None,
+                 model: str | None = None, provider: str | None = "llama.cpp") -> None:
+        super().__init__(message, model=model, provider=provider)
+        self.timeout = timeout
+        self.elapsed = elapsed
+        self.prompt_tokens = prompt_tokens
+        self.completion_tokens = completion_tokens
+
+
+def call_limit(lm: dspy.BaseLM, call_kwargs: dict[str, Any]) -> float | None:
+    """The deadline of one call in seconds: its own ``timeout`` keyword, else the LM's; None when
+    neither is a number (an ``httpx.Timeout`` keeps DSPy's per-operation limits only)."""
+    value = call_kwargs.get("timeout", lm.kwargs.get("timeout"))
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def _late(lm: dspy.BaseLM, limit: float, elapsed: float) -> LMTimeoutError:
+    return LMTimeoutError(
+        f"no complete reply within the {limit:g}s timeout ({elapsed:.1f}s: the server had not answered "
+        "or was still sending); raise --timeout (timeout= in ragnet.configure) if the model needs longer",
+        timeout=limit, elapsed=elapsed, model=lm.model, provider=None)
+
+
+def _within(lm: dspy.BaseLM, limit: float | None, call: Callable[[], Any]) -> Any:
+    """``call()`` in a daemon thread (with the caller's context variables: DSPy settings, the
+    active call id), waited on for at most ``limit`` seconds."""
+    if limit is None:
+        return call()
+    started = time.monotonic()
+    context = contextvars.copy_context()
+    done = threading.Event()
+    outcome: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            outcome["value"] = context.run(call)
+        except BaseException as exc:  # handed to the caller, whatever it is
+            outcome["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=work, name="ragnet-lm-call", daemon=True).start()
+    if not done.wait(limit):
+        raise _late(lm, limit, time.monotonic() - started)
+    error = outcome.get("error")
+    if error is None:
+        return outcome["value"]
+    if _is_timeout(error):  # DSPy's own per-read timeout fired first: one message either way
+        raise _late(lm, limit, time.monotonic() - started) from error
+    raise error
+
+
+# The undecorated bodies of DSPy's call entry points; DeadlineLM wraps them in its own callbacks.
+_CALL = dspy.BaseLM.__call__.__wrapped__
+_ACALL = dspy.BaseLM.acall.__wrapped__
+
+
+class DeadlineLM(dspy.LM):
+    """A ``dspy.LM`` whose every call, sync or async, ends by its ``timeout`` (see the module docs).
+
+    Takes exactly ``dspy.LM``'s arguments; ``timeout`` (seconds) is both DSPy's per-operation
+    limit and the deadline of the whole call. A call's own ``timeout=`` keyword overrides it.
+
+    Example:
+        >>> DeadlineLM("openai/gpt-4o-mini", api_key="sk-test", timeout=10).copy(timeout=20).kwargs["timeout"]
+        20
+    """
+
+    @with_callbacks
+    def __call__(self, prompt=None, *, messages=None, **kwargs):
+        return _within(self, call_limit(self, kwargs), lambda: _CALL(self, prompt, messages=messages, **kwargs))
+
+    @with_callbacks
+    async def acall(self, prompt=None, *, messages=None, **kwargs):
+        limit = call_limit(self, kwargs)
+        reply = _ACALL(self, prompt, messages=messages, **kwargs)
+        if limit is None:
+            return await reply
+        started = time.monotonic()
+        try:
+            return await asyncio.wait_for(reply, limit)
+        except asyncio.TimeoutError as exc:  # the builtin TimeoutError from Python 3.11 on
+            raise _late(self, limit, time.monotonic() - started) from exc
+        except Exception as exc:
+            if _is_timeout(exc):
+                raise _late(self, limit, time.monotonic() - started) from exc
+            raise

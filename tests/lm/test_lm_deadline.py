@@ -1,0 +1,182 @@
+"""``timeout`` (``--timeout``) bounds a whole served-LM call, whatever the server does.
+
+A real HTTP server on 127.0.0.1 sends its reply one byte at a time, slowly: every single read
+finishes well inside the timeout, so only a wall-clock deadline over the whole call (connect,
+wait and read) stops it. Without one, a step waited as long as the server kept trickling.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import dspy
+import pytest
+from typer.testing import CliRunner
+
+import ragnet
+from ragnet.cli import app
+from ragnet.corpus.types import Document
+from ragnet.index import Index
+from ragnet.lm.config import make_lm
+from ragnet.lm.failures import answer_failure
+from ragnet.lm.local import LMTimeoutError
+from ragnet.programs import BasicRAG
+from tests.lm.fault_server import FaultServer
+
+runner = CliRunner()
+TIMEOUT = 1.0
+QUESTION = "What is the capital of France?"
+CHAT_ANSWER = '[[ ## answer ## ]]\nParis\n\n[[ ## evidence_ids ## ]]\n["c1"]\n\n[[ ## completed ## ]]'
+# How long the server takes to send its whole reply; without a deadline a step waited for all of it.
+TRICKLE_SECONDS = 30.0
+
+
+class TrickleServer:
+    """An OpenAI-compatible server that sends a valid completion one byte every ``interval`` seconds.
+
+    Each byte arrives long before a per-read timeout would fire; the whole reply takes about
+    ``seconds``. The server stops trickling (and closes the connection) when the block ends.
+    """
+
+    def __init__(self, interval: float = 0.05, seconds: float = TRICKLE_SECONDS) -> None:
+        self.interval, self.seconds = interval, seconds
+        self.requests = 0
+        self._stop = threading.Event()
+        self._httpd: ThreadingHTTPServer | None = None
+
+    def __enter__(self) -> "TrickleServer":
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                server.requests += 1
+                body = json.dumps({
+                    "id": "chatcmpl-slow", "object": "chat.completion", "created": int(time.time()),
+                    "model": "test-model",
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": CHAT_ANSWER}}],
+                    "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}).encode()
+                pad = max(0, int(server.seconds / server.interval) - len(body))
+                data = b" " * pad + body  # leading whitespace is valid JSON: the reply parses if it ever ends
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                try:
+                    for i in range(len(data)):
+                        if server._stop.wait(server.interval):
+                            return
+                        self.wfile.write(data[i:i + 1])
+                        self.wfile.flush()
+                except OSError:  # the client hung up: what a deadline does
+                    return
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+
+    @property
+    def url(self) -> str:
+        assert self._httpd is not None
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+
+@pytest.fixture(scope="module")
+def tiny_index(tmp_path_factory):
+    docs = [Document(id="paris", title="Paris", text="Paris is the capital of France."),
+            Document(id="rome", title="Rome", text="Rome is the capital of Italy.")]
+    index = Index.build(docs, tmp_path_factory.mktemp("deadline") / "idx", show_progress=False)
+    index.search(QUESTION)  # load the query embedder now, outside the timed program runs
+    return index
+
+
+def _served(url: str, timeout: float = TIMEOUT) -> dspy.LM:
+    return make_lm("openai/test-model", api_base=url, api_key="test-key", timeout=timeout, cache=False)
+
+
+def test_a_trickling_server_is_cut_at_the_deadline_and_named(tiny_index, dspy_state, tmp_path, monkeypatch):
+    monkeypatch.setenv("RAGNET_CACHE_DIR", str(tmp_path / "cache"))
+    with TrickleServer() as server:
+        ragnet.configure("openai/test-model", api_base=server.url, api_key="test-key", timeout=TIMEOUT, cache=False)
+        started = time.monotonic()
+        pred = BasicRAG(tiny_index, k=2)(question=QUESTION)
+        elapsed = time.monotonic() - started
+    # the answer step's try and its one retry, each stopped at TIMEOUT (a generous bound: not a benchmark)
+    answer_step = [e for e in pred.trace if e.get("step") == "lm_step" and e.get("name") == "answer"][-1]
+    assert answer_step["seconds"] < 2 * TIMEOUT + 2, answer_step
+    assert elapsed < TRICKLE_SECONDS / 2, f"{elapsed:.1f}s for one step with a {TIMEOUT}s timeout"
+    assert server.requests == 2 and pred.answer == ""
+    failure = answer_failure(pred.trace)
+    assert failure is not None and failure.startswith("the LM did not answer in time (timeout)"), failure
+    assert "--timeout" in failure and "Timeouts(" not in failure
+    errors = [e for e in pred.trace if e.get("step") == "lm_error"]
+    assert errors and all(e["error_type"] == "LMTimeoutError" for e in errors)
+    assert pred.usage["timeouts"] == 2 and pred.usage["failed_calls"] == 2
+
+
+def test_ask_with_a_trickling_server_exits_3_with_one_line_naming_timeout(tiny_index, tmp_path, monkeypatch):
+    monkeypatch.setenv("RAGNET_CACHE_DIR", str(tmp_path / "cache"))
+    with TrickleServer() as server:
+        started = time.monotonic()
+        result = runner.invoke(app, ["ask", QUESTION, "--index", str(tiny_index.path), "--lm", "openai/test-model",
+                                     "--api-base", server.url, "--api-key", "k", "--timeout", str(TIMEOUT)])
+        elapsed = time.monotonic() - started
+    # loading the index and its embedder is most of it; the LM calls take about 2 x TIMEOUT
+    assert elapsed < TRICKLE_SECONDS * 0.75, f"ask ran {elapsed:.1f}s with --timeout {TIMEOUT}"
+    assert result.exit_code == 3, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: no answer: the LM did not answer in time"), lines
+    assert "--timeout" in lines[0] and "Timeouts(" not in lines[0]
+
+
+def test_a_server_that_sends_nothing_is_named_the_same_way(dspy_state):
+    # lm15's own per-read timeout could fire here too; the message still names --timeout
+    with FaultServer("hang") as server:
+        lm = _served(server.url)
+        started = time.monotonic()
+        with pytest.raises(LMTimeoutError, match="--timeout") as info:
+            lm(messages=[{"role": "user", "content": "hi"}])
+    assert time.monotonic() - started < TIMEOUT + 5
+    assert "Timeouts(" not in str(info.value) and info.value.timeout == TIMEOUT
+
+
+def test_the_async_call_is_bounded_too(dspy_state):
+    with TrickleServer() as server:
+        lm = _served(server.url)
+        started = time.monotonic()
+        with pytest.raises(LMTimeoutError, match="--timeout"):
+            asyncio.run(lm.acall(messages=[{"role": "user", "content": "hi"}]))
+        assert time.monotonic() - started < TRICKLE_SECONDS / 2
+
+
+def test_a_healthy_server_answers_through_the_deadline_unchanged(dspy_state):
+    from ragnet.lm.deadline import DeadlineLM
+
+    with FaultServer("ok", reply="hello") as server:
+        lm = _served(server.url)
+        assert isinstance(lm, DeadlineLM) and lm.model == "openai/test-model"
+        assert lm(messages=[{"role": "user", "content": "hi"}]) == ["hello"]
+        assert asyncio.run(lm.acall(messages=[{"role": "user", "content": "hi"}])) == ["hello"]
+        copied = lm.copy(timeout=7.0)  # a copy keeps the deadline and follows its own timeout
+        assert isinstance(copied, DeadlineLM) and copied.kwargs["timeout"] == 7.0
+        assert copied(messages=[{"role": "user", "content": "hi"}]) == ["hello"]
+    assert server.requests == 3
+    assert isinstance(make_lm("openai/test-model", api_key="k", timeout=None), dspy.LM)
