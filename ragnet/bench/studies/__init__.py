@@ -24,6 +24,7 @@ STUDIES = (
     "openvino_experiment",
     "question_last_probe",
     "question_last_summarize",
+    "router_calibration",
     "served_lm_hang",
     "sufficiency_decomposed_variants",
     "sufficiency_prompt_variants",
