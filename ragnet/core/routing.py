@@ -34,6 +34,8 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from ragnet.errors import InputError
+
 __all__ = ["FORMS", "ROUTES", "RouteRule", "RouteSignals", "question_form"]
 
 FORMS = ("nested", "comparison", "plain")
@@ -44,7 +46,7 @@ ROUTES = ("simple", "hard")
 _ATTRIBUTES = frozenset(
     "place places date dates year years time day month age type types kind kinds sort sorts name names number numbers "
     "amount population height length size "
-    "birth death burial birthplace nationality title part parts one ones most many some all none each any none "
+    "birth death burial birthplace nationality title part parts one ones most many some all none each any "
     "capital area city country language genre style version form rest end beginning middle start same".split())
 _WORD = r"[a-z][a-z\-]*"
 # "<role> of <...>": "director of film X", "the mother of the director of ..."
@@ -158,9 +160,10 @@ class RouteRule:
 
     def __post_init__(self) -> None:
         if isinstance(self.bridge_names, bool) or not isinstance(self.bridge_names, int) or self.bridge_names < 0:
-            raise ValueError(f"bridge_names must be an integer >= 0, got {self.bridge_names!r}")
-        if self.min_cosine is not None and not isinstance(self.min_cosine, (int, float)):
-            raise ValueError(f"min_cosine must be a number or None, got {self.min_cosine!r}")
+            raise InputError(f"must be an integer >= 0, got {self.bridge_names!r}", argument="bridge_names")
+        cosine = self.min_cosine
+        if cosine is not None and (isinstance(cosine, bool) or not isinstance(cosine, (int, float))):
+            raise InputError(f"must be a number or None, got {self.min_cosine!r}", argument="min_cosine")
 
     def __call__(self, signals: RouteSignals) -> tuple[str, str]:
         if signals.form == "nested" and set(signals.bridges[: self.bridge_names]) & set(signals.bridge_titles):

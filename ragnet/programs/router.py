@@ -19,12 +19,11 @@ decides without an LM, from the first search itself:
    built from a spec takes no first search from outside, and the repeat costs a search, no LM call.
 
 Why ``oneshot:sentences+hops`` is the default hard route: of the multi-step programs measured on
-dev questions it is the one that finds the second document most often at the one-shot's cost
-(one LM call; all-gold recall on 2WikiMultihopQA dev 53.9% → 87.1%, docs/results/README.md,
-"Bridge hops"), and it rarely displaces first-hop evidence. With it the router saves the bridge
-searches and that rare displacement; with an agent as the hard route (preset ``router:iterative``,
-``iterative:no-rewrite+sentences``) it also saves the agent's LM calls on every question routed
-simple.
+dev questions it is the one that finds the second document most often, at the one-shot's cost of
+one LM call (docs/results/README.md, "Bridge hops"), and it rarely displaces first-hop evidence.
+With it the router saves the bridge searches and that rare displacement; with an agent as the
+hard route (preset ``router:iterative``: ``iterative:no-rewrite+sentences``) it also saves the
+agent's LM calls on every question routed simple.
 
 Both routes share the router's answer step (its presets: ``router:cot``, ``router:qlast``), so
 ``ragnet optimize --step answer`` compiles one reader for both; :meth:`RouterRAG.steps` lists

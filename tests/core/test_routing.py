@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ragnet.core.routing import RouteRule, RouteSignals, question_form
+from ragnet.errors import InputError
 
 
 @pytest.mark.parametrize("question, form", [
@@ -41,7 +42,7 @@ def test_signals_are_json_ready_and_bad_thresholds_are_refused():
     s = RouteSignals(form="nested", named=1, bridges=("A",), bridge_titles=("A",), top_cosine=0.123456, title_gap=0.5)
     assert s.to_dict() == {"form": "nested", "named": 1, "bridges": ["A"], "bridge_titles": ["A"],
                            "top_cosine": 0.1235, "title_gap": 0.5, "titles": 0}
-    with pytest.raises(ValueError, match="bridge_names"):
+    with pytest.raises(InputError, match="'bridge_names': must be an integer >= 0"):
         RouteRule(bridge_names=-1)
-    with pytest.raises(ValueError, match="min_cosine"):
+    with pytest.raises(InputError, match="'min_cosine': must be a number or None"):
         RouteRule(min_cosine="high")
