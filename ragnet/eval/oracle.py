@@ -13,7 +13,7 @@ document as the one-shot shows its selected sentences:
     the gold supporting sentences (``gold_sentences``: ``[title, sentence index]``), read from
     the sentence lists of the question's own paragraphs (the dataset's split), or, for a
     pooled-corpus set whose questions carry no paragraphs (2Wiki pooled), from ragnet's sentence
-    split of the gold document when the index holds it as one chunk. Non-adjacent sentences of
+    split of the gold document as the index holds it. Non-adjacent sentences of
     one document are joined with the one-shot's gap mark. Each block keeps the id of the index
     chunk that holds it, so gold recall is scored as for every other strategy.
 ``documents``
@@ -107,13 +107,38 @@ def _gold_pairs(record: Any) -> list[tuple[str, int]]:
     return list(out)
 
 
+#: Shortest overlap taken as a chunk window's repeat of its predecessor's end (shorter matches are chance).
+_MIN_OVERLAP = 20
+
+
+def _join_windows(texts: Sequence[str]) -> str:
+    """A document's text from its chunks, in order: each window is an exact substring of the
+    document that starts inside the previous one (``ragnet.corpus.chunking``), so the longest end
+    of the text so far that the next window starts with is its overlap, taken once; a window
+    that repeats none of it is joined with a space.
+
+    Example:
+        >>> _join_windows(["Rome is old. It has the Colosseum and many", "the Colosseum and many churches."])
+        'Rome is old. It has the Colosseum and many churches.'
+    """
+    out = texts[0] if texts else ""
+    for text in texts[1:]:
+        head, start = text[:_MIN_OVERLAP], max(0, len(out) - len(text))
+        pos = out.find(head, start) if len(head) == _MIN_OVERLAP else -1
+        while pos != -1 and not text.startswith(out[pos:]):
+            pos = out.find(head, pos + 1)
+        out = out[:pos] + text if pos != -1 else f"{out} {text}"
+    return out
+
+
 def _split_document(index: Any, title: str) -> list[str] | None:
-    """Sentences of the document ``title`` when the index holds it as one chunk (its whole text);
-    None otherwise: a longer document's chunks overlap, so positions in it are not recoverable."""
+    """Sentences of the document ``title`` as the index holds it (its chunks joined back into
+    its text, then ragnet's sentence split); None when the index has no such document, or its
+    chunks do not start at the document's start."""
     chunks = _chunks_of(index, title)
-    if len(chunks) != 1 or chunks[0].position != 0:
+    if not chunks or chunks[0].position != 0 or len({c.doc_id for c in chunks}) != 1:
         return None
-    return split_sentences(chunks[0].text)
+    return split_sentences(_join_windows([c.text for c in chunks]))
 
 
 def _sentences(record: Any, index: Any) -> tuple[list[tuple[str, int, str, str]], list[str]]:
@@ -130,7 +155,7 @@ def _sentences(record: Any, index: Any) -> tuple[list[tuple[str, int, str, str]]
         else:
             split = _split_document(index, title)
             if split is None:
-                missing.append(f"{title!r} is not in the question's paragraphs, nor one chunk of the index")
+                missing.append(f"{title!r} is neither among the question's paragraphs nor a document of the index")
             elif i < len(split):
                 found.append((title, i, split[i], "split"))
             else:

@@ -100,6 +100,24 @@ def test_pooled_record_without_paragraphs_reads_its_sentences_from_the_index(ind
     assert _event(pred, "oracle")[0]["sentences"][0]["from"] == "split"
 
 
+def test_a_document_of_several_chunks_is_joined_back_to_find_its_sentence(tmp_path):
+    from ragnet.corpus.types import Document
+
+    sentences = [f"Sentence {i} of the long page tells fact number {i} about the river Wyre." for i in range(12)]
+    text = " ".join(sentences)
+    index = Index.build([Document(id="Long page", title="Long page", text=text)], tmp_path / "long",
+                        chunk_tokens=48, overlap=12, show_progress=False)
+    chunks = sorted(index.chunks, key=lambda c: c.position)
+    assert len(chunks) > 3  # overlapping windows: the document is not any one chunk's text
+    record = _record(question="Which fact does sentence nine of the long page tell?", gold_titles=["Long page"],
+                     gold_sentences=[["Long page", 9]], context=None)
+    pred, prompts = _ask(index, record)
+    assert pred.oracle == "sentences"
+    holder = next(c.id for c in chunks if sentences[9] in c.text)
+    assert pred.context == [holder] and holder != "Long page#0"
+    assert _context_shown(prompts[0]) == render_chunk("c1", "Long page", sentences[9])
+
+
 @pytest.mark.parametrize("gold_sentences, why", [
     (None, "no_sentences"),                       # NQ, 2Wiki pooled rows with gold_sentences: null
     ([[FILM, 0], [ACTRESS, 7]], "sentences_missing"),  # one sentence not found: the whole question falls back
