@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from ragnet.cli.common import console, with_lm_options
+from ragnet.cli.common import console, text_line, with_lm_options
 
 if TYPE_CHECKING:
     from ragnet.lm.config import LMOptions
@@ -57,18 +57,22 @@ def ask(
     if as_json:
         typer.echo(json.dumps({k: pred[k] for k in pred.keys()}, ensure_ascii=False, indent=2, default=str))
     else:
-        _print(index, pred, show_trace, strategy=strategy, budget=getattr(program, "budget", None))
+        _print(index, pred, show_trace, strategy=strategy, budget=getattr(program, "budget", None), failed=bool(failure))
     if failure:
         typer.secho(f"error: no answer: {failure}", fg=typer.colors.RED, err=True)
         raise typer.Exit(code=EXIT_LM_FAILED)
 
 
-def _print(index, pred, show_trace: bool, *, strategy: str, budget: int | None) -> None:
+def _print(index, pred, show_trace: bool, *, strategy: str, budget: int | None, failed: bool) -> None:
     out = console()
-    out.print(f"[bold]answer:[/bold] {pred.answer}")
-    out.print("[bold]evidence:[/bold]")
-    for cid in pred.evidence:
-        out.print(f"  {cid}  [dim]{index.chunk(cid).title}[/dim]", highlight=False)
+    # LM and document text print as given: no markup, no highlighting, no wrapping (text_line)
+    out.print(text_line(("answer:", "bold"), f" {pred.answer}"), soft_wrap=True)
+    if failed:  # the fallback's evidence is the whole context, which no answer cited
+        out.print(text_line(("evidence:", "bold"), " none (no answer: the LM failed)"))
+    else:
+        out.print(text_line(("evidence:", "bold")))
+        for cid in pred.evidence:
+            out.print(text_line(f"  {cid}  ", (index.chunk(cid).title, "dim")), soft_wrap=True)
     u = pred.usage
     out.print(
         f"[bold]usage:[/bold] {u['lm_calls']} LM calls ({u['cached_calls']} cached), "

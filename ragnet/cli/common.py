@@ -37,6 +37,7 @@ __all__ = [
     "parse_ints",
     "say",
     "split_option",
+    "text_line",
     "with_lm_options",
 ]
 
@@ -72,6 +73,22 @@ def console():
 
     out = Console()
     return out if out.is_terminal else Console(width=150)
+
+
+def text_line(*parts: str | tuple[str, str]) -> Any:
+    """A line rich prints exactly as given: pieces of text, each plain or ``(text, style)``.
+
+    For LM answers and document text (titles, ids): rich reads no markup in them (a stray
+    ``[/x]`` made it raise) and does not run its highlighter over them (minutes on one token of
+    80,000 characters). Print it with ``soft_wrap=True`` to keep long text unwrapped too.
+
+    Example:
+        >>> text_line(("answer:", "bold"), " [b]Paris[/b]").plain
+        'answer: [b]Paris[/b]'
+    """
+    from rich.text import Text
+
+    return Text.assemble(*parts)
 
 
 def parse_ints(text: str, argument: str) -> list[int]:
