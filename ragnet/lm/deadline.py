@@ -120,6 +120,7 @@ class DeadlineLM(dspy.LM):
 
     Takes exactly ``dspy.LM``'s arguments; ``timeout`` (seconds) is both DSPy's per-operation
     limit and the deadline of the whole call. A call's own ``timeout=`` keyword overrides it.
+    A synchronous call that streams (``dspy.streamify``) keeps DSPy's per-operation limits only.
 
     Example:
         >>> DeadlineLM("openai/gpt-4o-mini", api_key="sk-test", timeout=10).copy(timeout=20).kwargs["timeout"]
@@ -128,7 +129,10 @@ class DeadlineLM(dspy.LM):
 
     @with_callbacks
     def __call__(self, prompt=None, *, messages=None, **kwargs):
-        return _within(self, call_limit(self, kwargs), lambda: _CALL(self, prompt, messages=messages, **kwargs))
+        # A streaming call (dspy.streamify) sends its chunks from the calling thread (an anyio
+        # worker), so it runs there, bounded by DSPy's per-operation limits only.
+        limit = None if dspy.settings.send_stream is not None else call_limit(self, kwargs)
+        return _within(self, limit, lambda: _CALL(self, prompt, messages=messages, **kwargs))
 
     @with_callbacks
     async def acall(self, prompt=None, *, messages=None, **kwargs):

@@ -36,6 +36,11 @@ CHAT_ANSWER = '[[ ## answer ## ]]\nParis\n\n[[ ## evidence_ids ## ]]\n["c1"]\n\n
 TRICKLE_SECONDS = 30.0
 
 
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # a client that hung up at its deadline is the point, not an error
+
+
 class TrickleServer:
     """An OpenAI-compatible server that sends a valid completion one byte every ``interval`` seconds.
 
@@ -82,7 +87,7 @@ class TrickleServer:
                 except OSError:  # the client hung up: what a deadline does
                     return
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd = _QuietServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
         threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
         return self
