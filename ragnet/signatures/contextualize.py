@@ -25,7 +25,7 @@ from typing import Any
 
 import dspy
 
-from ragnet.signatures.formatting import format_chunks
+from ragnet.signatures.formatting import format_chunks, quote
 from ragnet.signatures.step import Step
 
 __all__ = ["Contextualize", "ContextualizeStep", "contextualize_default", "contextualize_validator", "merge_notes", "note_lines"]
@@ -130,4 +130,4 @@ class ContextualizeStep(Step):
         if not id_map:
             return dspy.Prediction(**contextualize_default(notes), fallback=False)
         return self.run(default=contextualize_default(notes), validate=contextualize_validator(notes),
-                        question=question, notes=str(notes or ""), new_chunks=text)
+                        question=question, notes=quote(str(notes or "")), new_chunks=text)  # notes come from chunks

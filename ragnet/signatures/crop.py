@@ -25,6 +25,7 @@ from typing import Any
 
 import dspy
 
+from ragnet.signatures.formatting import quote
 from ragnet.signatures.step import Step
 
 __all__ = ["CropChunk", "CropStep", "crop_default", "crop_validator", "split_sentences", "verbatim_spans"]
@@ -110,25 +111,31 @@ def crop_default(text: str) -> dict[str, Any]:
     return {"relevant_text": text, "kept_full": True}
 
 
-def crop_validator(source: str) -> Callable[[dspy.Prediction], tuple[dspy.Prediction, list[str]]]:
-    """Keep only output sentences found verbatim in ``source``; fall back to the full chunk.
+def crop_validator(
+    source: str, shown: str | None = None
+) -> Callable[[dspy.Prediction], tuple[dspy.Prediction, list[str]]]:
+    """Keep only output sentences found verbatim in the chunk; fall back to the full chunk (``source``).
 
-    The repaired prediction has ``relevant_text`` and ``kept_full`` (True when the full chunk was kept).
+    ``shown`` is the chunk as the LM saw it (``quote(source)``, the default ``source``): the model
+    copies from that, so sentences are matched there, and a sentence that held a neutralised
+    marker stays neutralised. The repaired prediction has ``relevant_text`` and ``kept_full``
+    (True when the full chunk was kept).
     """
+    shown = source if shown is None else shown
 
     def validate(pred: dspy.Prediction) -> tuple[dspy.Prediction, list[str]]:
         problems: list[str] = []
-        spans, rejected = verbatim_spans(str(pred.relevant_text or ""), source)
+        spans, rejected = verbatim_spans(str(pred.relevant_text or ""), shown)
         if rejected:
-            shown = "; ".join(s[:80] for s in rejected[:3])
-            problems.append(f"crop: dropped {len(rejected)} sentence(s) not found verbatim in the chunk: {shown}")
+            listed = "; ".join(s[:80] for s in rejected[:3])
+            problems.append(f"crop: dropped {len(rejected)} sentence(s) not found verbatim in the chunk: {listed}")
         if not spans:
             problems.append("crop: no output sentence occurs verbatim in the chunk; kept the full chunk")
             pred.relevant_text = source
             pred.kept_full = True
             return pred, problems
         pred.relevant_text = " ".join(spans)
-        pred.kept_full = _norm(pred.relevant_text) == _norm(source)
+        pred.kept_full = _norm(pred.relevant_text) == _norm(shown)
         return pred, problems
 
     return validate
@@ -136,7 +143,11 @@ def crop_validator(source: str) -> Callable[[dspy.Prediction], tuple[dspy.Predic
 
 class CropStep(Step):
     """CropChunk on one chunk's text; returns ``relevant_text`` (verbatim source sentences),
-    ``kept_full`` and ``fallback`` (the full chunk is the default)."""
+    ``kept_full`` and ``fallback`` (the full chunk is the default).
+
+    The chunk and its title are document text: the prompt shows them through
+    :func:`~ragnet.signatures.formatting.quote`, like every other step's chunks.
+    """
 
     name = "crop"
     signature = CropChunk
@@ -144,5 +155,6 @@ class CropStep(Step):
 
     def forward(self, question: str, title: str, chunk: str) -> dspy.Prediction:
         text = str(chunk)
-        return self.run(default=crop_default(text), validate=crop_validator(text),
-                        question=question, title=str(title or ""), chunk=text)
+        shown = quote(text)
+        return self.run(default=crop_default(text), validate=crop_validator(text, shown),
+                        question=question, title=quote(" ".join(str(title or "").split())), chunk=shown)

@@ -25,6 +25,7 @@ from typing import Any
 import dspy
 import pydantic
 
+from ragnet.signatures.formatting import quote
 from ragnet.signatures.step import Step, StepOutputError
 
 __all__ = [
@@ -220,4 +221,4 @@ class RewriteStep(Step):
     def forward(self, question: str, context: str, previous_queries: Sequence[str] = (), n: int = 5) -> dspy.Prediction:
         previous = [str(q) for q in previous_queries]
         return self.run(default=rewrite_default(), validate=rewrite_validator(previous, n, question),
-                        question=question, context=context, previous_queries=previous, n=n)
+                        question=question, context=context, previous_queries=[quote(q) for q in previous], n=n)
