@@ -226,11 +226,12 @@ def hops(
     data: str = data_option(),
     split: str = split_option(),
     n: Optional[int] = typer.Option(None, "-n", help="At most this many questions."),
-    policies: str = typer.Option("bridge", help="Comma-separated follow-up policies: bridge (no LM) | rewrite | rewrite+bridge."),
+    policies: str = typer.Option("bridge", help="Comma-separated follow-up policies: bridge (no LM) | rewrite | rewrite+bridge | next | next+bridge (next: the one-query step)."),
     budget: int = typer.Option(1000, help="Token budget of the first context (oneshot:sentences)."),
     searches: int = typer.Option(3, help="Follow-up searches per question and policy."),
     k: int = typer.Option(5, "-k", help="Chunks per follow-up search."),
     n_queries: int = typer.Option(5, "--n-queries", help="Queries the rewrite step is asked for."),
+    program: Optional[Path] = typer.Option(None, "--program", help="A compiled program (ragnet optimize --step rewrite): its rewrite step serves the LM policies of its form."),
     data_dir: Optional[Path] = data_dir_option(),
     index_dir: Optional[Path] = index_dir_option(),
     out: Optional[Path] = _out_option(),
@@ -248,14 +249,32 @@ def hops(
     chosen = parse_policies(policies)  # before the index is built or loaded
     if out is not None:
         claim_folder(out)
+    step = _rewrite_step(program) if program is not None else None  # before the index, too
     idx, ev = load_pooled(data, data_dir=data_dir, path=index_dir, log=say)
     evaluator = HopEvaluator(idx, load_questions(ev.path, split=split, limit=n),
-                             policies=chosen, budget=budget,
-                             searches=searches, k=k, n_queries=n_queries, command=command_line(ctx), log=say)
+                             policies=chosen, budget=budget, searches=searches, k=k, n_queries=n_queries,
+                             rewrite_step=step, program=str(program) if program else None,
+                             command=command_line(ctx), log=say)
     if evaluator.needs_lm():
         lms.configure()
     typer.echo(evaluator.format_report(evaluator(out, fresh=fresh)))
     _wrote(out, "report.md", "summary.json", "results.jsonl")
+
+
+def _rewrite_step(path: Path) -> Any:
+    """The rewrite step of the compiled program saved at ``path``."""
+    from ragnet.eval.indexes import NoIndex
+    from ragnet.programs.persist import load_program, read_header
+    from ragnet.programs.registry import build_program
+
+    spec = read_header(path).get("spec")
+    if not spec:
+        raise InputError(f"{path}: the file names no strategy spec; recompile it with `ragnet optimize`",
+                         argument="program")
+    step = load_program(build_program(spec, NoIndex()), path).steps().get("rewrite")
+    if step is None:
+        raise InputError(f"{path}: the program has no rewrite step", argument="program")
+    return step
 
 
 def register(app: typer.Typer) -> None:

@@ -32,7 +32,7 @@ def optimize(
     effort: str = typer.Option("light", "--effort", help="light | medium | heavy: how much the optimizer searches."),
     teacher_lm: Optional[str] = typer.Option(None, "--teacher-lm", help="LM that bootstraps demos, proposes instructions (mipro), reflects (gepa), judges (llm_match)."),
     out: Path = typer.Option(..., "--out", "-o", help="Where to save the compiled program (.json)."),
-    step: Optional[str] = typer.Option(None, help="Compile one step only: answer (every program) | sufficiency (iterative, reflective, combined) | crop (oneshot)."),
+    step: Optional[str] = typer.Option(None, help="Compile one step only: answer (every program) | sufficiency (iterative, reflective, combined) | crop (oneshot) | rewrite (iterative, reflective, combined; scored by hop recall on the pooled index)."),
     n: Optional[int] = typer.Option(None, "-n", help="Use this many dev questions (a seeded sample)."),
     val_fraction: float = typer.Option(0.3, "--val-fraction", help="Share of the questions held out for the before/after scores."),
     seed: int = typer.Option(0, help="Seed of the question sample, the split, the cases and the optimizer."),

@@ -25,7 +25,13 @@ Policies:
     ``wrong form`` (usable queries, but not the number asked for);
 ``rewrite+bridge``
     the rewrite step's queries, then bridge searches to fill ``searches`` (what the agents do
-    when the rewrite fails).
+    when the rewrite fails);
+``next`` and ``next+bridge``
+    the same with the one-query step (:class:`ragnet.signatures.next_query.NextQueryStep`:
+    the name to look up next and one query), the form meant for small step LMs.
+
+:func:`first_context` and :func:`hop_hit` are the two halves of the measurement; the rewrite
+step's compilation (``ragnet optimize --step rewrite``) scores its queries with them.
 
 Example:
     >>> import tempfile
@@ -54,10 +60,35 @@ from ragnet.eval.evaluator import Evaluator
 from ragnet.eval.evidence import gold_chunks
 from ragnet.eval.tables import markdown_table, percent
 
-__all__ = ["POLICIES", "HopEvaluator", "parse_policies", "rewrite_status"]
+__all__ = ["POLICIES", "HopEvaluator", "first_context", "hop_hit", "missing_gold", "parse_policies", "rewrite_status"]
 
-POLICIES = ("bridge", "rewrite", "rewrite+bridge")
-LM_POLICIES = frozenset({"rewrite", "rewrite+bridge"})
+POLICIES = ("bridge", "rewrite", "rewrite+bridge", "next", "next+bridge")
+LM_POLICIES = frozenset({"rewrite", "rewrite+bridge", "next", "next+bridge"})
+
+
+def first_context(index: Any, question: str, budget: int, *, hops: int = 0, k: int = 5) -> list[Any]:
+    """What ``OneShotRAG(budget, sentences=True, hops=hops, hop_k=k)`` would answer from (no LM call)."""
+    import dspy
+
+    from ragnet.programs.oneshot import OneShotRAG
+
+    # The budget is measured as the local reader's JSON prompt, whatever LM writes queries.
+    with dspy.context(adapter=dspy.JSONAdapter()):
+        return OneShotRAG(index, budget=budget, sentences=True, hops=hops, hop_k=k).retrieve(question)
+
+
+def missing_gold(record: Any, index: Any, context: Sequence[Any]) -> dict[str, set[str]]:
+    """The gold documents of ``record`` with no chunk in ``context``: ``{gold key: {chunk ids}}``."""
+    in_context = {c.id for c in context}
+    return {key: ids for key, ids in gold_chunks(record, index).items() if ids and not ids & in_context}
+
+
+def hop_hit(index: Any, query: str | None, missing: dict[str, set[str]], exclude: Sequence[str], k: int = 5) -> bool:
+    """Whether searching ``query`` (``k`` chunks, ``exclude`` left out) retrieves a missing gold document."""
+    if not query or not missing:
+        return False
+    hits = {h.id for h in index.search(query, k=k, exclude=set(exclude))}
+    return any(ids & hits for ids in missing.values())
 
 
 def parse_policies(policies: str | Sequence[str]) -> list[str]:
@@ -103,6 +134,10 @@ class HopEvaluator(Evaluator):
         searches: follow-up searches per question and policy.
         k: chunks per follow-up search.
         n_queries: queries the rewrite step is asked for.
+        rewrite_step: the step the LM policies of its form call (e.g. a compiled program's
+            ``program.rewrite``: a ``RewriteStep`` serves ``rewrite``, a ``NextQueryStep`` serves
+            ``next``); None: a fresh, uncompiled step.
+        program: where ``rewrite_step`` came from, recorded in the run's settings.
         command: the command line, for ``report.md``.
         show_progress: a progress bar over questions.
         log: receives one-line notices.
@@ -114,6 +149,7 @@ class HopEvaluator(Evaluator):
 
     def __init__(self, index: Any, questions: Sequence[Any], *, policies: Sequence[str] = ("bridge",),
                  budget: int = 1000, searches: int = 3, k: int = 5, n_queries: int = 5,
+                 rewrite_step: Any = None, program: str | None = None,
                  command: str | None = None, show_progress: bool = True, log: Any = None) -> None:
         super().__init__(log=log)
         for name, value in (("budget", budget), ("searches", searches), ("k", k), ("n_queries", n_queries)):
@@ -122,6 +158,12 @@ class HopEvaluator(Evaluator):
         self.index, self.questions, self.policies = index, list(questions), parse_policies(policies)
         self.budget, self.searches, self.k, self.n_queries = budget, searches, k, n_queries
         self.command, self.show_progress = command, show_progress
+        self.steps: dict[str, Any] = {}
+        self.program = program
+        if rewrite_step is not None:
+            from ragnet.signatures import NextQueryStep
+
+            self.steps["next" if isinstance(rewrite_step, NextQueryStep) else "rewrite"] = rewrite_step
 
     def needs_lm(self) -> bool:
         """Whether a policy calls the LM (the command configures one only then)."""
@@ -132,9 +174,10 @@ class HopEvaluator(Evaluator):
 
         lm = dspy.settings.lm if self.needs_lm() else None
         return {"index": str(getattr(self.index, "path", "")), "budget": self.budget, "searches": self.searches,
-                "k": self.k, "n_queries": self.n_queries, "lm": getattr(lm, "model", None), "command": self.command}
+                "k": self.k, "n_queries": self.n_queries, "lm": getattr(lm, "model", None), "program": self.program,
+                "command": self.command}
 
-    compare = ("index", "budget", "searches", "k", "n_queries", "lm")
+    compare = ("index", "budget", "searches", "k", "n_queries", "lm", "program")
 
     # -- the evaluation ----------------------------------------------------------------------
     def evaluate(self, folder: Any) -> dict[str, Any]:
@@ -160,20 +203,12 @@ class HopEvaluator(Evaluator):
         return self._summary(rows)
 
     def _context(self, question: str, hops: int = 0) -> list[Any]:
-        """What ``OneShotRAG(budget, sentences=True, hops=hops)`` would answer from (no LM call)."""
-        import dspy
-
-        from ragnet.programs.oneshot import OneShotRAG
-
-        # The budget is measured as the local reader's JSON prompt, whatever LM writes queries.
-        with dspy.context(adapter=dspy.JSONAdapter()):
-            return OneShotRAG(self.index, budget=self.budget, sentences=True, hops=hops,
-                              hop_k=self.k).retrieve(question)
+        return first_context(self.index, question, self.budget, hops=hops, k=self.k)
 
     def _row(self, policy: str, q: Any, first: list[Any]) -> dict[str, Any]:
         gold = gold_chunks(q, self.index)
         in_context = {c.id for c in first}
-        missing = {key: ids for key, ids in gold.items() if ids and not ids & in_context}
+        missing = missing_gold(q, self.index, first)
         row: dict[str, Any] = {"policy": policy, "id": str(q.id), "needs_hop": bool(missing),
                                "missing": sorted(missing)}
         if policy == "bridge":
@@ -184,10 +219,10 @@ class HopEvaluator(Evaluator):
         started = time.perf_counter()
         queries, sources = [], []
         if policy in LM_POLICIES:
-            lm_queries, row["rewrite"] = self._rewrite(q.question, first)
+            lm_queries, row["rewrite"] = self._rewrite(q.question, first, one=policy.startswith("next"))
             queries += lm_queries[: self.searches]
             sources += ["lm"] * len(queries)
-        if policy in ("bridge", "rewrite+bridge"):
+        if policy.endswith("bridge"):
             from ragnet.programs.bridge import bridge_searches
 
             more = bridge_searches(self.index, q.question, first, [q.question, *queries], n=self.searches - len(queries))
@@ -195,21 +230,22 @@ class HopEvaluator(Evaluator):
             sources += ["bridge"] * len(more)
         found_by = None
         for i, query in enumerate(queries):
-            hits = {h.id for h in self.index.search(query, k=self.k, exclude=in_context)}
-            if found_by is None and any(ids & hits for ids in missing.values()):
+            if hop_hit(self.index, query, missing, in_context, k=self.k):
                 found_by = i
+                break
         row.update(queries=queries, sources=sources, found=found_by is not None, found_by=found_by,
                    seconds=round(time.perf_counter() - started, 3))
         return row
 
-    def _rewrite(self, question: str, first: list[Any]) -> tuple[list[str], dict[str, Any]]:
+    def _rewrite(self, question: str, first: list[Any], *, one: bool = False) -> tuple[list[str], dict[str, Any]]:
         from ragnet.programs.trace import Trace
-        from ragnet.signatures import RewriteStep, format_context, recording
+        from ragnet.signatures import NextQueryStep, RewriteStep, format_context, recording
 
         trace = Trace()
+        step = self.steps.get("next" if one else "rewrite") or (NextQueryStep() if one else RewriteStep())
         with recording(trace):
-            pred = RewriteStep()(question=question, context=format_context(first)[0], previous_queries=[question],
-                                 n=self.n_queries)
+            pred = step(question=question, context=format_context(first)[0], previous_queries=[question],
+                        n=self.n_queries)
         errors = trace.errors()
         status = rewrite_status(pred, errors)
         return [sq.query for sq in pred.queries], {"status": status, "errors": [e["error"] for e in errors]}

@@ -9,6 +9,9 @@
   gives a balanced set (the counts differ by at most one).
 * :func:`crop_cases`: CropChunk cases, one per gold paragraph, labelled with the gold
   sentences of HotpotQA-style ``gold_sentences``.
+* :func:`answer_cases`: GenerateAnswer cases from gold sentences and a distractor.
+* :func:`rewrite_cases`: follow-up query cases, one per question whose first context (the
+  one-shot's, no LM) lacks a gold document, labelled with the missing document's title.
 
 Everything is deterministic: the same records in the same order and the same seed give the
 same cases.
@@ -33,7 +36,7 @@ import dspy
 from ragnet.errors import InputError
 from ragnet.signatures.formatting import format_chunks
 
-__all__ = ["answer_cases", "crop_cases", "qa_examples", "sufficiency_cases"]
+__all__ = ["answer_cases", "crop_cases", "qa_examples", "rewrite_cases", "sufficiency_cases"]
 
 
 def qa_examples(records: Iterable[Any]) -> list[dspy.Example]:
@@ -293,4 +296,54 @@ def answer_cases(
     if seen and not cases:
         raise InputError("no question yields an answer case: the data needs gold_sentences and context paragraphs "
                          "with 'sentences' (e.g. hotpotqa_dev_distractor)", argument="data")
+    return cases
+
+
+def rewrite_cases(
+    records: Iterable[Any],
+    *,
+    index: Any,
+    budget: int = 1000,
+    k: int = 5,
+    seed: int = 0,
+) -> list[dspy.Example]:
+    """Follow-up query cases for the rewrite step, measured as ``ragnet eval hops`` measures them.
+
+    For each question, the first context is what ``oneshot:sentences`` at ``budget`` answers from
+    (:func:`ragnet.eval.hops.first_context`, no LM). A question whose first context holds every
+    gold document needs no hop and yields no case. The others become cases with the rewrite
+    step's inputs (``question``, ``context`` as the agents show it, ``previous_queries`` = the
+    question, ``n`` = 1) and a label: the title of a missing gold document, preferring one the
+    context names (the bridge entity a demo should teach the step to pick out), as ``entity`` and
+    ``query`` (the one-query form) and as ``queries`` (the sampled form). ``missing`` (gold key ->
+    chunk ids) and ``exclude`` (the first context's chunk ids) let :func:`ragnet.optimize.metrics.hop_metric`
+    score a query by a real search.
+
+    Raises:
+        InputError: no question needs a hop (or none has gold documents in ``index``).
+    """
+    from ragnet.eval.hops import first_context, missing_gold
+    from ragnet.signatures import format_context
+
+    del seed  # the cases are a function of the questions and the index alone; kept for the case-builder API
+    cases: list[dspy.Example] = []
+    seen = 0
+    for rec in records:
+        seen += 1
+        context = first_context(index, rec.question, budget, k=k)
+        missing = missing_gold(rec, index, context)
+        if not missing:
+            continue
+        shown = format_context(context)[0]
+        titles = [index.chunk(min(ids)).title or key for key, ids in missing.items()]
+        label = next((t for t in titles if t and t.casefold() in shown.casefold()), titles[0])
+        cases.append(dspy.Example(id=str(rec.id), question=str(rec.question), context=shown,
+                                  previous_queries=[str(rec.question)], n=1, entity=label, query=label,
+                                  queries=[{"query": label, "probability": 1.0}], named=label.casefold() in shown.casefold(),
+                                  missing={key: sorted(ids) for key, ids in missing.items()},
+                                  exclude=[c.id for c in context])
+                     .with_inputs("question", "context", "previous_queries", "n"))
+    if seen and not cases:
+        raise InputError("no question yields a rewrite case: every first context already holds the gold documents, "
+                         "or the index holds none of them", argument="data")
     return cases

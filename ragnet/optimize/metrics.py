@@ -3,7 +3,8 @@
 :class:`Metric` and :func:`program_metric` (whole-program metrics: ``f1``, ``em``, ``llm_match``,
 ``recall``, ...) live in :mod:`ragnet.eval.program_metrics`, shared with ``ragnet eval``, and are
 re-exported here. The step metrics (``verdict_metric``, ``crop_metric``) score one step on the
-cases built by :mod:`ragnet.optimize.cases`.
+cases built by :mod:`ragnet.optimize.cases`; ``hop_metric`` scores a follow-up query by a real
+search of the index.
 
 Example:
     >>> import dspy
@@ -28,6 +29,7 @@ __all__ = [
     "crop_metric",
     "crop_score",
     "evidence_recall",
+    "hop_metric",
     "program_metric",
     "verdict_metric",
 ]
@@ -106,3 +108,31 @@ def crop_metric() -> Metric:
         threshold=0.8,
         feedback=_crop_feedback,
     )
+
+
+def _hop_feedback(example: Any, pred: Any, value: float) -> str:
+    query = pred.get("best") or "(none)"
+    if value >= 1.0:
+        return f"The query {query!r} found the missing document."
+    return (f"The query {query!r} did not find the missing document. The context names "
+            f"{example.get('entity')!r}, which the question does not name: search for that name.")
+
+
+def hop_metric(index: Any = None, k: int = 5) -> Metric:
+    """Rewrite step: 1.0 when searching the step's ``best`` query (``k`` chunks, the case's first
+    context left out) retrieves a gold document the first context lacked (the hop recall of
+    ``ragnet eval hops``, one query per case).
+
+    Example:
+        >>> hop_metric().name
+        'hop_recall'
+    """
+    from ragnet.eval.hops import hop_hit
+
+    def score(example: Any, pred: Any) -> float:
+        if index is None:
+            raise ValueError("hop_metric needs the index the cases were built on")
+        missing = {key: set(ids) for key, ids in (example.get("missing") or {}).items()}
+        return float(hop_hit(index, pred.get("best"), missing, example.get("exclude") or (), k=k))
+
+    return Metric("hop_recall", score, threshold=1.0, feedback=_hop_feedback)

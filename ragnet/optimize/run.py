@@ -67,7 +67,7 @@ class CompileSettings:
         effort: ``light`` | ``medium`` | ``heavy`` (how much search the optimizer does).
         metric: ``f1`` | ``em`` | ``llm_match`` | ``recall`` for whole programs (None: f1);
             with ``step``, the step's own metric (leave None).
-        step: compile one step only (``sufficiency``, ``crop``, ``answer``); None: the program.
+        step: compile one step only (``sufficiency``, ``crop``, ``answer``, ``rewrite``); None: the program.
         demo_tokens: cap on each compiled predictor's demo prompt tokens (None: the step's own
             default; no cap for whole programs).
         paragraphs: paragraphs per sufficiency case (gold + distractors).
@@ -201,14 +201,19 @@ def run_optimize(
                                    else {"seed": seed} if step == "answer" else {})
         if c.max_words is not None:
             options["max_words"] = c.max_words
+        index, step_metric = NoIndex(), spec.metric()
+        if spec.needs_index:  # cases and metric search the pooled index (the rewrite step's hop recall)
+            index, _ = load_pooled(q.data, data_dir=q.data_dir, path=q.index_dir, log=say)
+            options = {"index": index, "seed": seed, **({"budget": context_budget} if context_budget else {})}
+            step_metric = spec.metric(index=index)
         train, val = spec.cases(train_q, **options), spec.cases(val_q, **options)
         if not train or not val:
             raise InputError(f"{len(train)} training and {len(val)} validation {step} cases from {len(train_q)} + "
                              f"{len(val_q)} questions; use more questions (-n)", argument="n")
         say(f"{step} cases: {len(train)} training (from {len(train_q)} questions), {len(val)} validation "
             f"(from {len(val_q)} questions)")
-        program = build_program(program_spec, NoIndex(), budget=context_budget)
-        result = compile_step(program, step, train, valset=val, optimizer=optimizer, effort=effort,
+        program = build_program(program_spec, index, budget=context_budget)
+        result = compile_step(program, step, train, metric=step_metric, valset=val, optimizer=optimizer, effort=effort,
                               teacher_lm=teacher, seed=seed, threads=c.threads, progress=progress, log=say,
                               demo_tokens=demo_tokens)
         label = spec.label

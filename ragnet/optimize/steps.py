@@ -18,7 +18,13 @@ Steps:
   :func:`ragnet.optimize.cases.answer_cases` (short contexts of gold sentences and
   distractors), metric: answer F1. Its demos teach a small reader the short-answer form; they are
   capped at 300 prompt tokens (``StepSpec.demo_tokens``), since the answer prompt is the reader's
-  whole budget.
+  whole budget;
+* ``rewrite``: the follow-up query (``IterativeRAG``, ``ReflectiveRAG``, ``CombinedRAG``; RewriteQuery
+  or the one-query NextQuery, whichever the program holds), cases from
+  :func:`ragnet.optimize.cases.rewrite_cases` (questions whose one-shot context lacks a gold
+  document, labelled with its title), metric: hop recall by a real search
+  (:func:`ragnet.optimize.metrics.hop_metric`). Its cases and metric need the pooled index
+  (``StepSpec.needs_index``).
 
 Example:
     >>> from ragnet.programs import IterativeRAG
@@ -39,9 +45,9 @@ from typing import Any
 import dspy
 
 from ragnet.errors import InputError
-from ragnet.optimize.cases import answer_cases, crop_cases, sufficiency_cases
-from ragnet.optimize.metrics import Metric, crop_metric, verdict_metric
-from ragnet.signatures import AnswerStep, CropStep, Step, SufficiencyStep
+from ragnet.optimize.cases import answer_cases, crop_cases, rewrite_cases, sufficiency_cases
+from ragnet.optimize.metrics import Metric, crop_metric, hop_metric, verdict_metric
+from ragnet.signatures import AnswerStep, CropStep, RewriteStep, Step, SufficiencyStep
 
 __all__ = ["STEPS", "AnswerStep", "CropStep", "StepSpec", "SufficiencyStep", "answer_metric", "compile_step",
            "install_step", "step_module"]
@@ -58,7 +64,8 @@ def answer_metric() -> Metric:
 @dataclass(frozen=True)
 class StepSpec:
     """How one step is compiled: its module, the programs that have it (``program.steps()[name]``),
-    its metric and case builder."""
+    its metric and case builder. With ``needs_index`` the case builder and the metric take the
+    pooled index (``index=``)."""
 
     name: str
     strategies: tuple[str, ...]
@@ -67,6 +74,7 @@ class StepSpec:
     cases: Callable[..., list[dspy.Example]]
     label: str | None = None  # the case field holding a categorical gold label, for per-label breakdowns
     demo_tokens: int | None = None  # default cap on the compiled step's demo tokens (None: no cap)
+    needs_index: bool = False
 
 
 STEPS: dict[str, StepSpec] = {
@@ -77,6 +85,8 @@ STEPS: dict[str, StepSpec] = {
     # demos crowd out evidence. 300 tokens keeps about two compact demos.
     "answer": StepSpec("answer", ("basic", "oneshot", "iterative", "reflective", "combined"), AnswerStep,
                        answer_metric, answer_cases, demo_tokens=300),
+    "rewrite": StepSpec("rewrite", ("iterative", "reflective", "combined"), RewriteStep, hop_metric, rewrite_cases,
+                        needs_index=True),
 }
 
 

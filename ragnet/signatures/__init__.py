@@ -28,6 +28,7 @@ from ragnet.signatures.delete import DeleteStep, SelectDeletions
 from ragnet.signatures.filter import ChunkDecision, FilterChunks, FilterStep
 from ragnet.signatures.formatting import format_chunks, format_context, resolve_ids, split_id_text
 from ragnet.signatures.judge import JudgeAnswer, JudgeStep
+from ragnet.signatures.next_query import NextQuery, NextQueryStep
 from ragnet.signatures.rewrite import RewriteQuery, RewriteStep, SubQuery, best_query, normalize_queries
 from ragnet.signatures.step import (
     AdapterParseError,
@@ -56,7 +57,8 @@ STEP_MODULES: dict[str, type[Step]] = {
     cls.name: cls
     for cls in (FilterStep, CropStep, SufficiencyStep, RewriteStep, ContextualizeStep, DeleteStep, AnswerStep, JudgeStep)
 }
-"""Step name -> its ``dspy.Module`` (each holds ``SIGNATURES[name]``)."""
+"""Step name -> its ``dspy.Module`` (each holds ``SIGNATURES[name]``). ``NextQueryStep``, the
+one-query form of the ``rewrite`` step for small step LMs, is not listed: it shares the name."""
 
 __all__ = [
     "SIGNATURES",
@@ -75,6 +77,8 @@ __all__ = [
     "GenerateAnswer",
     "JudgeAnswer",
     "JudgeStep",
+    "NextQuery",
+    "NextQueryStep",
     "RewriteQuery",
     "RewriteStep",
     "SelectDeletions",

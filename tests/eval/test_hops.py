@@ -68,3 +68,27 @@ def test_bridge_reports_whether_the_second_hop_survives_the_pack(index):
     assert stats["all_gold_first"] == 0.5  # "one" holds its only gold document, "hop" lacks Shirley Temple
     # this budget holds one document: the hop's hit cannot join the film's page, and "one" keeps Ghana
     assert stats["all_gold_packed"] == 0.5
+
+
+def test_the_one_query_step_names_the_bridge_entity_and_an_echo_falls_back_to_the_bridge(index):
+    named = {"entity": "Shirley Temple", "query": "Shirley Temple ambassador"}
+    stats = run(index, ["next"], DummyLM([named]))["policies"]["next"]
+    assert stats["found"] == 1 and stats["rewrite_failure_rate"] == 0.0
+    echo = {"entity": "", "query": Q}
+    summary = run(index, ["next", "next+bridge"], DummyLM([echo] * 4))
+    assert summary["policies"]["next"]["rewrite_failures"]["no new query"] == 1
+    assert summary["policies"]["next"]["found"] == 0 and summary["policies"]["next+bridge"]["found"] == 1
+
+
+def test_a_given_rewrite_step_serves_the_policies_of_its_form(index):
+    from ragnet.signatures import NextQueryStep
+
+    step = NextQueryStep()
+    step.predict.demos = [dspy.Example(question="q", context="c", previous_queries=["q"], entity="E", query="E")]
+    evaluator = HopEvaluator(index, QUESTIONS, policies=["next"], budget=435, searches=1, k=1,
+                             rewrite_step=step, program="compiled.json", show_progress=False)
+    assert evaluator.steps == {"next": step} and evaluator.settings()["program"] == "compiled.json"
+    lm = DummyLM([{"entity": "Shirley Temple", "query": "Shirley Temple"}])
+    with dspy.context(lm=lm, adapter=dspy.ChatAdapter(use_json_adapter_fallback=False)):
+        assert evaluator()["policies"]["next"]["found"] == 1
+    assert "E" in str(lm.history[-1]["messages"])  # the given step's demo reached the prompt
