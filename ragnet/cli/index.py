@@ -42,10 +42,12 @@ def index(
         raise InputError("must be at least 1", argument="nprobe")
     dense = DenseOptions(kind=faiss_index, ivfpq=IVFPQParams(nprobe=nprobe))
     engine = BuildEngine("ray", address=ray, workers=workers) if ray else BuildEngine()
-    # No backend named: the model's fp32 ONNX export (torch's vectors, faster), see build_embedder
-    emb = build_embedder(embedder) if embed_backend is None else Embedder(embedder, backend=embed_backend)
+    # Documents before the model: a bad file is reported in a second, not after loading torch.
+    # Folders ragnet wrote (this index kept inside the folder it indexes) are skipped there.
     docs = load_documents(paths, max_file_mb=max_file_mb)
     gaz = Gazetteer.from_file(gazetteer) if gazetteer else None
+    # No backend named: the model's fp32 ONNX export (torch's vectors, faster), see build_embedder
+    emb = build_embedder(embedder) if embed_backend is None else Embedder(embedder, backend=embed_backend)
     idx = Index.build(docs, out, chunk_tokens=chunk_tokens, overlap=overlap, embedder=emb,
                       dense=dense, engine=engine, sentences=sentences, gazetteer=gaz, show_progress=True)
     # Once per model and machine (already done unless a backend was named): later `ask`/`search`

@@ -15,9 +15,15 @@ Supported inputs:
   folders, whose names start with ``.``, are skipped; other files with unsupported
   suffixes are skipped with a warning).
 - Glob patterns (``"docs/**/*.md"``) are expanded with ``glob.glob(recursive=True)``.
+- Folders ragnet wrote (an index, an eval run: :mod:`ragnet.corpus.outputs`) found inside a
+  folder or under a pattern are skipped with one warning, so an index kept inside the folder
+  it indexes is never read back as documents; named directly, such a folder is refused.
 
 Nothing is dropped silently: every problem raises ``ragnet.errors.InputError`` naming the
-file and line, e.g. ``docs.jsonl:3: invalid JSON: Expecting ',' delimiter (column 17)``.
+file and line, e.g. ``docs.jsonl:3: invalid JSON: Expecting ',' delimiter (column 17)``. A
+broken or looping symbolic link, a pipe or a device where a file should be is such a
+problem too, and so is text that is not valid Unicode (a lone surrogate escape such as
+``"\\ud800"`` in a JSONL record), found before anything is embedded.
 
 Example:
     >>> import tempfile, pathlib
@@ -30,15 +36,18 @@ Example:
 from __future__ import annotations
 
 import codecs
+import errno
 import glob as _glob
 import json
 import os
 import re
+import stat
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Union
 
+from ragnet.corpus.outputs import ragnet_output
 from ragnet.corpus.types import Document
 from ragnet.errors import InputError
 
@@ -57,6 +66,8 @@ _GLOB_MAGIC = re.compile(r"[*?\[]")
 _ATX_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
 _SETEXT_UNDERLINE = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _FRONT_MATTER_LINE = re.compile(r"^([A-Za-z_][\w\-]*)[ \t]*:[ \t]*(.*?)[ \t]*$")
+# a JSON escape of a UTF-16 surrogate: the only way a lone surrogate gets into decoded text
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 @dataclass(frozen=True)
@@ -94,8 +105,10 @@ def load_documents(
     Raises:
         InputError: a path does not exist or matches nothing, a file has an unsupported
             suffix, is empty, binary or not valid in ``encoding``, a JSONL line is not a
-            JSON object or lacks a non-empty string ``text``, is larger than ``max_file_mb``,
-            two documents share an id, or no document was found. The message names the file
+            JSON object or lacks a non-empty string ``text`` or holds a lone surrogate, a file
+            is larger than ``max_file_mb``, is a broken or looping symbolic link or not a
+            regular file, a named folder is ragnet's own output (an index, an eval run), two
+            documents share an id, or no document was found. The message names the file
             and line; every bad file is reported at once (one line each), not only the first.
 
     Example:
@@ -120,12 +133,16 @@ def load_documents(
     seen_files: set[Path] = set()
     problems: list[InputError] = []
     for source in _expand(given, glob):
-        key = source.path.resolve()
+        try:
+            key, size = _regular_file(source)
+        except InputError as err:
+            problems.append(err)
+            continue
         if key in seen_files:
             continue
         seen_files.add(key)
         try:
-            _check_size(source, max_file_mb)
+            _check_size(source, size, max_file_mb)
             found = _read(source, codec, encoding)
         except InputError as err:  # report every bad file together, after reading the others
             problems.append(err)
@@ -185,8 +202,9 @@ def _expand(given: list[str | Path], pattern: str | None) -> Iterable[_Source]:
         text = os.fspath(item)
         path = Path(text)
         if path.is_dir():
+            _check_not_output(path)
             yield from _folder_files(path, pattern)
-        elif path.is_file():
+        elif path.is_file() or path.is_symlink():  # a broken link is reported when it is read
             _check_suffix(path)
             yield _Source(path, text, path.name)
         elif path.exists():
@@ -214,12 +232,70 @@ def _is_hidden(path: Path, base: Path) -> bool:
     return any(part.startswith(".") for part in path.relative_to(base).parts)
 
 
+def _check_not_output(folder: Path) -> None:
+    """Refuse a folder named for reading that ragnet wrote (an index, an eval run)."""
+    kind = ragnet_output(folder)
+    if kind is not None:
+        raise InputError(f"this folder is {kind} (ragnet's own output), not documents; name the folder of "
+                         "documents instead", path=folder)
+
+
+class _OutputFolders:
+    """Finds the folders ragnet wrote under ``base`` (each checked once) and warns about them once."""
+
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        self.found: dict[Path, str] = {}
+        self._checked: dict[Path, bool] = {}
+
+    def is_output(self, folder: Path) -> bool:
+        if folder not in self._checked:
+            kind = ragnet_output(folder)
+            self._checked[folder] = kind is not None
+            if kind is not None:
+                self.found[folder] = kind
+        return self._checked[folder]
+
+    def contains(self, path: Path) -> bool:
+        """Whether ``path`` lies in a ragnet output folder below ``base`` (``base`` included)."""
+        parent = path.parent
+        while True:
+            if self.is_output(parent):
+                return True
+            if parent == self.base or parent == parent.parent:
+                return False
+            parent = parent.parent
+
+    def names(self) -> str:
+        return ", ".join(f"{_shown(p, self.base)} ({kind})" for p, kind in sorted(self.found.items()))
+
+    def note(self) -> str:
+        """``"; skipped ..."`` for a message saying nothing was found, or ``""``."""
+        return f"; skipped folders ragnet wrote: {self.names()}" if self.found else ""
+
+    def warn(self, where: str | Path) -> None:
+        """Say once which folders were skipped (when some files remain to read)."""
+        if self.found:
+            warnings.warn(f"{where}: skipped folders ragnet wrote, which are not documents: {self.names()}",
+                          stacklevel=5)
+
+
+def _shown(path: Path, base: Path) -> str:
+    try:
+        return path.relative_to(base).as_posix() or "."
+    except ValueError:
+        return str(path)
+
+
 def _folder_files(folder: Path, pattern: str | None) -> list[_Source]:
     """Supported files under ``folder`` (or those matching ``pattern``), sorted."""
+    outputs = _OutputFolders(folder)
     if pattern is not None:
-        matches = sorted(p for p in folder.glob(pattern) if p.is_file() and not _is_hidden(p, folder))
+        matches = sorted(p for p in folder.glob(pattern) if (p.is_file() or p.is_symlink()) and not p.is_dir()
+                         and not _is_hidden(p, folder) and not outputs.contains(p))
         if not matches:
-            raise InputError(f"no files match {pattern!r} in this folder", path=folder)
+            raise InputError(f"no files match {pattern!r} in this folder{outputs.note()}", path=folder)
+        outputs.warn(folder)
         for p in matches:
             _check_suffix(p)
         return [_Source(p, str(p), _rel(p, folder)) for p in matches]
@@ -227,7 +303,7 @@ def _folder_files(folder: Path, pattern: str | None) -> list[_Source]:
     files: list[Path] = []
     skipped: dict[str, int] = {}
     for root, dirs, names in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not outputs.is_output(Path(root) / d))
         for name in names:
             if name.startswith("."):
                 continue
@@ -240,8 +316,9 @@ def _folder_files(folder: Path, pattern: str | None) -> list[_Source]:
     files.sort(key=lambda p: p.relative_to(folder).parts)
     others = ", ".join(f"{n} {s}" for s, n in sorted(skipped.items()))
     if not files:
-        found = f"; found only {others}" if others else " (the folder is empty)"
-        raise InputError(f"no {_SUPPORTED} files in this folder{found}", path=folder)
+        found = f"; found only {others}" if others else "" if outputs.found else " (the folder is empty)"
+        raise InputError(f"no {_SUPPORTED} files in this folder{found}{outputs.note()}", path=folder)
+    outputs.warn(folder)
     if skipped:
         warnings.warn(f"{folder}: skipped files with unsupported suffixes: {others}", stacklevel=4)
     return [_Source(p, str(p), _rel(p, folder)) for p in files]
@@ -263,19 +340,26 @@ def _glob_files(pattern: str, folder_pattern: str | None) -> list[_Source]:
     if not matches:
         raise InputError("no files match this pattern", path=pattern)
     base = _glob_base(pattern)
+    outputs = _OutputFolders(base)
     out: list[_Source] = []
     for m in matches:
         p = Path(m)
         if p.is_dir():
             continue  # "**" also yields folders; their files are matched by the pattern itself
+        if outputs.contains(p):
+            continue
         _check_suffix(p)
         try:
             rel = _rel(p, base)
         except ValueError:
             rel = p.name
         out.append(_Source(p, m, rel))
+    if not out and outputs.found:
+        raise InputError(f"the pattern matches only files in folders ragnet wrote, not documents{outputs.note()}",
+                         path=pattern)
     if not out:
         raise InputError("the pattern matches only folders; use a pattern for files or name the folder", path=pattern)
+    outputs.warn(pattern)
     return out
 
 
@@ -307,10 +391,36 @@ def _decode(source: _Source, codec: str, encoding: str) -> str:
     return text
 
 
-def _check_size(source: _Source, max_file_mb: float | None) -> None:
+def _regular_file(source: _Source) -> tuple[Path, int]:
+    """The resolved path and size of a file to read, or an InputError saying why it cannot be read.
+
+    A broken or looping symbolic link, and a pipe, socket or device (reading a pipe would block
+    for ever), are reported like any other unreadable file.
+    """
+    path = source.path
+    try:
+        info = path.stat()
+    except OSError as exc:
+        if path.is_symlink():
+            if exc.errno == errno.ELOOP:
+                raise InputError("symbolic link loop (it never leads to a file); fix or remove the link",
+                                 path=source.display) from None
+            try:
+                target = repr(os.readlink(path))
+            except OSError:
+                target = "its target"
+            raise InputError(f"broken symbolic link: {target} does not exist; fix or remove the link",
+                             path=source.display) from None
+        raise InputError(f"cannot read file: {exc.strerror or exc}", path=source.display) from None
+    if not stat.S_ISREG(info.st_mode):
+        raise InputError("not a regular file (a pipe, socket or device); remove it or name only the files to read",
+                         path=source.display)
+    return path.resolve(), info.st_size
+
+
+def _check_size(source: _Source, size: int, max_file_mb: float | None) -> None:
     if max_file_mb is None:
         return
-    size = source.path.stat().st_size
     if size > max_file_mb * 1_000_000:
         raise InputError(f"file is {size / 1e6:.1f} MB, over the {max_file_mb:g} MB limit; split it, or raise "
                          "the limit (--max-file-mb, load_documents(max_file_mb=...))", path=source.display)
@@ -328,6 +438,9 @@ def _read(source: _Source, codec: str, encoding: str) -> list[tuple[Document, in
 def parse_jsonl_record(line: str, where: Any, number: int) -> dict:
     """One JSONL line as a dict, or an InputError naming ``where`` and the line ``number``.
 
+    A string holding a lone surrogate escape is refused here, naming its field, rather than
+    failing later in whatever first encodes it.
+
     Shared by the document loader and the benchmark loaders (``ragnet.eval.datasets``).
     """
     try:
@@ -336,6 +449,8 @@ def parse_jsonl_record(line: str, where: Any, number: int) -> dict:
         raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", path=where, line=number) from None
     if not isinstance(record, dict):
         raise InputError(f"expected a JSON object per line, got {_json_type(record)}", path=where, line=number)
+    if _SURROGATE_ESCAPE.search(line):
+        _check_unicode(record, where, number)
     return record
 
 
@@ -351,6 +466,29 @@ def _read_jsonl(source: _Source, text: str) -> list[tuple[Document, int | None]]
     if not docs:
         raise InputError("file is empty (no JSON records)", path=where)
     return docs
+
+
+def _check_unicode(record: dict, where: str, number: int) -> None:
+    """Refuse a record holding a lone surrogate (``"\\ud800"`` with no partner): not text any
+    file can store, it failed only when the index was written, after all the embedding."""
+
+    def walk(value: Any, field: str) -> None:
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                char = value[exc.start]
+                raise InputError(f"{field} holds a lone surrogate \\u{ord(char):04x} (half of a UTF-16 pair), "
+                                 "which is not valid text; fix or remove that escape", path=where, line=number) from None
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                walk(key, f"a key in {field}")
+                walk(item, repr(key) if field == "the record" else f"{field}[{key!r}]")
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                walk(item, f"{field}[{i}]")
+
+    walk(record, "the record")
 
 
 def _json_type(value: Any) -> str:

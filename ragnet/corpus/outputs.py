@@ -1,0 +1,64 @@
+"""Recognise the folders ragnet itself writes, so that they are never read back as documents.
+
+``ragnet index docs --out docs/idx`` puts the index inside the folder it indexes: without
+this check the next build read the index's own ``chunks.jsonl`` as documents and the corpus
+grew with every rebuild (20, 40, 60 documents). An eval run folder (``report.md``,
+``results.jsonl``) inside a docs folder would be read the same way. Both are recognised by
+what their writer leaves in them:
+
+- an index folder by its ``manifest.json``: a JSON object whose ``"format"`` is
+  ``"ragnet-index"`` (older manifests lack that key and carry ``format_version``,
+  ``embedder``, ``dimension``, ``chunk_count`` and the ``files`` checksums instead);
+- an eval run folder by its ``.ragnet-eval`` marker file.
+
+The names are those of :mod:`ragnet.index.index` and :mod:`ragnet.eval.run_folder`, which
+sit above this package; a test keeps the copies equal.
+
+Example:
+    >>> import tempfile, pathlib
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> ragnet_output(folder) is None
+    True
+    >>> _ = (folder / "manifest.json").write_text('{"format": "ragnet-index", "files": {}}')
+    >>> ragnet_output(folder)
+    'a ragnet index'
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+__all__ = ["EVAL_MARKER", "INDEX_FORMAT", "INDEX_MANIFEST", "ragnet_output"]
+
+#: The file every ragnet index folder holds, and the format it declares.
+INDEX_MANIFEST = "manifest.json"
+INDEX_FORMAT = "ragnet-index"
+#: The marker file of a ``ragnet eval`` output folder.
+EVAL_MARKER = ".ragnet-eval"
+_LEGACY_KEYS = ("format_version", "embedder", "dimension", "chunk_count")
+#: A manifest larger than this is someone else's file (an index's is a few kilobytes per file it lists).
+_MAX_MANIFEST_BYTES = 16_000_000
+
+
+def ragnet_output(folder: str | Path) -> str | None:
+    """What ragnet wrote ``folder`` as (``"a ragnet index"``, ``"a ragnet eval run"``), or None.
+
+    Never raises: an unreadable or foreign ``manifest.json`` means "not an index".
+    """
+    folder = Path(folder)
+    try:
+        if (folder / EVAL_MARKER).is_file():
+            return "a ragnet eval run"
+        manifest_path = folder / INDEX_MANIFEST
+        if not manifest_path.is_file() or manifest_path.stat().st_size > _MAX_MANIFEST_BYTES:
+            return None
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    if not isinstance(manifest, dict):
+        return None
+    if "format" in manifest:
+        return "a ragnet index" if manifest["format"] == INDEX_FORMAT else None
+    legacy = isinstance(manifest.get("files"), dict) and all(key in manifest for key in _LEGACY_KEYS)
+    return "a ragnet index" if legacy else None
