@@ -3,6 +3,10 @@
 A reader never sees a half-written file, and a crash mid-write leaves the previous
 version intact. Nothing here pickles.
 
+A full disk is reported as :class:`~ragnet.errors.DiskFullError` naming the file or folder
+being written (:func:`disk_full_names`), after the temporary copy is removed: the previous
+version is untouched.
+
 Temporary siblings carry the writer's process id (``.NAME.PID.XXXXXXXX.tmp``, and
 ``.NAME.old-PID`` for a folder moved aside during a swap), so a later writer of the same
 target can tell what a killed process left behind and clean it up (:func:`clean_stale`)
@@ -23,7 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Iterator
 
-from ragnet.errors import InputError
+from ragnet.errors import DiskFullError, InputError, is_disk_full
 
 
 def _tmp_prefix(path: Path) -> str:
@@ -53,8 +57,41 @@ def usual_permissions(path: str | Path, recursive: bool = False) -> None:
 
 
 @contextlib.contextmanager
+def disk_full_names(path: str | Path, kept: str | None = None) -> Iterator[None]:
+    """Turn a full disk inside the block into a :class:`~ragnet.errors.DiskFullError` naming ``path``.
+
+    Any error of the block that says the disk or quota is full (:func:`ragnet.errors.is_disk_full`)
+    becomes one naming ``path``, the file or folder the user asked for, rather than the temporary
+    file the write was in. Other errors pass unchanged.
+
+    Args:
+        path: what the block writes.
+        kept: what survives, for the message; None says ``path`` is unchanged if it exists.
+
+    Example:
+        >>> import errno
+        >>> with disk_full_names("out/report.md", kept="nothing else changed"):
+        ...     raise OSError(errno.ENOSPC, "No space left on device")
+        Traceback (most recent call last):
+        ...
+        ragnet.errors.DiskFullError: disk full: cannot write out/report.md (No space left on device); nothing else changed; free some space and run again
+    """
+    try:
+        yield
+    except (OSError, RuntimeError) as exc:
+        if not is_disk_full(exc) or (isinstance(exc, DiskFullError) and exc.filename == str(path)):
+            raise
+        if kept is None:
+            kept = f"{path} is as it was" if Path(path).exists() else "nothing was written"
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else None
+        raise DiskFullError(path, reason, kept=kept) from exc
+
+
+@contextlib.contextmanager
 def atomic_path(path: str | Path, suffix: str = "") -> Iterator[Path]:
     """Yield a temporary path next to ``path``; rename it over ``path`` on success.
+
+    A full disk raises :class:`~ragnet.errors.DiskFullError` naming ``path`` (which is unchanged).
 
     Example:
         >>> import tempfile, pathlib
@@ -65,18 +102,19 @@ def atomic_path(path: str | Path, suffix: str = "") -> Iterator[Path]:
         'hello'
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    clean_stale(path)
-    fd, tmp_name = tempfile.mkstemp(prefix=_tmp_prefix(path), suffix=suffix + ".tmp", dir=path.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
-        usual_permissions(tmp)  # writers that reopen the path keep this mode
-        yield tmp
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    with disk_full_names(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        clean_stale(path)
+        fd, tmp_name = tempfile.mkstemp(prefix=_tmp_prefix(path), suffix=suffix + ".tmp", dir=path.parent)
+        os.close(fd)
+        tmp = Path(tmp_name)
+        try:
+            usual_permissions(tmp)  # writers that reopen the path keep this mode
+            yield tmp
+            os.replace(tmp, path)
+        finally:
+            if tmp.exists():
+                tmp.unlink()
 
 
 @contextlib.contextmanager
@@ -372,9 +410,10 @@ def atomic_dir(path: str | Path, owned: Callable[[Path], set[str] | None] | None
     Raises:
         InputError: a kept entry has the name of a file the new version writes; the old
             folder is left as it was.
+        DiskFullError: the disk filled up; the temporary folder is gone, the old one intact.
     """
     path = Path(path)
-    with scratch_dir(path) as tmp:  # removed on the way out unless renamed into place
+    with disk_full_names(path), scratch_dir(path) as tmp:  # removed on the way out unless renamed into place
         usual_permissions(tmp)  # entries made inside follow the umask already
         yield tmp
         backup = None

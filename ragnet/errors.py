@@ -1,11 +1,14 @@
 """Exceptions raised by ragnet.
 
 Every error a user can cause carries enough context (file, line, argument) to fix the
-input without reading a traceback. The CLI prints ``str(err)`` and exits with code 2.
+input without reading a traceback. The CLI prints ``str(err)`` and exits with the error's
+``exit_code``: 2 for bad input, 3 when the LM failed, 4 when the disk filled up.
 """
 
 from __future__ import annotations
 
+import errno
+import os
 from pathlib import Path
 
 
@@ -59,6 +62,55 @@ class InputError(RagnetError, ValueError):
         elif self.argument is not None:
             where = f"argument {self.argument!r}"
         return f"{where}: {self.message}" if where else self.message
+
+
+class DiskFullError(RagnetError, OSError):
+    """The disk (or the user's quota) filled up while ragnet wrote ``path``.
+
+    Raised instead of the write's ``OSError`` (ENOSPC, EDQUOT) by ragnet's writers, which
+    leave what they were replacing whole: an index being rebuilt, a report, the rows of an
+    evaluation already written. Still an ``OSError``, so ``except OSError`` keeps working.
+
+    Args:
+        path: what was being written.
+        reason: the system's message (``"No space left on device"``).
+        kept: what survives, for the message (``"the previous index is unchanged"``).
+
+    Example:
+        >>> str(DiskFullError("idx", kept="the previous index is unchanged"))
+        'disk full: cannot write idx (No space left on device); the previous index is unchanged; free some space and run again'
+    """
+
+    exit_code = 4
+
+    def __init__(self, path: str | Path, reason: str | None = None, kept: str = "") -> None:
+        reason = reason or os.strerror(errno.ENOSPC)
+        super().__init__(errno.ENOSPC, reason, str(path))
+        self.kept = kept
+        self.message = f"disk full: cannot write {path} ({reason}); {kept + '; ' if kept else ''}free some space and run again"
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __reduce__(self):  # OSError pickles its (errno, strerror) args, which this __init__ does not take
+        return type(self), (self.filename, self.strerror, self.kept)
+
+
+#: ``errno`` values that mean the disk or the quota is full.
+DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)})
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` says the disk (or quota) is full: an ``OSError`` with ENOSPC or EDQUOT, or
+    the ``RuntimeError`` FAISS raises for a failed write, whose message carries the system's text.
+
+    Example:
+        >>> is_disk_full(OSError(errno.ENOSPC, "No space left on device")), is_disk_full(OSError(2, "x"))
+        (True, False)
+    """
+    if isinstance(exc, OSError):
+        return exc.errno in DISK_FULL_ERRNOS
+    return isinstance(exc, RuntimeError) and any(os.strerror(code) in str(exc) for code in DISK_FULL_ERRNOS)
 
 
 class IndexFormatError(RagnetError):

@@ -1,8 +1,9 @@
 """What every ``ragnet`` command shares: the one error handler, option definitions, output helpers.
 
 Commands only parse arguments and call the library. A :class:`~ragnet.errors.RagnetError`
-raised anywhere below a command becomes one red ``error: ...`` line on stderr and exit status
-2 in :class:`RagnetGroup`, the one place that handles it.
+raised anywhere below a command becomes one red ``error: ...`` line on stderr and its exit
+status (2 for bad input) in :class:`RagnetGroup`, the one place that handles it; so does a full
+disk, wherever the write that hit it was (exit status 4).
 
 Example:
     >>> parse_ints("1000, 2000", "budgets")
@@ -23,7 +24,7 @@ from typing import Any, Optional
 import typer
 from typer.core import TyperGroup
 
-from ragnet.errors import InputError, RagnetError
+from ragnet.errors import DiskFullError, InputError, RagnetError, is_disk_full
 
 __all__ = [
     "RagnetGroup",
@@ -46,7 +47,7 @@ EXIT_USAGE = 2
 
 class RagnetGroup(TyperGroup):
     """Typer group whose ``invoke`` turns a ``RagnetError`` into one line on stderr and its exit
-    status (2 for bad input, 3 when the LM failed)."""
+    status (2 for bad input, 3 when the LM failed, 4 when the disk is full)."""
 
     def invoke(self, ctx: Any) -> Any:
         try:
@@ -54,6 +55,14 @@ class RagnetGroup(TyperGroup):
         except RagnetError as err:
             typer.secho(f"error: {err}", fg=typer.colors.RED, err=True)
             raise typer.Exit(code=getattr(err, "exit_code", EXIT_USAGE)) from None
+        except (OSError, RuntimeError) as exc:
+            if not is_disk_full(exc):
+                raise
+            # a write outside ragnet's own writers (a cache, a lock file): name what the system names
+            full = DiskFullError(getattr(exc, "filename", None) or "the output",
+                                 getattr(exc, "strerror", None) or None)
+            typer.secho(f"error: {full}", fg=typer.colors.RED, err=True)
+            raise typer.Exit(code=full.exit_code) from None
 
 
 def new_app(help: str, **kwargs: Any) -> typer.Typer:

@@ -4,9 +4,11 @@ Every ``ragnet eval`` command writes the same files (:class:`RunFolder`):
 
 ``results.jsonl``
     one JSON line per finished row (a question under one strategy, one context of the
-    laziness experiment), appended, flushed and fsynced as soon as it exists
-    (:meth:`RunFolder.writer`). A crash loses at most the line being written: a truncated last
-    line is dropped with a warning and cut from the file on the next read, so appending
+    laziness experiment), appended in one write and fsynced as soon as it exists
+    (:meth:`RunFolder.writer`). A write that fails part-way (a full disk) is cut back off the
+    file and raises :class:`~ragnet.errors.DiskFullError` naming it, the rows before it kept.
+    A crash loses at most the line being written: a truncated last line is dropped with a
+    warning and cut from the file on the next read (or before the next append), so appending
     continues cleanly; a corrupt line anywhere else is an :class:`~ragnet.errors.InputError`
     naming the file and line, never a silently lost row.
 ``run.json``
@@ -52,7 +54,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ragnet.errors import InputError
+from ragnet.errors import DiskFullError, InputError, is_disk_full
 
 __all__ = ["IDS", "MARKER", "REPORT", "RESULTS", "RUN_FILE", "SUMMARY", "RowWriter", "RunFolder", "claim_folder",
            "read_rows"]
@@ -110,29 +112,86 @@ def read_rows(path: str | Path, *, key: Sequence[str] = (), log: Callable[[str],
     return rows
 
 
-class RowWriter:
-    """Appends one complete JSON line per row, flushed and fsynced (use from one thread).
+def _repair_tail(path: Path, log: Callable[[str], None]) -> None:
+    """Make ``path`` end with a complete line before anything is appended to it.
 
-    A context manager; :meth:`close` when used without ``with``.
+    A last line without its newline is completed when it is a whole JSON object, and cut off
+    with a warning when it is not (half a row: a crash or a full disk mid-write); a new row
+    appended after it would otherwise turn it into a corrupt line in the middle of the file.
+    """
+    if not path.is_file():
+        return
+    with open(path, "r+b") as fh:
+        size = fh.seek(0, os.SEEK_END)
+        if size == 0:
+            return
+        fh.seek(size - 1)
+        if fh.read(1) == b"\n":
+            return
+        fh.seek(0)
+        data = fh.read()
+        start = data.rfind(b"\n") + 1
+        try:
+            complete = isinstance(json.loads(data[start:].decode("utf-8")), dict)
+        except (ValueError, UnicodeDecodeError):
+            complete = False
+        if complete:
+            fh.write(b"\n")
+            return
+        line = data.count(b"\n", 0, start) + 1
+        log(f"warning: {path}:{line}: ignoring an incomplete last line "
+            "(an interrupted run); it will be recomputed")
+        fh.truncate(start)
+
+
+class RowWriter:
+    """Appends one complete JSON line per row, in one write, fsynced (use from one thread).
+
+    The file never ends in half a row: a write that fails part-way (a full disk) is cut back
+    off before the error propagates, and a half row left by a crash is cut before the first
+    append (:func:`read_rows` does the same when the rows are read). A context manager;
+    :meth:`close` when used without ``with``.
+
+    Args:
+        path: the ``results.jsonl`` to append to (created if missing).
+        log: receives the warning about a cut half row.
+
+    Raises:
+        DiskFullError: from :meth:`write`, when the disk is full (the rows before are kept).
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, log: Callable[[str], None] = _stderr) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        if path.is_file() and path.stat().st_size and not path.read_bytes().endswith(b"\n"):
-            with open(path, "ab") as fh:  # a complete last line without its newline
-                fh.write(b"\n")
-        self._fh = open(path, "a", encoding="utf-8")  # noqa: SIM115 - held open for the run; see close()
+        self.path = path
+        _repair_tail(path, log)
+        self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
 
     def write(self, row: dict[str, Any]) -> None:
         """Append ``row`` as one line and make it durable before returning."""
-        self._fh.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
+        if self._fd is None:
+            raise ValueError("write to a closed RowWriter")
+        # a lone surrogate in a text (an LM answer) is written as its JSON escape, which reads back as it was
+        data = (json.dumps(row, ensure_ascii=False, default=str) + "\n").encode("utf-8", "backslashreplace")
+        start = os.fstat(self._fd).st_size
+        try:
+            written = 0
+            while written < len(data):  # one write() unless the kernel takes part of it
+                written += os.write(self._fd, data[written:])
+            os.fsync(self._fd)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, start)  # no half row left behind
+            if is_disk_full(exc):
+                raise DiskFullError(self.path, exc.strerror,
+                                    kept="the rows already written are kept (the same command resumes after them)") from exc
+            raise
 
     __call__ = write
 
     def close(self) -> None:
-        self._fh.close()
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
     def __enter__(self) -> "RowWriter":
         return self
@@ -240,7 +299,7 @@ class RunFolder:
 
     def writer(self) -> RowWriter:
         """A :class:`RowWriter` appending to ``results.jsonl``."""
-        return RowWriter(self.results_path)
+        return RowWriter(self.results_path, log=self.log)
 
     def previous_summary(self) -> dict[str, Any] | None:
         """The ``summary.json`` an earlier run left here, if readable."""
