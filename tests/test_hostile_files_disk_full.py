@@ -18,7 +18,6 @@ from pathlib import Path
 import dspy
 import numpy as np
 import pytest
-import typer
 from typer.testing import CliRunner
 
 from ragnet._atomic import write_text
