@@ -37,6 +37,7 @@ import functools
 import json
 import operator
 import os
+import re
 import threading
 import weakref
 from array import array
@@ -69,6 +70,7 @@ _SCORE_FIELDS = ("score", "dense_score", "bm25_score")
 _RECORD_FIELDS = tuple(f.name for f in dataclasses.fields(Chunk) if f.name not in _SCORE_FIELDS)
 _REBUILD = "rebuild with `ragnet index`"
 _BLOCK = 1 << 20  # bytes per read when scanning rows in order
+_ID_PREFIX = b'{"id": "'  # how every chunks.jsonl line starts (Chunk's first field)
 
 
 def _record_line(chunk: Chunk) -> tuple[bytes, bytes]:
@@ -379,6 +381,43 @@ class ChunkStore(Sequence):
             self._id_pos = pos
         return bytes(self._ids[pos[row]]).decode("utf-8")
 
+    def check_ids(self) -> None:
+        """Check that each id maps to the row whose line in ``chunks.jsonl`` holds that id.
+
+        ``open`` checks that the id arrays are sorted and that ``chunks.id_rows.npy`` is a
+        permutation of the rows, but two swapped entries would still send an id to another
+        chunk's row (its title, text and vector). This reads ``chunks.jsonl`` once, in large
+        blocks, and compares each line's leading ``"id"`` field with the id mapped to its row;
+        ``Index.load(verify=True)`` calls it next to the checksums, which read every file too.
+
+        Raises:
+            IndexFormatError: an id and its row's line disagree (the message names both).
+        """
+        n = self._n
+        if not n:
+            return
+        position = np.empty(n, dtype=np.int64)  # row -> its position in the sorted ids
+        position[np.asarray(self._id_rows)] = np.arange(n, dtype=np.int64)
+        offsets, escaped = self._offsets, re.compile(rb'["\\\x00-\x1f]')  # what JSON would escape
+        i = 0
+        while i < n:
+            base = int(offsets[i])
+            j = min(max(int(np.searchsorted(offsets, base + _BLOCK, side="right")) - 1, i + 1), n)
+            data = self._pread(base, int(offsets[j]) - base)
+            bounds = (np.asarray(offsets[i : j + 1]) - base).tolist()
+            keys = self._ids[position[i:j]].tolist()
+            for k, key in enumerate(keys):
+                at = bounds[k] + len(_ID_PREFIX)
+                if (data.startswith(_ID_PREFIX, bounds[k]) and data.startswith(key, at)
+                        and data[at + len(key) : at + len(key) + 1] == b'"' and not escaped.search(key)):
+                    continue  # the line starts with {"id": "<this id>"
+                record = self._parse(data[bounds[k] : bounds[k + 1]], i + k)
+                if record.id.encode("utf-8") != key:
+                    row = i + k
+                    raise _corrupt(self.folder, ID_ROWS, f"maps id {key.decode('utf-8', 'replace')!r} to row {row}, "
+                                                         f"but {CHUNKS}:{self._line_no(row)} holds {record.id!r}")
+            i = j
+
     def _key(self, chunk_id: Any) -> bytes | None:
         """UTF-8 id as stored, or None when no stored id can equal it."""
         if not isinstance(chunk_id, str):
@@ -506,4 +545,6 @@ def _load_sidecars(folder: Path, size: int) -> tuple[np.ndarray, np.ndarray, np.
         raise _corrupt(folder, ID_ROWS, f"has shape {id_rows.shape} {id_rows.dtype}, expected ({n},) int64")
     if n and (int(id_rows.min()) < 0 or int(id_rows.max()) >= n):
         raise _corrupt(folder, ID_ROWS, f"holds a row outside 0..{n - 1}")
+    if n and int(np.bincount(id_rows, minlength=n).max()) != 1:
+        raise _corrupt(folder, ID_ROWS, "gives two ids the same row")
     return offsets, ids, id_rows

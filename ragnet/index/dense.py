@@ -25,17 +25,20 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
+from typing import Any, Iterable
 
 import numpy as np
 
 from ragnet._atomic import atomic_path
 from ragnet.errors import IndexFormatError, InputError, require
+from ragnet.index.untrusted import bounded_faiss_read, faiss_header, flat_faiss_size
 
 KINDS = ("auto", "flat", "hnsw", "ivf", "ivfpq")
 HNSW_M = 32
 HNSW_EF_SEARCH = 128
 HNSW_EF_CONSTRUCTION = 200
 IVF_NPROBE = 16
+_FOURCC = {"flat": b"IxFI", "hnsw": b"IHNf", "ivf": b"IwFl"}  # the FAISS file types DenseIndex.build's kinds write
 
 
 def _faiss():
@@ -132,29 +135,84 @@ class DenseIndex:
             faiss.write_index(self.index, str(tmp))
 
     @classmethod
-    def load(cls, path: str | os.PathLike, kind: str, nprobe: int | None = None) -> "DenseIndex":
+    def load(cls, path: str | os.PathLike, kind: str, nprobe: int | None = None, *,
+             count: int | None = None, dimension: int | None = None) -> "DenseIndex":
         """Read an index written by ``save`` (or, for ``ivfpq``, by the index writer).
+
+        The file is untrusted (``ragnet.index.untrusted``): its header must name the recorded kind
+        and, when given, ``count`` vectors of ``dimension``; a flat file must be exactly the size its
+        header describes; FAISS reads it with every allocation bounded by the file's size; and every
+        id an IVF index stores must be a distinct row below ``count``, all checked here once.
 
         Args:
             path: the FAISS file.
             kind: the kind recorded in the manifest.
             nprobe: lists scanned per query for ``ivfpq`` (its recorded default when None).
+            count: the number of vectors the file must hold (the manifest's ``chunk_count``).
+            dimension: their dimension (the manifest's ``dimension``).
 
         Raises:
-            IndexFormatError: the file is missing or not a readable FAISS index.
+            IndexFormatError: the file is missing, not a readable FAISS index of that kind, or
+                disagrees with ``count`` / ``dimension`` (one line naming the file).
         """
+        if kind not in _FOURCC and kind != "ivfpq":
+            raise IndexFormatError(f"unknown FAISS index kind {kind!r} recorded for {path}; rebuild with `ragnet index`")
         if kind == "ivfpq":
             from ragnet.index import ivfpq
 
-            return cls(ivfpq.load(path, nprobe or ivfpq.NPROBE), kind)
+            return cls(ivfpq.load(path, nprobe or ivfpq.NPROBE, count=count, dimension=dimension), kind)
         faiss = _faiss()
         path = Path(path)
         if not path.is_file():
             raise IndexFormatError(f"FAISS file {path} is missing; rebuild with `ragnet index`")
+        fourcc, d, ntotal = faiss_header(path)
+        if fourcc != _FOURCC[kind]:
+            raise unreadable(path, f"it holds a FAISS index of type {fourcc!r}, not the {kind} kind the manifest records")
+        check_counts(path, d, ntotal, count, dimension)
+        size = path.stat().st_size
+        if kind == "flat" and flat_faiss_size(path) != size:
+            raise unreadable(path, f"its header describes {flat_faiss_size(path)} bytes, but it has {size}")
         try:
-            index = faiss.read_index(str(path))
+            with bounded_faiss_read(faiss, size):
+                index = faiss.read_index(str(path))
         except Exception as exc:  # noqa: BLE001 - FAISS raises RuntimeError with C++ text
-            raise IndexFormatError(f"FAISS file {path} is unreadable ({exc}); rebuild with `ragnet index`") from exc
-        if kind not in ("flat", "hnsw", "ivf"):
-            raise IndexFormatError(f"unknown FAISS index kind {kind!r} recorded for {path}")
+            raise unreadable(path, exc) from exc
+        if kind == "ivf":
+            ivf = faiss.extract_index_ivf(index)
+            lists = ivf.invlists
+            if (int(ivf.quantizer.ntotal), int(ivf.quantizer.d), int(lists.nlist)) != (int(ivf.nlist), d, int(ivf.nlist)):
+                raise unreadable(path, f"its coarse quantizer ({int(ivf.quantizer.ntotal)} centroids) or inverted "
+                                       f"lists ({int(lists.nlist)}) do not match its {int(ivf.nlist)} lists")
+            check_ids(path, (faiss.rev_swig_ptr(lists.get_ids(i), lists.list_size(i))
+                             for i in range(lists.nlist) if lists.list_size(i)), int(index.ntotal))
         return cls(index, kind)
+
+
+
+def unreadable(path: Path, why: Any) -> IndexFormatError:
+    """The one-line error for a FAISS file that cannot be used."""
+    why = " ".join(str(why).split())
+    why = why if len(why) <= 300 else why[:300] + "..."
+    return IndexFormatError(f"FAISS file {path} is unreadable ({why}); rebuild with `ragnet index`")
+
+
+def check_counts(path: Path, d: int, ntotal: int, count: int | None, dimension: int | None) -> None:
+    """Refuse a FAISS header whose vector count or dimension is not the manifest's."""
+    if (count is not None and ntotal != count) or (dimension is not None and d != dimension):
+        raise unreadable(path, f"its header says {ntotal} vectors of dimension {d}, the manifest {count} of {dimension}")
+
+
+def check_ids(path: Path, lists: Iterable[np.ndarray], ntotal: int) -> None:
+    """Every id of the inverted ``lists`` must be a row in ``0 .. ntotal - 1``, each exactly once."""
+    seen = np.zeros(ntotal, dtype=bool)
+    stored = 0
+    for ids in lists:
+        ids = np.asarray(ids)
+        if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= ntotal):
+            bad = int(ids.min()) if int(ids.min()) < 0 else int(ids.max())
+            raise unreadable(path, f"an inverted list holds id {bad}, outside 0..{ntotal - 1}")
+        seen[ids] = True
+        stored += ids.size
+    distinct = int(seen.sum())
+    if stored != ntotal or distinct != ntotal:
+        raise unreadable(path, f"its inverted lists hold {stored} ids ({distinct} distinct) for {ntotal} vectors")

@@ -55,11 +55,14 @@ from ragnet.index.embedder import Embedder, build_embedder
 from ragnet.index.file_array import file_backed
 from ragnet.index.onnx_backend import AUTO, resolve_backend
 from ragnet.index.options import BuildEngine, DenseOptions
+from ragnet.index.sentences import FILES as SENTENCE_FILES
 from ragnet.index.sentences import FOLDER as SENTENCES_DIR
 from ragnet.index.sentences import FORMAT as SENTENCES_FORMAT
 from ragnet.index.sentences import SPLITTER as SENTENCES_SPLITTER
 from ragnet.index.sentences import SentenceStore, VectorSpill, embed_unique, idf_of
+from ragnet.index.sparse import FILES as BM25_FILES
 from ragnet.index.sparse import SparseIndex
+from ragnet.index.untrusted import member, npy_header
 
 FORMAT_VERSION = 2
 TOKENIZER = "tiktoken:cl100k_base"
@@ -72,6 +75,7 @@ DENSE_IVFDATA = "dense.ivfdata"
 BM25_DIR = "bm25"
 CATALOG_DIR = "catalog"
 MMAP_BM25_FROM = 200_000  # chunks from which the BM25 matrix is memory-mapped instead of read
+DENSE_KINDS = ("flat", "hnsw", "ivf", "ivfpq")  # what a manifest may record
 _REQUIRED_KEYS = ("format_version", "embedder", "dimension", "chunk_count", "faiss_index", "vectors", "files")
 _REBUILD = "rebuild with `ragnet index`"
 
@@ -410,11 +414,20 @@ class Index:
     def load(cls, path: str | os.PathLike, embedder: EmbedderLike = None, verify: bool = True) -> "Index":
         """Open an index folder written by ``Index.build``.
 
+        The folder is treated as untrusted input (``ragnet.index.untrusted``): whatever its
+        manifest says, nothing outside the folder or behind a symbolic link is opened, every
+        array's size is checked against the manifest's counts and its file before it is mapped or
+        allocated, and every id a file holds (IVF lists, BM25 postings and vocabulary, chunk id
+        rows) is range-checked here, once. A damaged or crafted folder fails with one line naming
+        the file.
+
         Args:
             path: the index folder.
             embedder: the query embedder; None uses the one recorded in the manifest. A
                 different model than the one the index was built with is refused.
-            verify: check every file's SHA-256 against the manifest (catches corruption).
+            verify: check every file's SHA-256 against the manifest and that every chunk id
+                maps to its own line of ``chunks.jsonl`` (catches corruption, and tampering that
+                keeps the arrays consistent); each reads the whole folder once.
 
         Raises:
             IndexFormatError: not an index, unknown format version, missing/corrupt files,
@@ -436,47 +449,56 @@ class Index:
                     f"use {name!r} to query it, or rebuild the index with the new embedder"
                 )
         files = manifest["files"]
+        count, dim, kind = manifest["chunk_count"], manifest["dimension"], manifest["faiss_index"]
         vec_file, vec_dtype = _vector_file(manifest)
-        required = [CHUNKS, *CHUNK_SIDECARS, vec_file, DENSE, *(f"{CATALOG_DIR}/{name}" for name in CATALOG_FILES)]
-        if manifest["faiss_index"] == "ivfpq":
-            required.append(DENSE_IVFDATA)
-        for name in required:
-            if name not in files:
-                raise IndexFormatError(f"index at {path} is corrupt: manifest lists no {name}; {_REBUILD}")
-        for rel, digest in files.items():
-            f = path / rel
-            if not f.is_file():
-                raise IndexFormatError(f"index at {path} is incomplete: {rel} is missing; {_REBUILD}")
-            if verify and sha256_file(f) != digest:
-                raise IndexFormatError(f"index at {path} is corrupt: {rel} checksum mismatch; {_REBUILD}")
-
-        count, dim = int(manifest["chunk_count"]), int(manifest["dimension"])
-        chunks = ChunkStore.open(path, count=count)
-        try:
-            # The float16 re-scoring vectors of the on-disk kind stay on disk (memory-mapped).
-            embeddings = np.load(path / vec_file, allow_pickle=False, mmap_mode="r" if vec_dtype == "float16" else None)
-        except (OSError, ValueError) as exc:
-            raise IndexFormatError(f"index at {path} is corrupt: {vec_file} unreadable ({exc}); {_REBUILD}") from exc
-        if embeddings.shape != (count, dim) or embeddings.dtype != np.dtype(vec_dtype):
+        for rel in _read_files(manifest, vec_file):
+            if rel not in files:
+                raise IndexFormatError(f"index at {path} is corrupt: manifest lists no {rel}; {_REBUILD}")
+        # The folder is untrusted input (ragnet.index.untrusted): before any file is opened, hashed or
+        # mapped, every path the manifest names must be a regular file inside the folder, reached
+        # without a symbolic link, and every .npy header must describe exactly the bytes of its file.
+        for rel in files:
+            member(path, rel)
+        headers = {rel: npy_header(path, rel) for rel in files if rel.endswith(".npy")}
+        vec = headers[vec_file]
+        if vec.shape != (count, dim) or vec.dtype != np.dtype(vec_dtype):
             raise IndexFormatError(
-                f"index at {path} is corrupt: {vec_file} has shape {embeddings.shape} {embeddings.dtype}, "
+                f"index at {path} is corrupt: {vec_file} has shape {vec.shape} {vec.dtype}, "
                 f"expected ({count}, {dim}) {vec_dtype}; {_REBUILD}"
             )
-        # Re-scoring reads a few hundred rows per query: pread them (ragnet.index.file_array) so
-        # the rows of past queries do not accumulate in resident memory as mapped pages would.
-        embeddings = file_backed(embeddings)
-        nprobe = (manifest.get("ivfpq") or {}).get("nprobe")
-        dense = DenseIndex.load(path / DENSE, manifest["faiss_index"], nprobe=nprobe)
-        if dense.ntotal != count or dense.dimension != dim:
-            raise IndexFormatError(
-                f"index at {path} is corrupt: {DENSE} holds {dense.ntotal} vectors of dimension {dense.dimension}, "
-                f"expected {count} of {dim}; {_REBUILD}"
-            )
-        sparse = SparseIndex.load(path / BM25_DIR, mmap=count >= MMAP_BM25_FROM)
-        if len(sparse) != count:
-            raise IndexFormatError(
-                f"index at {path} is corrupt: BM25 index covers {len(sparse)} chunks, expected {count}; {_REBUILD}"
-            )
+        if verify:
+            for rel, digest in files.items():
+                if sha256_file(path / rel) != digest:
+                    raise IndexFormatError(f"index at {path} is corrupt: {rel} checksum mismatch; {_REBUILD}")
+
+        chunks = ChunkStore.open(path, count=count)
+        try:
+            if verify:
+                chunks.check_ids()
+            # The float16 re-scoring vectors of the on-disk kind stay on disk (memory-mapped).
+            try:
+                embeddings = np.load(path / vec_file, allow_pickle=False,
+                                     mmap_mode="r" if vec_dtype == "float16" else None)
+            except (OSError, ValueError) as exc:
+                raise IndexFormatError(f"index at {path} is corrupt: {vec_file} unreadable ({exc}); {_REBUILD}") from exc
+            # Re-scoring reads a few hundred rows per query: pread them (ragnet.index.file_array) so
+            # the rows of past queries do not accumulate in resident memory as mapped pages would.
+            embeddings = file_backed(embeddings)
+            nprobe = (manifest["ivfpq"] or {}).get("nprobe")
+            dense = DenseIndex.load(path / DENSE, kind, nprobe=nprobe, count=count, dimension=dim)
+            if dense.ntotal != count or dense.dimension != dim:
+                raise IndexFormatError(
+                    f"index at {path} is corrupt: {DENSE} holds {dense.ntotal} vectors of dimension "
+                    f"{dense.dimension}, expected {count} of {dim}; {_REBUILD}"
+                )
+            sparse = SparseIndex.load(path / BM25_DIR, mmap=count >= MMAP_BM25_FROM, count=count)
+            if len(sparse) != count:
+                raise IndexFormatError(
+                    f"index at {path} is corrupt: BM25 index covers {len(sparse)} chunks, expected {count}; {_REBUILD}"
+                )
+        except BaseException:
+            chunks.close()
+            raise
         index = cls(path, manifest, chunks, embeddings, dense, sparse, emb)
         if emb is not None and emb._model is not None:
             index._check_dimension()
@@ -1047,7 +1069,40 @@ def _read_manifest(path: Path) -> dict[str, Any]:
         raise IndexFormatError(f"index at {path} is corrupt: {MANIFEST} lacks {', '.join(missing)}; {_REBUILD}")
     if not isinstance(manifest["files"], dict):
         raise IndexFormatError(f"index at {path} is corrupt: {MANIFEST} 'files' is not an object; {_REBUILD}")
+    count, dim = manifest["chunk_count"], manifest["dimension"]
+    checks = [
+        ("chunk_count", type(count) is int and count >= 0),
+        ("dimension", type(dim) is int and 1 <= dim <= 1 << 20),
+        ("faiss_index", manifest["faiss_index"] in DENSE_KINDS),
+        ("embedder", isinstance(manifest["embedder"], str)),
+        ("ivfpq", manifest.get("ivfpq") is None or isinstance(manifest.get("ivfpq"), dict)),
+        ("sentences", manifest.get("sentences") is None or isinstance(manifest.get("sentences"), dict)),
+    ]
+    if manifest["faiss_index"] == "ivfpq":
+        nprobe = (manifest.get("ivfpq") or {}).get("nprobe")
+        checks.append(("ivfpq", nprobe is None or (type(nprobe) is int and nprobe >= 1)))
+    for key, ok in checks:
+        if not ok:
+            raise IndexFormatError(f"index at {path} is corrupt: {MANIFEST} has {key} "
+                                   f"{_short(repr(manifest.get(key)))}, which ragnet cannot read; {_REBUILD}")
+    manifest.setdefault("ivfpq", None)
     return manifest
+
+
+def _short(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _read_files(manifest: dict[str, Any], vec_file: str) -> list[str]:
+    """The files ``Index.load`` and the lazily loaded parts (catalog, sentences) read: each must be
+    listed in the manifest, so that its path is checked and its checksum verified."""
+    files = [CHUNKS, *CHUNK_SIDECARS, vec_file, DENSE, *(f"{CATALOG_DIR}/{name}" for name in CATALOG_FILES),
+             *(f"{BM25_DIR}/{name}" for name in BM25_FILES)]
+    if manifest["faiss_index"] == "ivfpq":
+        files.append(DENSE_IVFDATA)
+    if manifest.get("sentences"):
+        files.extend(f"{SENTENCES_DIR}/{name}" for name in SENTENCE_FILES)
+    return files
 
 
 def _vector_file(manifest: dict[str, Any]) -> tuple[str, str]:

@@ -43,6 +43,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from ragnet.errors import IndexFormatError, InputError, require
+from ragnet.index.untrusted import bounded_faiss_read, faiss_header
 
 IVFDATA_SUFFIX = ".ivfdata"  # inverted lists beside the index file: dense.faiss -> dense.ivfdata
 # Defaults, chosen with `ragnet bench scale` (docs/results/scale/README.md): nlist ~ 2*sqrt(n)
@@ -192,23 +193,99 @@ def _c_stdout_silenced() -> Iterator[None]:
         os.close(devnull)
 
 
-def load(index_file: str | os.PathLike, nprobe: int = NPROBE) -> Any:
+def load(index_file: str | os.PathLike, nprobe: int = NPROBE, *, count: int | None = None,
+         dimension: int | None = None) -> Any:
     """Open an on-disk IVF-PQ index; its inverted lists are memory-mapped, not read.
 
+    Both files are untrusted (``ragnet.index.untrusted``). The header is read first with the
+    inverted lists left unmapped, its allocations bounded by the file's size; the table of lists it
+    holds must fit inside ``.ivfdata`` (a shorter file would be mapped and then kill the process with
+    SIGBUS on the first search); and every stored id must be a distinct row below the vector count.
+    Only then is the data file mapped (read-only).
+
+    Args:
+        index_file: the header file (``dense.faiss``); the lists are in ``dense.ivfdata`` beside it.
+        nprobe: lists scanned per query.
+        count: the number of vectors it must hold (the manifest's ``chunk_count``), if known.
+        dimension: their dimension, if known.
+
     Raises:
-        IndexFormatError: the header or its ``.ivfdata`` file is missing or unreadable.
+        IndexFormatError: either file is missing, unreadable or inconsistent (one line naming it).
     """
+    from ragnet.index.dense import check_counts, check_ids, unreadable
+
     faiss = _faiss()
     index_file = Path(index_file)
     data_file = index_file.with_suffix(IVFDATA_SUFFIX)
     for f in (index_file, data_file):
         if not f.is_file():
             raise IndexFormatError(f"FAISS file {f} is missing; rebuild with `ragnet index`")
+    fourcc, d, ntotal = faiss_header(index_file)
+    if fourcc not in (b"IwPQ", b"IxPT"):  # IVF-PQ, or IVF-PQ behind an OPQ rotation
+        raise unreadable(index_file, f"it holds a FAISS index of type {fourcc!r}, not IVF-PQ")
+    check_counts(index_file, d, ntotal, count, dimension)
+    flags = (faiss.IO_FLAG_ONDISK_SAME_DIR | faiss.IO_FLAG_SKIP_IVF_DATA | faiss.IO_FLAG_SKIP_PRECOMPUTE_TABLE
+             | faiss.IO_FLAG_READ_ONLY)
     try:
-        with _c_stdout_silenced():  # FAISS printf()s the data file's new location
-            index = faiss.read_index(str(index_file), faiss.IO_FLAG_ONDISK_SAME_DIR)
-        ivf = faiss.extract_index_ivf(index)
+        with bounded_faiss_read(faiss, index_file.stat().st_size), _c_stdout_silenced():
+            index = faiss.read_index(str(index_file), flags)  # FAISS printf()s the data file's new location
+        ivf = faiss.downcast_index(faiss.extract_index_ivf(index))
+        lists = faiss.downcast_InvertedLists(ivf.invlists)
     except Exception as exc:  # noqa: BLE001 - FAISS raises RuntimeError with C++ text
-        raise IndexFormatError(f"FAISS file {index_file} is unreadable ({exc}); rebuild with `ragnet index`") from exc
+        raise unreadable(index_file, exc) from exc
+    if not isinstance(ivf, faiss.IndexIVFPQ) or not isinstance(lists, faiss.OnDiskInvertedLists):
+        raise unreadable(index_file, "it is not an IVF-PQ index with inverted lists on disk")
+    spans = _list_spans(index_file, data_file, ivf, lists)
+    check_ids(data_file, _stored_ids(data_file, spans), int(index.ntotal))
+    try:
+        lists.do_mmap()
+    except Exception as exc:  # noqa: BLE001
+        raise unreadable(data_file, exc) from exc
+    if ivf.by_residual:  # what read_index does unless told to skip it: a table of nlist * m * 2**nbits floats
+        ivf.use_precomputed_table = 0
+        ivf.precompute_table()
     ivf.nprobe = int(min(nprobe, ivf.nlist))
     return index
+
+
+def _list_spans(index_file: Path, data_file: Path, ivf: Any, lists: Any) -> list[tuple[int, int, int]]:
+    """``(offset, size, capacity)`` of each inverted list, checked to lie inside ``data_file``.
+
+    A list holds ``capacity`` codes of ``code_size`` bytes, then ``capacity`` 8-byte ids.
+    """
+    from ragnet.index.dense import unreadable
+
+    nlist, code_size = int(ivf.nlist), int(ivf.code_size)
+    if (int(lists.nlist), int(lists.code_size), int(lists.lists.size())) != (nlist, code_size, nlist) \
+            or int(ivf.pq.code_size) != code_size or int(ivf.quantizer.ntotal) != nlist:
+        raise unreadable(index_file, f"its inverted lists ({int(lists.nlist)} of {int(lists.code_size)}-byte codes) "
+                                     f"do not match its {nlist} lists of {code_size}-byte codes")
+    if Path(str(lists.filename)).name != data_file.name:
+        raise unreadable(index_file, f"it names {Path(str(lists.filename)).name!r} as its inverted lists, "
+                                     f"not {data_file.name}")
+    total, size = int(lists.totsize), data_file.stat().st_size
+    if total > size:
+        raise unreadable(data_file, f"it has {size} bytes, but {index_file.name} says its lists take {total}")
+    spans, stored = [], 0
+    for i in range(nlist):
+        entry = lists.lists.at(i)
+        offset, n, capacity = int(entry.offset), int(entry.size), int(entry.capacity)
+        if n > capacity or offset + capacity * (code_size + 8) > total:
+            raise unreadable(data_file, f"inverted list {i} ({n} of {capacity} entries at byte {offset}) lies "
+                                        f"outside its {total} bytes")
+        spans.append((offset, n, capacity))
+        stored += n
+    if stored != int(ivf.ntotal):
+        raise unreadable(data_file, f"its lists hold {stored} entries for {int(ivf.ntotal)} vectors")
+    return [(offset + capacity * code_size, n, capacity) for offset, n, capacity in spans]
+
+
+def _stored_ids(data_file: Path, spans: list[tuple[int, int, int]]) -> Iterator[np.ndarray]:
+    """The ids of each inverted list, read with ``pread`` (so the file's pages are not mapped)."""
+    fd = os.open(data_file, os.O_RDONLY)
+    try:
+        for ids_at, n, _ in spans:
+            if n:
+                yield np.frombuffer(os.pread(fd, 8 * n, ids_at), dtype="<i8")
+    finally:
+        os.close(fd)

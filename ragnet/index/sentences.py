@@ -45,6 +45,7 @@ SPLITTER = "ragnet-2"  # bump when ragnet.corpus.sentences changes its boundarie
 EMBEDDED_AS = "title: sentence"
 FOLDER = "sentences"
 _ARRAYS = ("offsets", "spans", "tokens", "terms", "term_offsets", "vectors")
+FILES = ("info.json", *(f"{name}.npy" for name in _ARRAYS))  # what a saved store holds
 # BM25 (Lucene) parameters, as the chunk-level index uses them
 K1, B = 1.5, 0.75
 

@@ -249,11 +249,7 @@ class SparseIndex:
         """Vocabulary ids of the query's terms (unknown terms dropped; repeats kept, as in bm25s)."""
         vocab = self._vocab
         if isinstance(vocab, SortedVocab):
-            ids = vocab.lookup(self.tokenize(query))
-            if ids and max(ids) >= len(self._indptr) - 1:
-                raise IndexFormatError(f"BM25 vocabulary table {vocab.source} maps a term to id {max(ids)}, "
-                                       f"outside the score matrix; rebuild with `ragnet index`")
-            return ids
+            return vocab.lookup(self.tokenize(query))  # ids range-checked at load
         return [vocab[w] for w in self.tokenize(query) if w in vocab]
 
     def _columns(self, query: str) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -370,16 +366,22 @@ class SparseIndex:
         (folder / TOKENIZER_FILE).write_text(json.dumps(spec, indent=2) + "\n", encoding="utf-8")
 
     @classmethod
-    def load(cls, folder: str | os.PathLike, mmap: bool = False) -> "SparseIndex":
+    def load(cls, folder: str | os.PathLike, mmap: bool = False, count: int | None = None) -> "SparseIndex":
         """Read what ``save`` wrote.
+
+        The files are untrusted: ``params.index.json`` is checked before bm25s reads it, each
+        array's header against its file's size before it is mapped or read, and every id (document
+        rows, vocabulary ids) is range-checked here, once, so a query never meets one that points
+        nowhere.
 
         Args:
             folder: the folder ``save`` wrote.
             mmap: memory-map the score arrays and the sorted vocabulary table instead of
                 reading them (and ``vocab.index.json``) into RAM; scores are identical.
+            count: the number of documents the index must cover (the index's chunk count), if known.
 
         Raises:
-            IndexFormatError: files missing or unreadable (the message names the file).
+            IndexFormatError: files missing, unreadable or inconsistent (one line naming the file).
 
         Example:
             >>> import tempfile
@@ -389,6 +391,8 @@ class SparseIndex:
             True
         """
         folder = Path(folder)
+        num_docs = _check_params(folder, count)
+        shapes = _check_array_headers(folder)
         try:
             spec = json.loads((folder / TOKENIZER_FILE).read_text(encoding="utf-8"))
             retriever = _bm25s().BM25.load(
@@ -396,20 +400,56 @@ class SparseIndex:
                 show_progress=False,
             )
             if mmap:
-                retriever.vocab_dict = _load_sorted_vocab(folder, len(retriever.scores["indptr"]) - 1)
+                retriever.vocab_dict = _load_sorted_vocab(folder, shapes[INDPTR] - 1)
                 # bm25s only tests ids for membership; they are 0..n-1, and a range costs nothing
                 retriever.unique_token_ids_set = range(len(retriever.vocab_dict))
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, ImportError) as exc:
             # TypeError/AttributeError: files that parse but are not bm25s's (e.g. params replaced by {})
-            raise IndexFormatError(f"BM25 files in {folder} are missing or unreadable ({type(exc).__name__}: {exc}); "
-                                   "rebuild with `ragnet index`") from exc
-        if spec.get("token_pattern") != TOKEN_PATTERN or spec.get("stopwords") != "en":
-            raise IndexFormatError(f"BM25 tokenizer settings in {folder / TOKENIZER_FILE} are not supported: {spec}")
+            raise IndexFormatError(f"BM25 files in {folder} are missing or unreadable ({type(exc).__name__}: "
+                                   f"{_one_line(exc)}); rebuild with `ragnet index`") from exc
+        if not isinstance(spec, dict) or spec.get("token_pattern") != TOKEN_PATTERN or spec.get("stopwords") != "en":
+            raise IndexFormatError(f"BM25 tokenizer settings in {folder / TOKENIZER_FILE} are not supported: "
+                                   f"{_one_line(repr(spec))}; rebuild with `ragnet index`")
         try:
-            return cls(retriever, spec.get("stemmer"))
+            index = cls(retriever, spec.get("stemmer"))
         except (KeyError, TypeError, ValueError) as exc:  # arrays or params that are not bm25s's
-            raise IndexFormatError(f"BM25 files in {folder} are missing or unreadable ({type(exc).__name__}: {exc}); "
-                                   "rebuild with `ragnet index`") from exc
+            raise IndexFormatError(f"BM25 files in {folder} are missing or unreadable ({type(exc).__name__}: "
+                                   f"{_one_line(exc)}); rebuild with `ragnet index`") from exc
+        index._check_ids(folder, num_docs)
+        return index
+
+    def _check_ids(self, folder: Path, num_docs: int) -> None:
+        """Range-check every id the files hold: posting-list bounds, document rows, vocabulary ids."""
+        indptr, n_data = self._indptr, len(self._data)
+        if indptr.ndim != 1 or indptr.dtype.kind not in "iu" or len(indptr) < 1 or int(indptr[0]) != 0 \
+                or int(indptr[-1]) != n_data or len(self._indices) != n_data \
+                or not bool(np.all(np.diff(indptr) >= 0)):
+            raise _bad(folder, INDPTR, f"does not delimit the {n_data} scores in order")
+        if self._indices.dtype.kind not in "iu":
+            raise _bad(folder, INDICES, f"holds {self._indices.dtype}, not integer rows")
+        for start in range(0, n_data, _ID_BLOCK):  # in blocks: a mapped file is read, not kept resident
+            rows = np.asarray(self._indices[start: min(start + _ID_BLOCK, n_data)])
+            if int(rows.min()) < 0 or int(rows.max()) >= num_docs:
+                bad = int(rows.min()) if int(rows.min()) < 0 else int(rows.max())
+                raise _bad(folder, INDICES, f"holds document row {bad}, outside 0..{num_docs - 1}")
+        columns = len(indptr) - 1
+        vocab = self._vocab
+        if isinstance(vocab, SortedVocab):
+            table = file_backed(vocab.table)
+            blocks = (np.asarray(table[i: i + _ID_BLOCK]) for i in range(0, len(table), _ID_BLOCK))
+            parts = ((part["id"], part["term"] == b"") for part in blocks)
+            name = SORTED_VOCAB_FILE
+        else:
+            if not all(isinstance(t, str) and type(i) is int for t, i in vocab.items()):
+                raise _bad(folder, VOCAB_FILE, "is not a table of terms and integer ids")
+            ids = np.fromiter(vocab.values(), dtype=np.int64, count=len(vocab))
+            parts = iter([(ids, np.fromiter((t == "" for t in vocab), dtype=bool, count=len(vocab)))])
+            name = VOCAB_FILE
+        for ids, empty in parts:
+            # bm25s gives the empty token "" the id after the last column; a query never contains it
+            if ids.size and (int(ids.min()) < 0 or int(ids[~empty].max(initial=-1)) >= columns
+                             or int(ids[empty].max(initial=-1)) > columns):
+                raise _bad(folder, name, f"maps a term to an id outside the {columns} columns of the score matrix")
 
 
 def _load_sorted_vocab(folder: Path, columns: int) -> SortedVocab:
@@ -420,6 +460,78 @@ def _load_sorted_vocab(folder: Path, columns: int) -> SortedVocab:
         raise IndexFormatError(f"BM25 vocabulary table {vocab.source} has {len(vocab)} terms but the score "
                                f"matrix has {columns} columns; rebuild with `ragnet index`")
     return vocab
+
+
+DATA, INDICES, INDPTR, PARAMS = "data.csc.index.npy", "indices.csc.index.npy", "indptr.csc.index.npy", "params.index.json"
+FILES = (DATA, INDICES, INDPTR, PARAMS, VOCAB_FILE, SORTED_VOCAB_FILE, TOKENIZER_FILE)  # what save() writes
+_ID_BLOCK = 1 << 22  # document rows range-checked per block at load
+
+
+def _bad(folder: Path, name: str, what: str) -> IndexFormatError:
+    return IndexFormatError(f"BM25 files in {folder} are missing or unreadable: {name} {what}; "
+                            "rebuild with `ragnet index`")
+
+
+def _one_line(text: Any, limit: int = 300) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and np.isfinite(value)
+
+
+def _check_params(folder: Path, count: int | None) -> int:
+    """Check ``params.index.json`` before bm25s reads it (bm25s would import numba for
+    ``"backend": "numba"``, or fail deep inside for a negative document count); returns
+    ``num_docs``."""
+    try:
+        params = json.loads((folder / PARAMS).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise IndexFormatError(f"BM25 files in {folder} are missing or unreadable ({PARAMS} is missing); "
+                               "rebuild with `ragnet index`") from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise _bad(folder, PARAMS, f"is not valid JSON ({_one_line(exc)})") from None
+    if not isinstance(params, dict):
+        raise _bad(folder, PARAMS, "is not a JSON object")
+    num_docs = params.get("num_docs")
+    checks = [
+        ("k1", _number(params.get("k1", 1.5)) and params.get("k1", 1.5) >= 0),
+        ("b", _number(params.get("b", 0.75)) and 0 <= params.get("b", 0.75) <= 1),
+        ("delta", _number(params.get("delta", 0.5))),
+        # ragnet's scores are bm25s's Lucene variant; other methods need files ragnet does not write
+        ("method", params.get("method", "lucene") == "lucene"),
+        ("idf_method", params.get("idf_method") in (None, "lucene")),
+        ("dtype", params.get("dtype", "float32") == "float32"),
+        ("int_dtype", params.get("int_dtype", "int32") in ("int32", "int64")),
+        ("backend", params.get("backend", "numpy") == "numpy"),
+        ("csc_backend", params.get("csc_backend", "numpy") == "numpy"),
+        ("num_docs", type(num_docs) is int and num_docs >= 0 and (count is None or num_docs == count)),
+    ]
+    for key, ok in checks:
+        if not ok:
+            expected = f" (the index has {count} chunks)" if key == "num_docs" and count is not None else ""
+            raise _bad(folder, PARAMS, f"has {key} {params.get(key)!r}, which ragnet does not read{expected}")
+    return num_docs
+
+
+def _check_array_headers(folder: Path) -> dict[str, int]:
+    """Check the score arrays' headers against their files' sizes before bm25s maps or reads them;
+    returns each one's length."""
+    from ragnet.index.untrusted import npy_header
+
+    lengths = {}
+    for name in (DATA, INDICES, INDPTR):
+        if not (folder / name).is_file():
+            raise IndexFormatError(f"BM25 files in {folder} are missing or unreadable ({name} is missing); "
+                                   "rebuild with `ragnet index`")
+        header = npy_header(folder, name)
+        if len(header.shape) != 1:
+            raise _bad(folder, name, f"has shape {header.shape}, expected one dimension")
+        lengths[name] = header.shape[0]
+    if lengths[INDPTR] < 1 or lengths[DATA] != lengths[INDICES]:
+        raise _bad(folder, INDPTR, f"and its arrays do not fit together ({lengths})")
+    return lengths
 
 
 def top_positive(scores: np.ndarray, n: int, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
