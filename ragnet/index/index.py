@@ -195,7 +195,8 @@ class Index:
         """
         _check_option(dense, DenseOptions, "dense")
         _check_option(engine, BuildEngine, "engine")
-        path = Path(path)
+        given = Path(path)
+        path = _through_link(given)
         check_output_folder(path)
         docs = list(docs)
         if not docs:
@@ -208,8 +209,11 @@ class Index:
         with dir_lock(path):
             check_output_folder(path)  # re-checked under the lock: another process may have written it
             if engine.kind == "ray":
-                return cls._build_ray(docs, path, emb, settings, dense, engine, gazetteer, sentences, show_progress)
-            return cls._build_locked(docs, path, emb, settings, dense, gazetteer, sentences, show_progress)
+                index = cls._build_ray(docs, path, emb, settings, dense, engine, gazetteer, sentences, show_progress)
+            else:
+                index = cls._build_locked(docs, path, emb, settings, dense, gazetteer, sentences, show_progress)
+        index.path = given
+        return index
 
     @classmethod
     def _build_locked(cls, docs: list[Document], path: Path, emb: Embedder, settings: dict[str, Any],
@@ -326,14 +330,17 @@ class Index:
             'd#0'
         """
         _check_option(dense, DenseOptions, "dense")
-        path = Path(path)
+        given = Path(path)
+        path = _through_link(given)
         check_output_folder(path)
         emb = _as_embedder(embedder)
         settings = {"chunk_tokens": chunk_tokens, "overlap": overlap, "doc_count": None, "gazetteer": None}
         with dir_lock(path):
             check_output_folder(path)
             shards = ((chunks, vectors, None) for chunks, vectors in shards)
-            return cls._write(path, shards, count, emb, dense, settings, show_progress=show_progress)
+            index = cls._write(path, shards, count, emb, dense, settings, show_progress=show_progress)
+        index.path = given
+        return index
 
     @classmethod
     def _write(cls, path: Path, shards: Iterable[tuple[Sequence[Chunk], np.ndarray, Sequence[str] | None]],
@@ -1028,6 +1035,13 @@ def check_output_folder(path: str | os.PathLike) -> None:
             path=path,
         )
     check_writable_parent(path)
+
+
+def _through_link(path: Path) -> Path:
+    """Where an index given as ``path`` is written: a symbolic link is written through, so the index
+    replaces the folder it points to and the link stays a link (swapping the link itself would
+    replace it with a real folder and leave the target behind, set aside and stale)."""
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
 
 
 def _check_unique_ids(docs: list[Any]) -> None:

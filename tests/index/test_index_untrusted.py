@@ -330,3 +330,17 @@ def test_id_rows_that_repeat_a_row_are_refused_without_verify(index_copy):
     np.save(path, id_rows)
     _refused(index_copy, "chunks.id_rows.npy", verify=False)
 
+
+# -- a symlinked output folder ----------------------------------------------------------
+def test_a_symlinked_out_is_written_through_and_stays_a_link(tmp_path, embedder):
+    real = tmp_path / "disk" / "real"
+    real.mkdir(parents=True)
+    link = tmp_path / "out"
+    os.symlink(real, link)
+    docs = make_docs()[:3]
+    for _ in range(2):  # into the empty target, then over the index now there
+        index = Index.build(docs, link, embedder=embedder, sentences=False, show_progress=False)
+        assert link.is_symlink() and os.readlink(link) == str(real)
+        assert (real / "manifest.json").is_file()
+        assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out.")] == []
+        assert index.path == link and len(Index.load(link)) == len(index)
