@@ -15,7 +15,8 @@ deep inside a program:
 4. ``validate(pred) -> (pred, problems)`` may repair the output (e.g. drop unknown chunk ids);
    each problem is recorded with ``action="repaired"``. A validator raises ``StepOutputError``
    to reject the output outright (the attempt fails).
-5. Failed attempts are retried up to ``retries`` times. Retries are sent with
+5. Failed attempts are retried up to ``retries`` times, except a timeout (the step falls back at
+   once, so a step costs at most one ``--timeout``). Retries are sent with
    ``config={"rollout_id": attempt, "temperature": retry_temperature}`` so they bypass DSPy's
    cache and sample a different answer (a deterministic retry would repeat the failure).
 6. When every attempt failed, ``default`` is returned as a ``dspy.Prediction`` with
@@ -332,7 +333,9 @@ def run_step(
     started = time.perf_counter()
     attempts = 1 + retries
     repaired = False
+    used = 0
     for attempt in range(1, attempts + 1):
+        used = attempt
         call_inputs = dict(inputs)
         if attempt > 1 and retry_temperature is not None and _accepts_config(predictor):
             call_inputs["config"] = {"rollout_id": attempt - 1, "temperature": retry_temperature}
@@ -354,6 +357,9 @@ def run_step(
                 pred, found = validate(pred)
                 problems.extend(found)
         except Exception as exc:  # LM errors, timeouts, parse errors, rejected outputs
+            if _timed_out(exc):  # the deadline bounds the step, not each attempt: no retry
+                _record_error(trace, step, exc, action="fallback", attempt=attempt)
+                break
             _record_error(trace, step, exc, action=action, attempt=attempt)
             continue
         for problem in problems:
@@ -366,8 +372,14 @@ def run_step(
 
     pred = dspy.Prediction(**copy.deepcopy(dict(default)))
     pred.fallback = True
-    _record_step(trace, step, "fallback", attempts, repaired, started)
+    _record_step(trace, step, "fallback", used, repaired, started)
     return pred
+
+
+def _timed_out(exc: BaseException) -> bool:
+    """Whether ``exc`` (or its root cause) is an LM call that ran out of time: retrying it would
+    spend a second ``--timeout`` on a server that has just shown it cannot answer in one."""
+    return any(isinstance(e, TimeoutError) or "Timeout" in type(e).__name__ for e in (exc, _root_cause(exc)))
 
 
 def _record_error(trace: Any, step: str, exc: BaseException, *, action: str, attempt: int) -> None:

@@ -109,15 +109,23 @@ def test_lenient_parse_refuses_what_it_cannot_read():
 
 
 def test_lm_exception_is_recorded_and_falls_back(engine_lm, trace):
-    engine, lm = engine_lm([TimeoutError("generation exceeded 30s"), TimeoutError("generation exceeded 30s")])
+    engine, lm = engine_lm([ConnectionError("server closed the connection"), ConnectionError("server closed the connection")])
     with dspy.context(lm=lm):
         pred = _suff(trace, retries=1)
     assert engine.calls == 2
     assert pred.fallback is True and pred.verdict == "Refine"
     errors = trace.errors()
     assert [e["action"] for e in errors] == ["retried", "fallback"]
-    assert all(e["cause"] == "TimeoutError" for e in errors)
-    assert "generation exceeded 30s" in errors[0]["error"]
+    assert all(e["cause"] == "ConnectionError" for e in errors)
+    assert "server closed the connection" in errors[0]["error"]
+
+
+def test_an_engine_timeout_falls_back_without_a_retry(engine_lm, trace):
+    engine, lm = engine_lm([TimeoutError("generation exceeded 30s"), TimeoutError("generation exceeded 30s")])
+    with dspy.context(lm=lm):
+        pred = _suff(trace, retries=1)
+    assert engine.calls == 1 and pred.fallback is True
+    assert [(e["action"], e["cause"]) for e in trace.errors()] == [("fallback", "TimeoutError")]
     assert trace.of("lm_step")[0]["outcome"] == "fallback"
 
 
@@ -260,3 +268,20 @@ def test_chain_of_thought_salvage_and_retry_config(scripted, trace):
     assert (pred.reasoning, pred.answer, pred.evidence_ids) == ("c1 says so", "Paris", ["paris#0", "lyon#0"])
     assert lm.history[-1]["kwargs"]["rollout_id"] == 1
     assert [e["action"] for e in trace.errors()] == ["retried", "repaired"]
+
+
+def test_a_timed_out_attempt_is_not_retried():
+    """The deadline bounds the step: a second attempt would spend a second --timeout."""
+    from ragnet.programs.trace import Trace
+
+    calls = []
+
+    def slow(**_):
+        calls.append(1)
+        raise TimeoutError("no complete reply within the 5s timeout")
+
+    trace = Trace()
+    pred = run_step(slow, step="answer", trace=trace, default={"answer": ""}, retries=2, q="x")
+    assert pred.fallback and len(calls) == 1
+    assert [e["action"] for e in trace.of("lm_error")] == ["fallback"]
+    assert trace.of("lm_step")[0]["attempts"] == 1
