@@ -25,13 +25,12 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
-from typing import Any, Iterable
 
 import numpy as np
 
 from ragnet._atomic import atomic_path
 from ragnet.errors import IndexFormatError, InputError, require
-from ragnet.index.untrusted import bounded_faiss_read, faiss_header, flat_faiss_size
+from ragnet.index.untrusted import bounded_faiss_read, check_counts, check_ids, faiss_header, flat_faiss_size, unreadable
 
 KINDS = ("auto", "flat", "hnsw", "ivf", "ivfpq")
 HNSW_M = 32
@@ -186,33 +185,3 @@ class DenseIndex:
             check_ids(path, (faiss.rev_swig_ptr(lists.get_ids(i), lists.list_size(i))
                              for i in range(lists.nlist) if lists.list_size(i)), int(index.ntotal))
         return cls(index, kind)
-
-
-
-def unreadable(path: Path, why: Any) -> IndexFormatError:
-    """The one-line error for a FAISS file that cannot be used."""
-    why = " ".join(str(why).split())
-    why = why if len(why) <= 300 else why[:300] + "..."
-    return IndexFormatError(f"FAISS file {path} is unreadable ({why}); rebuild with `ragnet index`")
-
-
-def check_counts(path: Path, d: int, ntotal: int, count: int | None, dimension: int | None) -> None:
-    """Refuse a FAISS header whose vector count or dimension is not the manifest's."""
-    if (count is not None and ntotal != count) or (dimension is not None and d != dimension):
-        raise unreadable(path, f"its header says {ntotal} vectors of dimension {d}, the manifest {count} of {dimension}")
-
-
-def check_ids(path: Path, lists: Iterable[np.ndarray], ntotal: int) -> None:
-    """Every id of the inverted ``lists`` must be a row in ``0 .. ntotal - 1``, each exactly once."""
-    seen = np.zeros(ntotal, dtype=bool)
-    stored = 0
-    for ids in lists:
-        ids = np.asarray(ids)
-        if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= ntotal):
-            bad = int(ids.min()) if int(ids.min()) < 0 else int(ids.max())
-            raise unreadable(path, f"an inverted list holds id {bad}, outside 0..{ntotal - 1}")
-        seen[ids] = True
-        stored += ids.size
-    distinct = int(seen.sum())
-    if stored != ntotal or distinct != ntotal:
-        raise unreadable(path, f"its inverted lists hold {stored} ids ({distinct} distinct) for {ntotal} vectors")

@@ -43,7 +43,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from ragnet.errors import IndexFormatError, InputError, require
-from ragnet.index.untrusted import bounded_faiss_read, faiss_header
+from ragnet.index.untrusted import bounded_faiss_read, check_counts, check_ids, faiss_header, unreadable
 
 IVFDATA_SUFFIX = ".ivfdata"  # inverted lists beside the index file: dense.faiss -> dense.ivfdata
 # Defaults, chosen with `ragnet bench scale` (docs/results/scale/README.md): nlist ~ 2*sqrt(n)
@@ -212,7 +212,6 @@ def load(index_file: str | os.PathLike, nprobe: int = NPROBE, *, count: int | No
     Raises:
         IndexFormatError: either file is missing, unreadable or inconsistent (one line naming it).
     """
-    from ragnet.index.dense import check_counts, check_ids, unreadable
 
     faiss = _faiss()
     index_file = Path(index_file)
@@ -253,7 +252,6 @@ def _list_spans(index_file: Path, data_file: Path, ivf: Any, lists: Any) -> list
 
     A list holds ``capacity`` codes of ``code_size`` bytes, then ``capacity`` 8-byte ids.
     """
-    from ragnet.index.dense import unreadable
 
     nlist, code_size = int(ivf.nlist), int(ivf.code_size)
     if (int(lists.nlist), int(lists.code_size), int(lists.lists.size())) != (nlist, code_size, nlist) \

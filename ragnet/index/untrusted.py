@@ -35,13 +35,14 @@ import struct
 import threading
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 import numpy as np
 
 from ragnet.errors import IndexFormatError
 
-__all__ = ["NpyHeader", "member", "corrupt", "npy_header", "faiss_header", "flat_faiss_size", "bounded_faiss_read"]
+__all__ = ["NpyHeader", "member", "corrupt", "npy_header", "faiss_header", "flat_faiss_size", "bounded_faiss_read",
+           "unreadable", "check_counts", "check_ids"]
 
 REBUILD = "rebuild with `ragnet index`"
 MANIFEST = "manifest.json"
@@ -230,3 +231,31 @@ def bounded_faiss_read(faiss: Any, size: int) -> Iterator[None]:
         finally:
             for name, old in zip(setters, saved):
                 getattr(faiss, name)(old)
+
+def unreadable(path: Path, why: Any) -> IndexFormatError:
+    """The one-line error for a FAISS file that cannot be used."""
+    why = " ".join(str(why).split())
+    why = why if len(why) <= 300 else why[:300] + "..."
+    return IndexFormatError(f"FAISS file {path} is unreadable ({why}); rebuild with `ragnet index`")
+
+
+def check_counts(path: Path, d: int, ntotal: int, count: int | None, dimension: int | None) -> None:
+    """Refuse a FAISS header whose vector count or dimension is not the manifest's."""
+    if (count is not None and ntotal != count) or (dimension is not None and d != dimension):
+        raise unreadable(path, f"its header says {ntotal} vectors of dimension {d}, the manifest {count} of {dimension}")
+
+
+def check_ids(path: Path, lists: Iterable[np.ndarray], ntotal: int) -> None:
+    """Every id of the inverted ``lists`` must be a row in ``0 .. ntotal - 1``, each exactly once."""
+    seen = np.zeros(ntotal, dtype=bool)
+    stored = 0
+    for ids in lists:
+        ids = np.asarray(ids)
+        if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= ntotal):
+            bad = int(ids.min()) if int(ids.min()) < 0 else int(ids.max())
+            raise unreadable(path, f"an inverted list holds id {bad}, outside 0..{ntotal - 1}")
+        seen[ids] = True
+        stored += ids.size
+    distinct = int(seen.sum())
+    if stored != ntotal or distinct != ntotal:
+        raise unreadable(path, f"its inverted lists hold {stored} ids ({distinct} distinct) for {ntotal} vectors")
