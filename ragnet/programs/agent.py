@@ -4,15 +4,20 @@
   the most probable unseen query, recorded as a ``rewrite`` event. When the rewriter gives no
   new query (it failed, or only repeated or echoed), the best bridge-entity search
   (:func:`ragnet.programs.bridge.bridge_search`, no LM) takes its place.
-* :func:`assess`: AssessSufficiency on a view of the evidence, recorded as a ``sufficiency``
-  event (and a ``stop`` on "Sufficient").
+* :func:`assess`: AssessSufficiency on a view of the evidence, recorded as a ``sufficiency`` event.
+* :func:`stop` and :data:`STOP_REASONS`: every agent loop ends with exactly one ``stop`` event
+  whose ``reason`` says why. Small step LMs almost never say "Sufficient", so besides the verdict
+  and the turn cap the loops stop on signals that cost no LM call: a verdict that repeats itself
+  (:func:`verdict_unchanged`), a turn whose searches bring nothing new, no query left to search.
+* :class:`Gathered` and :class:`FinalPack`: what the agents gathered, each chunk with the best
+  calibrated relevance and the best hybrid score any cast gave it, and the one final pack that
+  fills an answer ``budget`` from it (CombinedRAG always; IterativeRAG and ReflectiveRAG when
+  given a budget), so every agent can answer over the same dense, reader-sized context the
+  one-shot does.
 * :class:`AgentRAG`: the turn loop of IterativeRAG and CombinedRAG. Each turn: next query →
   ``chunk_search`` cast (with the turn-1 fallback search and de-duplication) → gather → notes →
   prune → sufficiency. The two programs differ only in three hooks: what the rewrite is shown,
-  whether the context is pruned, and what the sufficiency step sees. Every gathered chunk keeps
-  the best calibrated relevance and the best hybrid score any cast gave it, and
-  :meth:`AgentRAG._pack_final` fills an answer budget from the gathered chunks (CombinedRAG
-  always, IterativeRAG when given a ``budget``).
+  whether the context is pruned, and what the sufficiency step sees.
 """
 
 from __future__ import annotations
@@ -67,43 +72,174 @@ def rewrite_query(
 
 def assess(sufficiency: SufficiencyStep, question: str, view: str, turn: int, trace: Trace) -> tuple[dspy.Prediction, dict]:
     """AssessSufficiency on ``view``; returns the verdict and its ``sufficiency`` event (callers may
-    add to it). A "Sufficient" verdict is also recorded as a ``stop``."""
+    add to it). The caller decides whether the loop stops (:func:`stop`)."""
     verdict = sufficiency(question=question, context=view)
     event = trace.add("sufficiency", turn=turn, verdict=verdict.verdict,
                       confidence=verdict.confidence, missing=verdict.missing)
-    if verdict.verdict == "Sufficient":
-        trace.add("stop", turn=turn, reason="sufficient")
     return verdict, event
 
 
+#: Why an agent's loop stopped: the ``reason`` of the one ``stop`` event every agent run records.
+STOP_REASONS = {
+    "sufficient": "the sufficiency step said the evidence answers the question",
+    "verdict_unchanged": "the sufficiency step said Refine with the same missing fact as on the turn before, "
+                         "though a turn of new evidence came in between: it is not reading the evidence, and "
+                         "its verdict would only repeat (a small step LM's constant Refine)",
+    "no_query": "no new query: the rewrite gave none and no bridge entity is left to search",
+    "no_new_evidence": "the turn's searches returned no chunk the agent had not gathered",
+    "converged": "ReflectiveRAG: its evidence set stopped changing (delta < tau)",
+    "max_turns": "the turn budget is spent (max_turns; ReflectiveRAG: max_reflections)",
+}
+
+
+def stop(trace: Trace, turn: int, reason: str, **data: Any) -> None:
+    """Record why the loop stopped: a ``stop`` event with ``reason``, one of :data:`STOP_REASONS`."""
+    if reason not in STOP_REASONS:
+        raise ValueError(f"unknown stop reason {reason!r}; one of {', '.join(STOP_REASONS)}")
+    trace.add("stop", turn=turn, reason=reason, **data)
+
+
+def verdict_unchanged(previous: dspy.Prediction | None, verdict: dspy.Prediction) -> bool:
+    """Whether ``verdict`` repeats ``previous``: both real answers of the LM (not the step's
+    fallback after a failure, which says nothing), both "Refine", naming the same missing fact
+    (compared without case, spacing or end punctuation; an empty one repeats an empty one).
+
+    Example:
+        >>> import dspy
+        >>> refine = lambda missing: dspy.Prediction(verdict="Refine", missing=missing, fallback=False)
+        >>> verdict_unchanged(refine("the birth year"), refine("The birth  year."))
+        True
+        >>> verdict_unchanged(refine("the birth year"), refine("the director")), verdict_unchanged(None, refine(""))
+        (False, False)
+    """
+    def key(pred: dspy.Prediction) -> str | None:
+        if getattr(pred, "fallback", False) or pred.verdict != "Refine":
+            return None
+        return " ".join(str(pred.missing or "").casefold().split()).strip(" .;:!?")
+
+    return previous is not None and key(previous) is not None and key(previous) == key(verdict)
+
+
 @dataclass
-class Turns:
+class Gathered:
+    """The chunks an agent gathered, in arrival order, each with the best calibrated relevance and
+    the best hybrid score any of its casts gave it (what :class:`FinalPack` ranks by)."""
+
+    context: list[Chunk] = field(default_factory=list)
+    relevance: dict[str, float] = field(default_factory=dict)  # id -> best calibrated relevance of any cast
+    hybrid: dict[str, float] = field(default_factory=dict)  # id -> best hybrid score of any cast (its own query's)
+
+    def take(self, new: list[Chunk], searches: list[dict], transform: str, temperature: float) -> None:
+        """Take in ``new`` chunks with per-cast calibrated relevance (``searches``: the ``search``
+        events that returned them): each cast's scores are calibrated against that cast's best hit,
+        and a chunk keeps the best relevance any cast gave it, so casts of different queries compare.
+        Its best raw hybrid score is kept too (for sentence selection, :meth:`FinalPack._ranked_for_pack`)."""
+        self.context.extend(new)
+        by_id = {c.id: c for c in self.context}
+        for event in searches:
+            hits = [by_id[cid] for cid in event["retrieved"] if cid in by_id]
+            if not hits:
+                continue
+            rel = relevance(np.array([h.score for h in hits]), transform, temperature)
+            for hit, r in zip(hits, rel.tolist()):
+                if r > self.relevance.get(hit.id, -np.inf):
+                    self.relevance[hit.id] = r
+                if hit.score > self.hybrid.get(hit.id, -np.inf):
+                    self.hybrid[hit.id] = float(hit.score)
+
+
+@dataclass
+class Turns(Gathered):
     """What one question's turns gathered. Per call, never on the program: ``dspy.Evaluate``
     runs one program from several threads."""
 
-    context: list[Chunk] = field(default_factory=list)  # every chunk gathered, in arrival order
     seen: set[str] = field(default_factory=set)  # every id a search returned (de-duplication)
     queries: list[str] = field(default_factory=list)  # every query searched
     notes: str = ""
     missing: str = ""  # the last verdict's "still missing", for the next rewrite
-    relevance: dict[str, float] = field(default_factory=dict)  # id -> best calibrated relevance of any cast
-    hybrid: dict[str, float] = field(default_factory=dict)  # id -> best hybrid score of any cast (its own query's)
 
 
-class AgentRAG(RAGProgram):
+class FinalPack:
+    """The agents' budgeted final pack (a mixin of :class:`AgentRAG` and ReflectiveRAG): the
+    gathered chunks, best first, fill ``budget`` tokens of answer prompt, as whole chunks by the
+    knapsack or, with ``sentences``, their best sentences (``ragnet.programs.sentence_packing``,
+    what ``OneShotRAG(sentences=True)`` does); the notes take at most ``notes_share`` of it.
+    """
+
+    def _init_pack(self, budget: int | None, sentences: bool, notes_share: float, transform: str,
+                   temperature: float, method: str) -> None:
+        """Validate and set the pack's arguments (``budget`` None: no pack, the answer reads everything)."""
+        if sentences and budget is None:
+            raise InputError("sentence selection packs the answer context into a token budget; give a budget "
+                             "(1,000 tokens suits a small local reader)", argument="budget")
+        self.budget = None if budget is None else check_positive_int(budget, "budget")
+        self.sentences = bool(sentences)
+        self.notes_share = check_fraction(notes_share, "notes_share")
+        self.transform, self.temperature, self.method = check_selection(transform, temperature, method)
+
+    def _ranked_for_pack(self, state: Gathered) -> list[Chunk]:
+        """The gathered chunks best first, scored for the final pack. The knapsack of whole chunks takes the
+        calibrated relevance. Sentence selection takes the best hybrid score any cast gave the
+        chunk: its value model was calibrated on hybrid scores, and with them the pack keeps all the
+        gold for more questions than with calibrated relevance (docs/design.md#agent-loops)."""
+        scores = state.hybrid if self.sentences else state.relevance
+        return [c.with_scores(score=scores[c.id]) for c in sorted(state.context, key=lambda c: -scores[c.id])]
+
+    def _pack_final(self, question: str, candidates: list[Chunk], notes: str, trace: Trace) -> tuple[list[Chunk], str]:
+        """Fill ``budget`` tokens of answer prompt from ``candidates`` (best first, scored by
+        :meth:`_ranked_for_pack`): the notes capped at ``notes_share`` of the budget, then whole
+        chunks by the knapsack or, with ``sentences``, their best sentences. Returns the context
+        and the notes the answer prompt shows."""
+        shown_notes = self._answer_notes(notes, trace)
+        with self.answer_settings():
+            budget = PromptBudget(self.answer.predict, question, self.budget, notes=shown_notes,
+                                  signature=self.answer.signature_for(question))
+        if self.sentences:
+            result = pack_sentences(candidates, question, budget, self.index)
+            trace.add("crop", kind="sentences",
+                      cropped=[c for c in result.cropped if c["tokens_after"] < c["tokens_before"]])
+            trace.add("select", kept=[c.id for c in result.chunks], candidates=result.candidates,
+                      tokens=result.prompt_tokens, budget=self.budget, method="sentences",
+                      sentences=[{"id": c["id"], "kept": c["kept"], "of": c["sentences"]} for c in result.cropped])
+        else:
+            # Scores are already calibrated per cast, so the knapsack takes them as they are.
+            result = pack(candidates, [c.score for c in candidates], budget, transform="raw", method=self.method)
+            trace.add("select", kept=[c.id for c in result.chunks], candidates=result.candidates,
+                      tokens=result.prompt_tokens, budget=self.budget, method=self.method)
+        return result.chunks, budget.notes
+
+    def _answer_notes(self, notes: str, trace: Trace) -> str:
+        """The notes the answer prompt shows: capped at ``notes_share`` of the budget."""
+        if not notes:
+            return ""
+        cap = int(self.notes_share * self.budget)
+        kept, dropped = cap_notes(notes, cap)
+        if dropped:
+            trace.add("notes_cap", max_tokens=cap, kept=len(kept), dropped=len(dropped))
+        return "\n".join(kept)
+
+
+class AgentRAG(FinalPack, RAGProgram):
     """Base of the turn-based agents (IterativeRAG, CombinedRAG); see the module docstring.
 
     Args: as in :class:`ragnet.programs.IterativeRAG` (``max_turns``, ``k``, ``fallback``,
-    ``dedup``, ``contextualize``, ``sufficiency``, ``rewrite``, ``bridge``, ``n_queries``, ``lam``,
-    ``retries``, ``answer``) and
+    ``dedup``, ``contextualize``, ``sufficiency``, ``rewrite``, ``bridge``, ``stop_on_repeat``,
+    ``n_queries``, ``lam``, ``retries``, ``answer``) and
     :class:`ragnet.programs.CombinedRAG` (the final pack's ``budget``, ``sentences``,
     ``notes_share``, ``transform``, ``temperature``, ``method``).
+
+    The answer step shows the question per question ("auto", as ``OneShotRAG`` does) where it
+    leaves the place open: with a budget the agents answer over the same packed context the
+    one-shot does, and without one they read a long context.
     """
+
+    default_question_at = "auto"
 
     def __init__(
         self, index: Any, *, max_turns: int, k: int, fallback: bool, dedup: bool, contextualize: bool,
         sufficiency: bool, rewrite: bool, n_queries: int, lam: float, retries: int,
         bridge: bool = True,
+        stop_on_repeat: bool = True,
         answer: AnswerStep | None = None,
         budget: int | None = None,
         sentences: bool = False,
@@ -117,13 +253,8 @@ class AgentRAG(RAGProgram):
         self.k = check_positive_int(k, "k")
         self.n_queries = check_positive_int(n_queries, "n_queries")
         self.fallback, self.dedup, self.bridge = bool(fallback), bool(dedup), bool(bridge)
-        if sentences and budget is None:
-            raise InputError("sentence selection packs the answer context into a token budget; give a budget "
-                             "(1,000 tokens suits a small local reader)", argument="budget")
-        self.budget = None if budget is None else check_positive_int(budget, "budget")
-        self.sentences = bool(sentences)
-        self.notes_share = check_fraction(notes_share, "notes_share")
-        self.transform, self.temperature, self.method = check_selection(transform, temperature, method)
+        self.stop_on_repeat = bool(stop_on_repeat)
+        self._init_pack(budget, sentences, notes_share, transform, temperature, method)
         self.rewrite = RewriteStep(retries=self.retries, enabled=rewrite)
         self.contextualize = ContextualizeStep(retries=self.retries, enabled=contextualize)
         self.sufficiency = SufficiencyStep(retries=self.retries, enabled=sufficiency)
@@ -137,15 +268,17 @@ class AgentRAG(RAGProgram):
 
     # -- the loop ---------------------------------------------------------------------------
     def _turns(self, question: str, trace: Trace) -> Turns:
-        state = Turns()
+        """Run the turns; they end with one ``stop`` event (:data:`STOP_REASONS`)."""
+        state, previous = Turns(), None
         for turn in range(1, self.max_turns + 1):
             query = self._next_query(question, self._shown(state), state, turn, trace)
             if query is None:
-                trace.add("stop", turn=turn, reason="no new query")
-                break
+                return self._stopped(state, trace, turn, "no_query")
             n_before = len(trace.of("search"))
             new = self._cast(question, query, turn, state, trace)
-            self._gather(state, new, trace.of("search")[n_before:])
+            if not new:  # nothing to take in, note, prune or judge: the next turn would see what this one saw
+                return self._stopped(state, trace, turn, "no_new_evidence")
+            state.take(new, trace.of("search")[n_before:], self.transform, self.temperature)
             state.notes = self._update_notes(question, state.notes, new, turn, trace)
             self._prune(question, state, turn, trace)
             # The last turn's verdict could change nothing, so it is not asked for.
@@ -154,33 +287,21 @@ class AgentRAG(RAGProgram):
                 verdict, _ = assess(self.sufficiency, question, view, turn, trace)
                 state.missing = verdict.missing
                 if verdict.verdict == "Sufficient":
-                    break
-        else:
-            trace.add("stop", turn=self.max_turns, reason="max_turns")
+                    return self._stopped(state, trace, turn, "sufficient")
+                if self.stop_on_repeat and verdict_unchanged(previous, verdict):
+                    return self._stopped(state, trace, turn, "verdict_unchanged")
+                previous = verdict
+        return self._stopped(state, trace, self.max_turns, "max_turns")
+
+    @staticmethod
+    def _stopped(state: Turns, trace: Trace, turn: int, reason: str) -> Turns:
+        stop(trace, turn, reason)
         return state
 
     # -- the hooks the two agents differ in ---------------------------------------------------
     def _shown(self, state: Turns) -> list[Chunk]:
         """The chunks the rewrite step is shown (with the notes)."""
         return state.context
-
-    def _gather(self, state: Turns, new: list[Chunk], searches: list[dict]) -> None:
-        """Take in a turn's new chunks with per-cast calibrated relevance (``searches``: the turn's
-        ``search`` events): each cast's scores are calibrated against that cast's best hit, and a
-        chunk keeps the best relevance any cast gave it, so casts of different queries compare.
-        Its best raw hybrid score is kept too (for sentence selection, :meth:`_ranked_for_pack`)."""
-        state.context.extend(new)
-        by_id = {c.id: c for c in state.context}
-        for event in searches:
-            hits = [by_id[cid] for cid in event["retrieved"] if cid in by_id]
-            if not hits:
-                continue
-            rel = relevance(np.array([h.score for h in hits]), self.transform, self.temperature)
-            for hit, r in zip(hits, rel.tolist()):
-                if r > state.relevance.get(hit.id, -np.inf):
-                    state.relevance[hit.id] = r
-                if hit.score > state.hybrid.get(hit.id, -np.inf):
-                    state.hybrid[hit.id] = float(hit.score)
 
     def _prune(self, question: str, state: Turns, turn: int, trace: Trace) -> None:
         """Shorten the working context after a turn (nothing by default)."""
@@ -230,45 +351,3 @@ class AgentRAG(RAGProgram):
         out = self.contextualize(question=question, notes=notes, new_chunks=new)
         trace.add("notes", turn=turn, added=len(out.added), repeated=len(out.repeated), chars=len(out.notes))
         return out.notes
-
-    # -- the budgeted final pack -------------------------------------------------------------------
-    def _ranked_for_pack(self, state: Turns) -> list[Chunk]:
-        """The gathered chunks best first, scored for the final pack. The knapsack of whole chunks takes the
-        calibrated relevance. Sentence selection takes the best hybrid score any cast gave the
-        chunk: its value model was calibrated on hybrid scores, and with them the pack keeps all the
-        gold for more questions than with calibrated relevance (docs/design.md#agent-loops)."""
-        scores = state.hybrid if self.sentences else state.relevance
-        return [c.with_scores(score=scores[c.id]) for c in sorted(state.context, key=lambda c: -scores[c.id])]
-
-    def _pack_final(self, question: str, candidates: list[Chunk], notes: str, trace: Trace) -> tuple[list[Chunk], str]:
-        """Fill ``budget`` tokens of answer prompt from ``candidates`` (best first, scored by
-        :meth:`_ranked_for_pack`): the notes capped at ``notes_share`` of the budget, then whole
-        chunks by the knapsack or, with ``sentences``, their best sentences. Returns the context
-        and the notes the answer prompt shows."""
-        shown_notes = self._answer_notes(notes, trace)
-        with self.answer_settings():
-            budget = PromptBudget(self.answer.predict, question, self.budget, notes=shown_notes,
-                                  signature=self.answer.signature_for(question))
-        if self.sentences:
-            result = pack_sentences(candidates, question, budget, self.index)
-            trace.add("crop", kind="sentences",
-                      cropped=[c for c in result.cropped if c["tokens_after"] < c["tokens_before"]])
-            trace.add("select", kept=[c.id for c in result.chunks], candidates=result.candidates,
-                      tokens=result.prompt_tokens, budget=self.budget, method="sentences",
-                      sentences=[{"id": c["id"], "kept": c["kept"], "of": c["sentences"]} for c in result.cropped])
-        else:
-            # Scores are already calibrated per cast, so the knapsack takes them as they are.
-            result = pack(candidates, [c.score for c in candidates], budget, transform="raw", method=self.method)
-            trace.add("select", kept=[c.id for c in result.chunks], candidates=result.candidates,
-                      tokens=result.prompt_tokens, budget=self.budget, method=self.method)
-        return result.chunks, budget.notes
-
-    def _answer_notes(self, notes: str, trace: Trace) -> str:
-        """The notes the answer prompt shows: capped at ``notes_share`` of the budget."""
-        if not self.contextualize.enabled or not notes:
-            return ""
-        cap = int(self.notes_share * self.budget)
-        kept, dropped = cap_notes(notes, cap)
-        if dropped:
-            trace.add("notes_cap", max_tokens=cap, kept=len(kept), dropped=len(dropped))
-        return "\n".join(kept)

@@ -41,7 +41,8 @@ class CombinedRAG(AgentRAG):
         index: a ``ragnet.Index``.
         budget: total tokens of the answer prompt.
         max_turns: cap on casts (3: the pool, not the turns, carries recall).
-        k, fallback, dedup, contextualize, sufficiency, rewrite, bridge, n_queries: as in IterativeRAG.
+        k, fallback, dedup, contextualize, sufficiency, rewrite, bridge, stop_on_repeat, n_queries: as in
+            IterativeRAG.
         rules: apply the metadata rule filter to the pool before packing.
         sentences: pack the pool's best sentences instead of whole chunks
             (``ragnet.programs.sentence_packing``), as ``OneShotRAG(sentences=True)`` does.
@@ -52,7 +53,7 @@ class CombinedRAG(AgentRAG):
         transform, temperature, method: relevance calibration and knapsack method.
         lam, retries: as in IterativeRAG.
         answer: the answer step; where it leaves the question's place open, CombinedRAG shows it
-            "auto", as ``OneShotRAG`` does: the budgeted pack is a long context.
+            "auto", as ``OneShotRAG`` does (as every agent does, ``AgentRAG``).
 
     Example:
         >>> import dspy
@@ -65,8 +66,6 @@ class CombinedRAG(AgentRAG):
         >>> pred.answer, "rome#0" in pred.context
         ('Rome', True)
     """
-
-    default_question_at = "auto"
 
     def __init__(
         self,
@@ -81,6 +80,7 @@ class CombinedRAG(AgentRAG):
         sufficiency: bool = True,
         rewrite: bool = True,
         bridge: bool = True,
+        stop_on_repeat: bool = True,
         n_queries: int = 5,
         rules: bool = True,
         sentences: bool = False,
@@ -94,7 +94,8 @@ class CombinedRAG(AgentRAG):
     ) -> None:
         super().__init__(
             index, max_turns=max_turns, k=k, fallback=fallback, dedup=dedup,
-            contextualize=contextualize, sufficiency=sufficiency, rewrite=rewrite, bridge=bridge, n_queries=n_queries,
+            contextualize=contextualize, sufficiency=sufficiency, rewrite=rewrite, bridge=bridge,
+            stop_on_repeat=stop_on_repeat, n_queries=n_queries,
             lam=lam, retries=retries, answer=answer, budget=check_positive_int(budget, "budget"), sentences=sentences,
             notes_share=notes_share, transform=transform, temperature=temperature, method=method,
         )

@@ -13,21 +13,28 @@ Each turn (at most ``max_turns``):
    notes cache (earlier notes are never dropped).
 5. **chunk_delete(ids)**: SelectDeletions removes chunks that do not help, keeping the working
    context short (long contexts cause "retrieval laziness"). The code checks every deletion: a
-   chunk the evidence signals rank highest (the best hit of a search, the chunks closest to the
-   question) is never deleted, and the context is never emptied.
+   chunk the evidence signals rank highest (the question's own top hits, the best hit of a
+   search, the chunks closest to the question) or that the question or the evidence names by its
+   title is never deleted, and the context is never emptied (see ``protect``).
 6. **AssessSufficiency** decides whether to stop. Small local LMs never stop on their own
    (they choose to search even with full evidence, DESIGN.md), so stopping is a separate, compilable
    step, and ``max_turns`` caps the loop regardless. It is not asked on the last allowed turn,
    where its verdict could change nothing (one LM call saved per question that reaches the cap).
+   Nor is it asked again once it repeats itself: a small step LM says "Refine" with the same
+   missing fact turn after turn, and the loop stops there (``stop_on_repeat``). A turn whose
+   searches bring no chunk not already gathered stops the loop too. The trace's ``stop`` event
+   says which rule ended it (``ragnet.programs.agent.STOP_REASONS``).
 
 Every switch is independent; defaults are the studies' best settings (all on).
 
 **The answer context.** By default the answer step reads everything the turns kept, with all the
-notes, as in the study. Without the delete step that grows by up to ``k`` chunks a search (25+ at
-``max_turns=5``), more than a small reader can use. With a ``budget`` the kept chunks are packed
-into it the way CombinedRAG packs its pool (whole chunks by calibrated relevance and the knapsack,
-or with ``sentences`` their best sentences, valued from each chunk's best hybrid score; the notes
-capped at ``notes_share`` of the budget).
+notes, as in the study, with the question placed per question as ``OneShotRAG`` places it. Without
+the delete step that grows by up to ``k`` chunks a search (25+ at ``max_turns=5``), more than a
+small reader can use. With a ``budget`` the kept chunks are packed into it the way CombinedRAG packs
+its pool (whole chunks by calibrated relevance and the knapsack, or with ``sentences`` their best
+sentences, valued from each chunk's best hybrid score; the notes capped at ``notes_share`` of the
+budget). ``ragnet ask`` gives a small local reader 1,000 tokens of sentences
+(``ragnet.programs.registry.resolve_strategy``), the one-shot's recommended context.
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from ragnet.core.links import mention_bonus
 from ragnet.corpus.types import Chunk
 from ragnet.programs.agent import DEFAULT_NOTES_SHARE, AgentRAG, Turns
 from ragnet.programs.base import RunResult, check_positive_int
@@ -58,6 +66,9 @@ class IterativeRAG(AgentRAG):
         dedup: replace already-seen ids with the next-ranked unseen chunks.
         contextualize: keep a notes cache updated from each retrieval.
         sufficiency: stop when AssessSufficiency says "Sufficient".
+        stop_on_repeat: stop when AssessSufficiency says "Refine" with the same missing fact two
+            turns running (``ragnet.programs.agent.verdict_unchanged``): a step that never changes
+            its verdict is not paid for again. Off: it is asked every turn but the last.
         rewrite: write search queries with RewriteQuery (off: turn 1 searches the question, and
             later turns the bridge search when ``bridge`` is on, else the question again).
         bridge: search the best bridge entity of the evidence (a name it gives and the question
@@ -65,16 +76,18 @@ class IterativeRAG(AgentRAG):
             no new query, or on every turn after the first without the rewrite step.
         n_queries: sub-queries sampled per rewrite (verbalized sampling).
         protect: ``chunk_delete`` may not remove the question's own top-``k`` hits (what
-            BasicRAG reads), the best hit of any search, nor the ``protect`` context chunks
-            closest to the question (embedding cosine); refused deletions are recorded. With the
-            turn-1 fallback search the question's top-``k`` are all in the context after turn 1,
-            so the final context holds every chunk BasicRAG would read: its gold recall is never
-            below basic's, whatever the LM deletes. 0 lets the LM delete anything, as in the
-            study; a small model then deletes much of the gold it retrieved, and protecting only
-            the best hits and the closest chunks is not enough (docs/design.md#agent-loops).
+            BasicRAG reads), the best hit of any search, the ``protect`` context chunks closest to
+            the question (embedding cosine), nor a chunk whose title the question or another
+            context chunk names (the bridge links of ``ragnet.core.links``); refused deletions are
+            recorded (see :meth:`_protected` for why the links). With the turn-1 fallback search
+            the question's top-``k`` are all in the context after turn 1, so the final context
+            holds every chunk BasicRAG would read: its gold recall is never below basic's, whatever
+            the LM deletes. 0 lets the LM delete anything, as in the study; a small model then
+            deletes much of the gold it retrieved, and protecting only the best hits and the
+            closest chunks is not enough (docs/design.md#agent-loops).
         lam: hybrid BM25 weight.
-        retries, answer: as in :class:`ragnet.programs.RAGProgram` (the answer step shows the
-            question first unless it says otherwise).
+        retries, answer: as in :class:`ragnet.programs.RAGProgram` (where the answer step leaves
+            the question's place open, it is chosen per question, "auto", as in ``OneShotRAG``).
         budget: total tokens of the answer prompt. None (the default, the study's design): the
             answer step reads every kept chunk and all the notes. A number: the kept chunks are
             packed into it as in CombinedRAG (``AgentRAG._pack_final``).
@@ -108,6 +121,7 @@ class IterativeRAG(AgentRAG):
         sufficiency: bool = True,
         rewrite: bool = True,
         bridge: bool = True,
+        stop_on_repeat: bool = True,
         n_queries: int = 5,
         protect: int = 2,
         lam: float = 0.4,
@@ -119,8 +133,9 @@ class IterativeRAG(AgentRAG):
     ) -> None:
         super().__init__(
             index, max_turns=max_turns, k=k, fallback=fallback, dedup=dedup, contextualize=contextualize,
-            sufficiency=sufficiency, rewrite=rewrite, bridge=bridge, n_queries=n_queries, lam=lam, retries=retries,
-            answer=answer, budget=budget, sentences=sentences, notes_share=notes_share,
+            sufficiency=sufficiency, rewrite=rewrite, bridge=bridge, stop_on_repeat=stop_on_repeat,
+            n_queries=n_queries, lam=lam, retries=retries, answer=answer, budget=budget, sentences=sentences,
+            notes_share=notes_share,
         )
         self.protect = check_positive_int(protect, "protect", minimum=0)
         self.delete = DeleteStep(retries=self.retries, enabled=delete)
@@ -139,12 +154,27 @@ class IterativeRAG(AgentRAG):
         if self.delete.enabled and len(state.context) > 1:
             state.context = self._chunk_delete(question, state.context, turn, trace)
 
-    def _protected(self, question: str, context: list[Chunk], trace: Trace) -> set[str]:
-        """Chunks the evidence signals rank highest, which ``chunk_delete`` may not remove: the
-        question's own top-``k`` hits, the best hit of every search so far, and the ``protect``
-        chunks closest to the question."""
+    def _protected(self, question: str, context: list[Chunk], trace: Trace) -> tuple[set[str], set[str]]:
+        """The context chunks ``chunk_delete`` may not remove, and those of them only the links protect.
+
+        Two kinds of signal protect a chunk:
+
+        * **rank**: the question's own top-``k`` hits (what BasicRAG reads), the best hit of every
+          search so far, and the ``protect`` chunks closest to the question. Each of these is a
+          fixed number of places, and places can be filled: documents written to match the question
+          (injected ones, near-duplicates) take the question's top-``k`` and its closest places and
+          leave the real evidence unprotected behind them.
+        * **links**: a chunk whose title the question names, or another context chunk names, as a
+          whole phrase (:func:`ragnet.core.links.mention_bonus`, the bridge links the sentence
+          selector reads). These are not places: adding documents can add links but never take
+          one away, so however many documents crowd the question's ranking, the page of an entity
+          the question names, and the page of an entity the evidence names (a multi-hop question's
+          second hop), stay. What no search ranks first, no close-cosine place holds and nothing
+          names can still be deleted; that is the LM's pruning, and ``protect=0`` turns every
+          guard off.
+        """
         if not self.protect or not context:
-            return set()
+            return set(), set()
         ids = [c.id for c in context]
         # the same search BasicRAG makes (not recorded as a search: the agent did not ask for it)
         question_hits = {c.id for c in self.index.search(question, k=self.k, lam=self.lam)}
@@ -153,12 +183,16 @@ class IterativeRAG(AgentRAG):
         if hasattr(self.index, "vectors"):  # any ragnet.Index; a bare search backend only protects best hits
             cos = self.index.vectors(ids) @ self.index.embed_query(question)
             closest = {ids[i] for i in np.argsort(-cos, kind="stable")[: self.protect].tolist()}
-        return (question_hits | best_hits | closest) & set(ids)
+        named = mention_bonus([c.title for c in context], [c.text for c in context], question,
+                              top=len(context), bonus=1.0)
+        linked = {cid for cid, b in zip(ids, named.tolist()) if b > 0}
+        ranked = (question_hits | best_hits | closest) & set(ids)
+        return ranked | linked, linked - ranked
 
     def _chunk_delete(self, question: str, context: list[Chunk], turn: int, trace: Trace) -> list[Chunk]:
-        protected = self._protected(question, context, trace)
+        protected, linked = self._protected(question, context, trace)
         pred = self.delete(question=question, chunks=context, protected=protected, keep_at_least=1)
         doomed = set(pred.delete_ids) & {c.id for c in context}
         trace.add("delete", turn=turn, deleted=[c.id for c in context if c.id in doomed],
-                  protected=sorted(protected))
+                  protected=sorted(protected), linked=sorted(linked))
         return [c for c in context if c.id not in doomed]

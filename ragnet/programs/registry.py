@@ -59,24 +59,33 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "no-bridge": {"bridge": False},
         # the kept chunks' best sentences packed into the answer budget (give one: --budget)
         "sentences": {"sentences": True},
+        # ask the sufficiency step every turn, even once it repeats its verdict (the study's loop)
+        "no-repeat-stop": {"stop_on_repeat": False},
     },
     "reflective": {"no-noise": {"noise_removal": False}, "no-reflection": {"max_reflections": 0},
-                   "no-bridge": {"bridge": False}},
+                   "no-bridge": {"bridge": False}, "sentences": {"sentences": True},
+                   "no-repeat-stop": {"stop_on_repeat": False}},
     "combined": {"no-rules": {"rules": False}, "no-contextualize": {"contextualize": False},
-                 "sentences": {"sentences": True}, "no-rewrite": {"rewrite": False}, "no-bridge": {"bridge": False}},
+                 "sentences": {"sentences": True}, "no-rewrite": {"rewrite": False}, "no-bridge": {"bridge": False},
+                 "no-repeat-stop": {"stop_on_repeat": False}},
     # the hard route of RouterRAG: bridge hops in the one-shot pack (its default), or an agent
     "router": {"hops": {"hard": "oneshot:sentences+hops"}, "iterative": {"hard": "iterative:no-rewrite+sentences"},
                "combined": {"hard": "combined:sentences+no-rewrite"}},
 }
 
-# Strategies whose constructor takes a token budget. IterativeRAG reads everything it kept when
-# it is given none (the study's design) and packs it into the budget when given one.
-BUDGETED = {"oneshot", "combined", "iterative", "router"}
+# Strategies whose constructor takes a token budget. IterativeRAG and ReflectiveRAG read everything
+# they kept when given none (their studies' design) and pack it into the budget when given one.
+BUDGETED = {"oneshot", "combined", "iterative", "reflective", "router"}
 
 #: ``ragnet ask --strategy auto``: the strategy spec and answer budget ragnet recommends for a
 #: small local reader (a dense context of selected sentences, docs/design.md#selection-and-budgets)
 #: and for any other reader (the studies' pack of whole chunks, for readers that use a long context).
+#: A small local reader gets the same footing whatever strategy is named: a budgeted strategy given
+#: no budget answers at the local budget, with :data:`LOCAL_PACKING` where the strategy has it
+#: (:func:`resolve_strategy`); other readers keep each strategy's own default.
 RECOMMENDED = {"local": ("oneshot:sentences", 1000), "other": ("oneshot", 4000)}
+#: The packing preset a named budgeted strategy gets for a small local reader given no budget.
+LOCAL_PACKING = "sentences"
 
 
 def parse_spec(spec: str) -> tuple[str, tuple[str, ...]]:
@@ -194,31 +203,55 @@ def recommended_strategy(reader: Any = None) -> tuple[str, int]:
         >>> recommended_strategy("local:qwen2.5-coder-1.5b"), recommended_strategy("openai/gpt-4o-mini")
         (('oneshot:sentences', 1000), ('oneshot', 4000))
     """
+    return RECOMMENDED[_reader_kind(reader)]
+
+
+def _reader_kind(reader: Any) -> str:
+    """``"local"`` for ragnet's local engine (a spec, a ``dspy.LM``, or None for ``$RAGNET_LM`` / the
+    local default), else ``"other"``: the key of :data:`RECOMMENDED`."""
     from ragnet.lm.config import parse_lm_spec
 
     if isinstance(reader, str) or reader is None:
         local = parse_lm_spec(reader)[0] == "local"
     else:  # a dspy.LM: ragnet's local models are served as "llamacpp/<name>"
         local = str(getattr(reader, "model", "")).startswith("llamacpp/")
-    return RECOMMENDED["local" if local else "other"]
+    return "local" if local else "other"
 
 
 def resolve_strategy(strategy: str, budget: int | None = None, reader: Any = None) -> tuple[str, int | None]:
-    """The spec and budget a run uses: ``strategy`` and ``budget`` as given, or for ``"auto"``
-    ragnet's recommendation for the LM that answers (:func:`recommended_strategy`; ``reader`` is
-    an LM spec, a ``dspy.BaseLM``, a :class:`ragnet.lm.config.LazyLM` or None), with the
-    recommended budget unless one is given.
+    """The spec and budget a run uses, for the LM that answers (``reader``: an LM spec, a
+    ``dspy.BaseLM``, a :class:`ragnet.lm.config.LazyLM` or None; see :func:`recommended_strategy`).
+
+    * ``"auto"``: ragnet's recommendation for the reader, with the recommended budget unless one
+      is given.
+    * a budgeted strategy (:data:`BUDGETED`) named for a small local reader with no budget: the
+      local budget of :data:`RECOMMENDED`, and :data:`LOCAL_PACKING` added to its presets where
+      the strategy has that preset. A small reader answers best from a short, dense context
+      (docs/design.md#selection-and-budgets), whichever strategy gathered it, so the agents
+      answer over the same 1,000 tokens of selected sentences as the one-shot.
+    * anything else (a budget given, another reader, an unbudgeted strategy): as given.
 
     Example:
         >>> resolve_strategy("auto", None, "local"), resolve_strategy("AUTO", 2000, "openai/gpt-4o")
         (('oneshot:sentences', 1000), ('oneshot', 2000))
+        >>> resolve_strategy("iterative:no-delete", None, "local"), resolve_strategy("reflective", None, "local")
+        (('iterative:no-delete+sentences', 1000), ('reflective:sentences', 1000))
+        >>> resolve_strategy("iterative", None, "openai/gpt-4o"), resolve_strategy("iterative", 2000, "local")
+        (('iterative', None), ('iterative', 2000))
         >>> resolve_strategy("basic", None, "local")
         ('basic', None)
     """
-    if strategy.strip().casefold() != "auto":
+    if strategy.strip().casefold() == "auto":
+        spec, recommended = recommended_strategy(getattr(reader, "spec", reader))
+        return spec, budget if budget is not None else recommended
+    if budget is not None:
         return strategy, budget
-    spec, recommended = recommended_strategy(getattr(reader, "spec", reader))
-    return spec, budget if budget is not None else recommended
+    name, presets = parse_spec(strategy)
+    if name not in BUDGETED or _reader_kind(getattr(reader, "spec", reader)) != "local":
+        return strategy, budget
+    if LOCAL_PACKING in PRESETS.get(name, {}) and LOCAL_PACKING not in presets:
+        presets += (LOCAL_PACKING,)
+    return (f"{name}:{'+'.join(presets)}" if presets else name), RECOMMENDED["local"][1]
 
 
 def all_specs() -> list[str]:

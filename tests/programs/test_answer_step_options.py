@@ -14,8 +14,8 @@ from ragnet.programs import STRATEGIES, BasicRAG, CombinedRAG, IterativeRAG, One
 from ragnet.signatures import AnswerStep
 
 
-@pytest.mark.parametrize("cls, where", [(BasicRAG, "first"), (OneShotRAG, "auto"), (IterativeRAG, "first"),
-                                        (ReflectiveRAG, "first"), (CombinedRAG, "auto")])
+@pytest.mark.parametrize("cls, where", [(BasicRAG, "first"), (OneShotRAG, "auto"), (IterativeRAG, "auto"),
+                                        (ReflectiveRAG, "auto"), (CombinedRAG, "auto")])
 def test_a_step_that_leaves_the_question_open_gets_the_programs_default(cls, where):
     assert cls.default_question_at == where
     assert cls(NoIndex()).answer.question_at == where

@@ -19,6 +19,12 @@ def events(pred, step):
     return [e for e in pred.trace if e["step"] == step]
 
 
+def refine_anew(p, n):
+    """A verdict that names a new missing fact each turn, so the loop runs to its cap (a verdict
+    that repeats itself stops it: tests/programs/test_agent_footing.py)."""
+    return {"verdict": "Refine", "confidence": 0.3, "missing": f"fact {n}"}
+
+
 def sufficient_at(turn):
     return lambda p, n: {"verdict": "Sufficient" if n >= turn else "Refine", "confidence": 0.9 if n >= turn else 0.2,
                          "missing": "" if n >= turn else "beds in Brightwater"}
@@ -35,7 +41,7 @@ def test_fallback_only_on_first_turn(yearbook_index, run_with):
 
 
 def test_dedup_never_reshows_an_id(yearbook_index, run_with):
-    with run_with(ProgramLM()):
+    with run_with(ProgramLM(sufficiency=refine_anew)):
         pred = IterativeRAG(yearbook_index, max_turns=5, delete=False)(question=Q)
     retrieved = [cid for e in events(pred, "search") for cid in e["retrieved"]]
     assert len(retrieved) == len(set(retrieved)) == 6 * 5  # 5 turns + the fallback, k=5 each
@@ -59,7 +65,7 @@ def test_without_dedup_searches_can_repeat_ids(yearbook_index, run_with):
 
 
 def test_max_turns_is_respected(yearbook_index, run_with):
-    with run_with(ProgramLM()) as lm:
+    with run_with(ProgramLM(sufficiency=refine_anew)) as lm:
         pred = IterativeRAG(yearbook_index, max_turns=3)(question=Q)
     assert max(e["turn"] for e in events(pred, "search")) == 3
     # Asked after turns 1 and 2 only: on the last allowed turn a verdict could change nothing.
@@ -90,7 +96,7 @@ def replay_context(pred):
 
 def test_delete_only_removes_context_ids_and_never_empties(yearbook_index, run_with):
     subset = lambda p, n: {"delete_ids": ["c1", "c2", "c999", "bogus#1"]}
-    with run_with(ProgramLM(delete=subset)):
+    with run_with(ProgramLM(delete=subset, sufficiency=refine_anew)):
         pred = IterativeRAG(yearbook_index, max_turns=3, protect=0)(question=Q)  # the LM alone decides
     context, deletes = replay_context(pred)
     assert len(deletes) == 3
@@ -107,7 +113,7 @@ def test_delete_only_removes_context_ids_and_never_empties(yearbook_index, run_w
 
 def test_delete_of_every_chunk_is_refused(yearbook_index, run_with):
     delete_all = lambda p, n: {"delete_ids": [f"c{i}" for i in range(1, 40)] + ["c999", "bogus#1"]}
-    with run_with(ProgramLM(delete=delete_all)) as lm:
+    with run_with(ProgramLM(delete=delete_all, sufficiency=refine_anew)) as lm:
         pred = IterativeRAG(yearbook_index, max_turns=3, protect=0)(question=Q)
     assert lm.steps().count("delete") == 3
     assert [e["deleted"] for e in events(pred, "delete")] == [[], [], []]
@@ -158,10 +164,10 @@ def test_reflective_stops_when_sufficient_and_removes_noise(yearbook_index, run_
 
 
 def test_reflective_caps_reflections(yearbook_index, run_with):
-    with run_with(ProgramLM()) as lm:
+    with run_with(ProgramLM(sufficiency=refine_anew)) as lm:
         pred = ReflectiveRAG(yearbook_index, max_reflections=2, tau=0.0)(question=Q)
     assert len(events(pred, "search")) == 3
-    assert events(pred, "stop")[-1]["reason"] == "max_reflections"
+    assert events(pred, "stop")[-1]["reason"] == "max_turns"  # the turn budget, named as for every agent
     # One verdict per reflection; none after the last search, where it could change nothing.
     assert lm.steps().count("sufficiency") == 2 and lm.steps()[-1] == "answer"
 
@@ -239,7 +245,7 @@ def test_combined_caps_the_notes_share_of_the_answer_budget(yearbook_index, run_
 
 
 def test_iterative_without_a_budget_reads_everything_it_kept(yearbook_index, run_with):
-    with run_with(ProgramLM()) as lm:
+    with run_with(ProgramLM(sufficiency=refine_anew)) as lm:
         pred = IterativeRAG(yearbook_index, max_turns=3, delete=False)(question=Q)
     retrieved = [cid for e in events(pred, "search") for cid in e["retrieved"]]
     assert not events(pred, "select") and pred.context == list(dict.fromkeys(retrieved))
@@ -358,13 +364,13 @@ def test_an_echoing_rewrite_is_replaced_by_the_bridge_search(yearbook_index, run
     turn1_ids = {cid for e in events(pred, "search") if e["turn"] == 1 for cid in e["retrieved"]}
     assert any(name in " ".join(c.text.split()) for c in yearbook_index.get(sorted(turn1_ids)))  # the evidence gave it
     assert [e["query"] for e in events(pred, "search") if e["turn"] == 2] == [turn2]
-    assert not [e for e in events(pred, "stop") if e["reason"] == "no new query"]
+    assert not [e for e in events(pred, "stop") if e["reason"] == "no_query"]
 
 
 def test_without_the_bridge_an_echoing_rewrite_stops_the_loop(yearbook_index, run_with):
     with run_with(ProgramLM(rewrite=_echo, sufficiency=sufficient_at(99))):
         pred = IterativeRAG(yearbook_index, max_turns=3, delete=False, bridge=False)(question=Q)
-    assert [e["turn"] for e in events(pred, "stop") if e["reason"] == "no new query"] == [2]
+    assert [e["turn"] for e in events(pred, "stop") if e["reason"] == "no_query"] == [2]
     assert all(e["turn"] == 1 for e in events(pred, "search"))
 
 

@@ -195,9 +195,13 @@ def test_the_committed_showcase_loads():
 
     from ragnet.eval.indexes import NoIndex
 
+    from ragnet.signatures import AnswerStep
+
     path = Path(__file__).resolve().parents[2] / "docs/results/optimize-sufficiency/iterative-sufficiency.json"
     assert read_header(path)["format"] == 3
-    loaded = load_program(IterativeRAG(NoIndex()), path)
+    # compiled when IterativeRAG's answer prompt put the question first; it now chooses per question,
+    # so the file loads into the question-first layout it was compiled with (iterative:qfirst)
+    loaded = load_program(IterativeRAG(NoIndex(), answer=AnswerStep(question_at="first")), path)
     demos = json.loads(path.read_text())["sufficiency.predict"]["demos"]
     assert demos and loaded.sufficiency.predict.demos == demos
 

@@ -64,3 +64,20 @@ def test_ask_auto_gives_another_reader_the_4000_token_pack_and_named_strategies_
     result, (prompt,) = ask("--lm", "local", "--strategy", "basic")
     assert "strategy: basic\n" in result.stdout
     assert prompt.rindex("[[ ## question ## ]]") < prompt.rindex("[[ ## context ## ]]")
+
+
+def test_ask_gives_a_named_agent_the_readers_budget_and_sentences_for_a_local_reader(ask):
+    """`ragnet ask --strategy iterative|reflective|combined` answers a local reader over the same
+    1,000 tokens of selected sentences the one-shot gives it; another reader gets the strategy as named."""
+    from ragnet.corpus.tokens import count_tokens
+
+    for strategy in ("iterative", "reflective", "combined:no-rules"):
+        result, (prompt,) = ask("--lm", "local", "--strategy", strategy)
+        spec = strategy + ("+sentences" if ":" in strategy else ":sentences")
+        assert f"strategy: {spec}, 1,000-token answer budget" in result.stdout
+        assert count_tokens(prompt) <= 1000
+        assert prompt.rindex("[[ ## question ## ]]") > prompt.rindex("[[ ## context ## ]]")
+    result, _ = ask("--lm", "openai/gpt-4o-mini", "--strategy", "reflective")
+    assert "strategy: reflective\n" in result.stdout
+    result, _ = ask("--lm", "local", "--strategy", "iterative", "--budget", "1500")
+    assert "strategy: iterative, 1,500-token answer budget" in result.stdout
