@@ -79,7 +79,13 @@ def faiss_full(index, path):
                        f"Error: 'ret == (size * 4)' failed: write error in {path}: 102355 != 307200 ({NO_SPACE})")
 
 
-@pytest.mark.parametrize("fault", ["numpy.save", "faiss.write_index"])
+def fallocate_full(fd, offset, length):
+    raise no_space()
+
+
+# os.posix_fallocate: the vectors are written through a memory map, where a full disk is a SIGBUS
+# unless the file's blocks are reserved first (the reservation is where ENOSPC must surface)
+@pytest.mark.parametrize("fault", ["numpy.save", "faiss.write_index", "os.posix_fallocate"])
 def test_a_full_disk_during_index_is_one_line_and_keeps_the_old_index(tmp_path, monkeypatch, fault):
     from ragnet.index import Index
 
@@ -92,6 +98,8 @@ def test_a_full_disk_during_index_is_one_line_and_keeps_the_old_index(tmp_path, 
 
     if fault == "numpy.save":
         monkeypatch.setattr(np, "save", half_written_npy)
+    elif fault == "os.posix_fallocate":
+        monkeypatch.setattr(os, "posix_fallocate", fallocate_full)
     else:
         import faiss
 

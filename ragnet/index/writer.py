@@ -17,6 +17,9 @@ The writer writes into a folder the caller renames into place (``ragnet._atomic.
 
 from __future__ import annotations
 
+import errno
+import os
+
 import shutil
 import time
 from pathlib import Path
@@ -59,6 +62,20 @@ def resolve_kind(kind: str, count: int, hnsw_from: int, ivfpq_from: int) -> str:
     return "hnsw" if count < ivfpq_from else "ivfpq"
 
 
+
+def _reserve(path: Path) -> None:
+    """Give the memory-mapped file its disk blocks now: writing through a map into a sparse file
+    on a full disk kills the process with SIGBUS, whereas reserving fails here with ENOSPC, an
+    ordinary OSError that the build reports in one line."""
+    if hasattr(os, "posix_fallocate"):
+        with open(path, "r+b") as fh:
+            try:
+                os.posix_fallocate(fh.fileno(), 0, os.fstat(fh.fileno()).st_size)
+            except OSError as exc:
+                if exc.errno in (errno.EOPNOTSUPP, errno.EINVAL):  # a file system without fallocate
+                    return
+                raise
+
 class IndexWriter:
     """Streams shards of ``(chunks, vectors)`` into an index folder.
 
@@ -88,6 +105,7 @@ class IndexWriter:
         dtype = np.float16 if kind == "ivfpq" else np.float32
         self._vectors = open_memmap(self.folder / self.vector_file, mode="w+", dtype=dtype,
                                     shape=(self.count, self.dimension))
+        _reserve(self.folder / self.vector_file)
         self._chunks = ChunkStoreWriter(self.folder)
         self._catalog = CatalogWriter(self.folder / CATALOG_DIR)
         self._bm25_shards: list[Any] = []
