@@ -8,7 +8,7 @@ from typing import List, Optional
 
 import typer
 
-from ragnet.cli.common import console, say
+from ragnet.cli.common import console, say, text_line
 from ragnet.errors import InputError
 
 
@@ -84,8 +84,9 @@ def search(
         table.add_column(col)
     for rank, h in enumerate(hits, 1):
         text = h.text if len(h.text) <= 160 else h.text[:157] + "..."
+        # document text as plain Text: no markup read from it, no highlighter run over it
         table.add_row(str(rank), f"{h.score:.3f}", f"{(h.dense_score or 0):.3f}", f"{(h.bm25_score or 0):.2f}",
-                      h.id, h.title, text)
+                      text_line(h.id), text_line(h.title), text_line(text))
     console().print(table)
 
 

@@ -78,3 +78,9 @@ def test_a_failed_answer_lists_no_evidence(index, tmp_path):
     assert "paris#0" not in result.stdout and "rome#0" not in result.stdout
     assert "evidence: none (no answer: the LM failed)" in result.stdout
     assert "error: no answer: the LM server failed (HTTP 5xx)" in result.stderr
+
+
+def test_search_prints_titles_and_text_as_given(index):
+    result = runner.invoke(app, ["search", "capital of France", "--index", str(index.path), "-k", "1"])
+    assert result.exit_code == 0, result.output  # a title holding [/dim] raised MarkupError
+    assert "[/dim][red]Paris[/red]" in result.output
