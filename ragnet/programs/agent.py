@@ -37,15 +37,29 @@ from ragnet.programs.oneshot import DEFAULT_METHOD, DEFAULT_TEMPERATURE, DEFAULT
 from ragnet.programs.packing import PromptBudget, cap_notes, pack
 from ragnet.programs.sentence_packing import pack_sentences
 from ragnet.programs.trace import Trace
-from ragnet.signatures import AnswerStep, ContextualizeStep, RewriteStep, SufficiencyStep, format_context
+from ragnet.signatures import AnswerStep, ContextualizeStep, NextQueryStep, RewriteStep, SufficiencyStep, format_context
+from ragnet.signatures.formatting import quote
 
 # The notes' share of the answer budget (whole lines, earliest first): a quarter keeps the
 # notes short and leaves most of a reader-sized budget to the evidence.
 DEFAULT_NOTES_SHARE = 0.25
 
 
+#: The rewrite step's forms: ``sampled`` (RewriteQuery: ``n_queries`` candidates with
+#: probabilities, verbalized sampling, for LMs that follow it) or ``one`` (NextQuery: the name to
+#: look up next and one query, a form small step LMs follow).
+QUERY_FORMS = ("sampled", "one")
+
+
+def rewrite_step(form: str, *, retries: int, enabled: bool = True) -> RewriteStep | NextQueryStep:
+    """The rewrite step of ``form`` (see :data:`QUERY_FORMS`); either is named ``rewrite``."""
+    if form not in QUERY_FORMS:
+        raise InputError(f"must be one of {', '.join(QUERY_FORMS)}, not {form!r}", argument="query_form")
+    return (NextQueryStep if form == "one" else RewriteStep)(retries=retries, enabled=enabled)
+
+
 def rewrite_query(
-    rewrite: RewriteStep, question: str, context: list[Chunk], notes: str, missing: str,
+    rewrite: RewriteStep | NextQueryStep, question: str, context: list[Chunk], notes: str, missing: str,
     queries: list[str], turn: int, trace: Trace, *, n: int, index: Any = None, bridge: bool = False,
 ) -> str | None:
     """The next search query from RewriteQuery, shown ``context`` + ``notes`` + what is missing.
@@ -58,7 +72,8 @@ def rewrite_query(
     """
     shown = format_context(context, notes)[0]
     if missing:
-        shown = f"{shown}\n\nStill missing: {missing}" if shown else f"Still missing: {missing}"
+        # the sufficiency step's words, which may copy a marker from a document: quoted like the evidence
+        shown = f"{shown}\n\nStill missing: {quote(missing)}" if shown else f"Still missing: {quote(missing)}"
     pred = rewrite(question=question, context=shown, previous_queries=queries, n=n)
     query, source = pred.best, "lm"
     if not query and bridge:
@@ -223,8 +238,8 @@ class AgentRAG(FinalPack, RAGProgram):
     """Base of the turn-based agents (IterativeRAG, CombinedRAG); see the module docstring.
 
     Args: as in :class:`ragnet.programs.IterativeRAG` (``max_turns``, ``k``, ``fallback``,
-    ``dedup``, ``contextualize``, ``sufficiency``, ``rewrite``, ``bridge``, ``stop_on_repeat``,
-    ``n_queries``, ``lam``, ``retries``, ``answer``) and
+    ``dedup``, ``contextualize``, ``sufficiency``, ``rewrite``, ``query_form``, ``bridge``,
+    ``stop_on_repeat``, ``n_queries``, ``lam``, ``retries``, ``answer``) and
     :class:`ragnet.programs.CombinedRAG` (the final pack's ``budget``, ``sentences``,
     ``notes_share``, ``transform``, ``temperature``, ``method``).
 
@@ -238,6 +253,7 @@ class AgentRAG(FinalPack, RAGProgram):
     def __init__(
         self, index: Any, *, max_turns: int, k: int, fallback: bool, dedup: bool, contextualize: bool,
         sufficiency: bool, rewrite: bool, n_queries: int, lam: float, retries: int,
+        query_form: str = "sampled",
         bridge: bool = True,
         stop_on_repeat: bool = True,
         answer: AnswerStep | None = None,
@@ -255,7 +271,8 @@ class AgentRAG(FinalPack, RAGProgram):
         self.fallback, self.dedup, self.bridge = bool(fallback), bool(dedup), bool(bridge)
         self.stop_on_repeat = bool(stop_on_repeat)
         self._init_pack(budget, sentences, notes_share, transform, temperature, method)
-        self.rewrite = RewriteStep(retries=self.retries, enabled=rewrite)
+        self.query_form = query_form
+        self.rewrite = rewrite_step(query_form, retries=self.retries, enabled=rewrite)
         self.contextualize = ContextualizeStep(retries=self.retries, enabled=contextualize)
         self.sufficiency = SufficiencyStep(retries=self.retries, enabled=sufficiency)
 

@@ -41,7 +41,7 @@ class CombinedRAG(AgentRAG):
         index: a ``ragnet.Index``.
         budget: total tokens of the answer prompt.
         max_turns: cap on casts (3: the pool, not the turns, carries recall).
-        k, fallback, dedup, contextualize, sufficiency, rewrite, bridge, stop_on_repeat, n_queries: as in
+        k, fallback, dedup, contextualize, sufficiency, rewrite, bridge, stop_on_repeat, n_queries, query_form: as in
             IterativeRAG.
         rules: apply the metadata rule filter to the pool before packing.
         sentences: pack the pool's best sentences instead of whole chunks
@@ -82,6 +82,7 @@ class CombinedRAG(AgentRAG):
         bridge: bool = True,
         stop_on_repeat: bool = True,
         n_queries: int = 5,
+        query_form: str = "sampled",
         rules: bool = True,
         sentences: bool = False,
         notes_share: float = DEFAULT_NOTES_SHARE,
@@ -95,7 +96,7 @@ class CombinedRAG(AgentRAG):
         super().__init__(
             index, max_turns=max_turns, k=k, fallback=fallback, dedup=dedup,
             contextualize=contextualize, sufficiency=sufficiency, rewrite=rewrite, bridge=bridge,
-            stop_on_repeat=stop_on_repeat, n_queries=n_queries,
+            stop_on_repeat=stop_on_repeat, n_queries=n_queries, query_form=query_form,
             lam=lam, retries=retries, answer=answer, budget=check_positive_int(budget, "budget"), sentences=sentences,
             notes_share=notes_share, transform=transform, temperature=temperature, method=method,
         )

@@ -75,6 +75,9 @@ class IterativeRAG(AgentRAG):
             does not, ``ragnet.programs.bridge.bridge_search``; no LM call) when the rewrite gives
             no new query, or on every turn after the first without the rewrite step.
         n_queries: sub-queries sampled per rewrite (verbalized sampling).
+        query_form: the rewrite step's form: ``"sampled"`` (RewriteQuery, ``n_queries`` candidates
+            with probabilities) or ``"one"`` (NextQuery: the name to look up next and one query,
+            a form small step LMs follow; preset ``one-query``). Either is the ``rewrite`` step.
         protect: ``chunk_delete`` may not remove the question's own top-``k`` hits (what
             BasicRAG reads), the best hit of any search, the ``protect`` context chunks closest to
             the question (embedding cosine), nor a chunk whose title the question or another
@@ -123,6 +126,7 @@ class IterativeRAG(AgentRAG):
         bridge: bool = True,
         stop_on_repeat: bool = True,
         n_queries: int = 5,
+        query_form: str = "sampled",
         protect: int = 2,
         lam: float = 0.4,
         retries: int = 1,
@@ -134,7 +138,8 @@ class IterativeRAG(AgentRAG):
         super().__init__(
             index, max_turns=max_turns, k=k, fallback=fallback, dedup=dedup, contextualize=contextualize,
             sufficiency=sufficiency, rewrite=rewrite, bridge=bridge, stop_on_repeat=stop_on_repeat,
-            n_queries=n_queries, lam=lam, retries=retries, answer=answer, budget=budget, sentences=sentences,
+            n_queries=n_queries, query_form=query_form, lam=lam, retries=retries, answer=answer, budget=budget,
+            sentences=sentences,
             notes_share=notes_share,
         )
         self.protect = check_positive_int(protect, "protect", minimum=0)

@@ -33,12 +33,12 @@ import numpy as np
 
 from ragnet.core import noise
 from ragnet.corpus.types import Chunk
-from ragnet.programs.agent import (DEFAULT_NOTES_SHARE, FinalPack, Gathered, assess, rewrite_query, stop,
+from ragnet.programs.agent import (DEFAULT_NOTES_SHARE, FinalPack, Gathered, assess, rewrite_query, rewrite_step, stop,
                                    verdict_unchanged)
 from ragnet.programs.base import RAGProgram, RunResult, check_fraction, check_positive_int
 from ragnet.programs.oneshot import DEFAULT_METHOD, DEFAULT_TEMPERATURE, DEFAULT_TRANSFORM
 from ragnet.programs.trace import Trace
-from ragnet.signatures import AnswerStep, RewriteStep, SufficiencyStep, format_context
+from ragnet.signatures import AnswerStep, SufficiencyStep, format_context
 
 
 class ReflectiveRAG(FinalPack, RAGProgram):
@@ -49,6 +49,8 @@ class ReflectiveRAG(FinalPack, RAGProgram):
         k: chunks per search.
         max_reflections: most Refine rounds (each adds one search).
         n_subqueries: sub-queries sampled per Refine (5, verbalized sampling).
+        query_form: ``"sampled"`` (the study's verbalized sampling) or ``"one"`` (NextQuery: one
+            query naming what to look up next, for small step LMs; preset ``one-query``).
         bridge: when a Refine gives no new query, search the best bridge entity of the evidence
             instead (``ragnet.programs.bridge.bridge_search``, no LM call).
         beta: weight of the confidence change in Δ.
@@ -84,6 +86,7 @@ class ReflectiveRAG(FinalPack, RAGProgram):
         k: int = 5,
         max_reflections: int = 3,
         n_subqueries: int = 5,
+        query_form: str = "sampled",
         beta: float = 0.5,
         tau: float = 0.05,
         noise_removal: bool = True,
@@ -109,7 +112,8 @@ class ReflectiveRAG(FinalPack, RAGProgram):
         self.alpha = check_fraction(alpha, "alpha", 0.0, 100.0)
         self.keep = check_fraction(keep, "keep", 0.01, 1.0)
         self.sufficiency = SufficiencyStep(retries=self.retries)
-        self.rewrite = RewriteStep(retries=self.retries)
+        self.query_form = query_form
+        self.rewrite = rewrite_step(query_form, retries=self.retries)
 
     def max_lm_calls(self) -> int:
         # a verdict per reflection plus the last, a rewrite per reflection, the answer
