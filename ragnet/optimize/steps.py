@@ -63,7 +63,8 @@ def answer_metric() -> Metric:
 
 @dataclass(frozen=True)
 class StepSpec:
-    """How one step is compiled: its module, the programs that have it (``program.steps()[name]``),
+    """How one step is compiled: its module, the programs that may have it (``program.steps()[name]``;
+    a router has the steps of its routes, and compiling one its routes lack is refused by name),
     its metric and case builder. With ``needs_index`` the case builder and the metric take the
     pooled index (``index=``)."""
 
@@ -78,14 +79,14 @@ class StepSpec:
 
 
 STEPS: dict[str, StepSpec] = {
-    "sufficiency": StepSpec("sufficiency", ("iterative", "reflective", "combined"), SufficiencyStep,
+    "sufficiency": StepSpec("sufficiency", ("iterative", "reflective", "combined", "router"), SufficiencyStep,
                             verdict_metric, sufficiency_cases, label="verdict"),
-    "crop": StepSpec("crop", ("oneshot",), CropStep, crop_metric, crop_cases),
+    "crop": StepSpec("crop", ("oneshot", "router"), CropStep, crop_metric, crop_cases),
     # The answer prompt is the reader's budget (PromptBudget counts demos in it): uncapped, the
     # demos crowd out evidence. 300 tokens keeps about two compact demos.
-    "answer": StepSpec("answer", ("basic", "oneshot", "iterative", "reflective", "combined"), AnswerStep,
+    "answer": StepSpec("answer", ("basic", "oneshot", "iterative", "reflective", "combined", "router"), AnswerStep,
                        answer_metric, answer_cases, demo_tokens=300),
-    "rewrite": StepSpec("rewrite", ("iterative", "reflective", "combined"), RewriteStep, hop_metric, rewrite_cases,
+    "rewrite": StepSpec("rewrite", ("iterative", "reflective", "combined", "router"), RewriteStep, hop_metric, rewrite_cases,
                         needs_index=True),
 }
 

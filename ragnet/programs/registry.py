@@ -57,6 +57,8 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         # follow-up searches by the LM-free bridge search alone (no rewrite call), or by the LM alone
         "no-rewrite": {"rewrite": False},
         "no-bridge": {"bridge": False},
+        # the rewrite step writes one query naming what to look up next (NextQuery), for small step LMs
+        "one-query": {"query_form": "one"},
         # the kept chunks' best sentences packed into the answer budget (give one: --budget)
         "sentences": {"sentences": True},
         # ask the sufficiency step every turn, even once it repeats its verdict (the study's loop)
@@ -64,10 +66,10 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     },
     "reflective": {"no-noise": {"noise_removal": False}, "no-reflection": {"max_reflections": 0},
                    "no-bridge": {"bridge": False}, "sentences": {"sentences": True},
-                   "no-repeat-stop": {"stop_on_repeat": False}},
+                   "no-repeat-stop": {"stop_on_repeat": False}, "one-query": {"query_form": "one"}},
     "combined": {"no-rules": {"rules": False}, "no-contextualize": {"contextualize": False},
                  "sentences": {"sentences": True}, "no-rewrite": {"rewrite": False}, "no-bridge": {"bridge": False},
-                 "no-repeat-stop": {"stop_on_repeat": False}},
+                 "no-repeat-stop": {"stop_on_repeat": False}, "one-query": {"query_form": "one"}},
     # the hard route of RouterRAG: bridge hops in the one-shot pack (its default), or an agent
     "router": {"hops": {"hard": "oneshot:sentences+hops"}, "iterative": {"hard": "iterative:no-rewrite+sentences"},
                "combined": {"hard": "combined:sentences+no-rewrite"}},
@@ -97,6 +99,9 @@ def parse_spec(spec: str) -> tuple[str, tuple[str, ...]]:
         (('basic', ()), ('basic', ('cot', 'qlast')))
     """
     name, _, tail = spec.strip().partition(":")
+    if name == "oracle":  # ragnet.eval.oracle: it reads each question's gold evidence
+        raise InputError("'oracle' answers from each question's gold evidence, so it runs only in "
+                         "`ragnet eval --strategies oracle`", argument="strategy")
     if name not in STRATEGIES:
         raise InputError(f"unknown strategy {name!r}; choose from {', '.join(STRATEGIES)}", argument="strategy")
     presets = tuple(p.strip() for p in tail.split("+")) if tail.strip() else ()
@@ -170,10 +175,50 @@ def build_program(spec: str, index: Any, *, budget: int | None = None, reader: A
         kwargs["budget"] = budget
     answer = _answer_step(spec, answer_options, reader, overrides.pop("answer", None))
     kwargs.update(overrides)
+    if name == "router":
+        _router_routes(kwargs, index, answer)
     try:
-        return STRATEGIES[name](index, answer=answer, **kwargs)
+        program = STRATEGIES[name](index, answer=answer, **kwargs)
     except TypeError as exc:  # an override the strategy does not take
         raise InputError(f"{spec}: {exc}", argument="strategy") from None
+    program.spec = spec.strip()
+    return program
+
+
+def _router_routes(kwargs: dict[str, Any], index: Any, answer: AnswerStep) -> None:
+    """Replace a router's route specs in ``kwargs`` (``simple``, ``hard``) by the programs they
+    name, built at the router's budget with its answer step: the registry builds programs from
+    specs, ``RouterRAG`` takes programs. A route's strategy keeps its own question place, so the
+    hard route shares the simple route's answer step only where both place it alike."""
+    from ragnet.programs.router import DEFAULT_BUDGET, DEFAULT_HARD, DEFAULT_SIMPLE
+
+    shared = {"budget": DEFAULT_BUDGET, **{key: kwargs[key] for key in ("budget", "lam", "retries") if key in kwargs}}
+    simple = None
+    for role, default in (("simple", DEFAULT_SIMPLE), ("hard", DEFAULT_HARD)):
+        spec = kwargs.get(role, default)
+        if not isinstance(spec, str) or not spec.strip():
+            raise InputError(f"expected a strategy spec such as {default!r}, got {spec!r}", argument=role)
+        try:
+            name, _, answer_options = spec_options(spec)
+        except InputError as exc:
+            raise InputError(exc.message, argument=role) from None
+        if name == "router":
+            raise InputError(f"{spec!r}: a route cannot be another router", argument=role)
+        if role == "simple" and name != "oneshot":
+            raise InputError(f"{spec!r}: the simple route must be a oneshot spec whose retrieval makes no LM call, "
+                             f"e.g. {DEFAULT_SIMPLE!r}", argument=role)
+        if answer_options:
+            raise InputError(f"{spec!r} sets answer options ({', '.join(sorted(answer_options))}); both routes share "
+                             f"the router's answer step: give them to the router (e.g. router:cot)", argument=role)
+        # one reader to compile where both strategies place the question alike (a program copies an
+        # answer step whose open layout it fills differently)
+        same = simple is not None and STRATEGIES[name].default_question_at == simple.default_question_at
+        step = simple.answer if same else answer
+        budget = shared.get("budget") if name in BUDGETED else None
+        route = build_program(spec, index, budget=budget, answer=step,
+                              **{key: shared[key] for key in ("lam", "retries") if key in shared})
+        kwargs[role] = route
+        simple = simple or route
 
 
 def answer_layout(spec: str, **overrides: Any) -> dict[str, Any]:

@@ -53,10 +53,11 @@ from ragnet.programs.oneshot import OneShotRAG
 from ragnet.programs.trace import Trace
 from ragnet.signatures import AnswerStep, Step
 
-__all__ = ["DEFAULT_HARD", "DEFAULT_SIMPLE", "RouterRAG", "route_signals"]
+__all__ = ["DEFAULT_BUDGET", "DEFAULT_HARD", "DEFAULT_SIMPLE", "RouterRAG", "route_signals"]
 
 DEFAULT_SIMPLE = "oneshot:sentences"
 DEFAULT_HARD = "oneshot:sentences+hops"
+DEFAULT_BUDGET = 4000  # the one-shot's: both routes answer within the router's budget
 # Bridge names recorded in the signals (a rule may read fewer; RouteRule reads its bridge_names)
 SIGNAL_NAMES = 3
 _PAREN_SUFFIX = re.compile(r"\s*\([^()]*\)\s*$")
@@ -110,6 +111,11 @@ def route_signals(question: str, context: list[Chunk], index: Any, *, names: int
     )
 
 
+def _label(program: Any) -> str:
+    """How the trace names a route: the spec it was built from, else its class."""
+    return str(getattr(program, "spec", None) or type(program).__name__)
+
+
 def _names(asked: str, title: str) -> bool:
     """Whether the casefolded question names ``title`` (whole words; a trailing parenthetical,
     "Ed Wood (film)", may be left out)."""
@@ -125,17 +131,20 @@ class RouterRAG(RAGProgram):
     Args:
         index: a ``ragnet.Index``.
         budget: the answer prompt's budget of both routes (where their strategy takes one).
-        simple: the one-search route, a ``oneshot`` spec whose retrieval makes no LM call (no
+        simple: the one-search route, a ``OneShotRAG`` whose retrieval makes no LM call (no
             ``llm-filter`` or ``crop``): its first search is what the rule reads, and what the
-            simple route answers from.
-        hard: the multi-step route, any strategy spec but ``router`` (see the module docstring
-            for the default).
+            simple route answers from. None: ``oneshot:sentences`` at ``budget``.
+        hard: the multi-step route, any ragnet program but a router. None:
+            ``oneshot:sentences+hops`` at ``budget`` (see the module docstring). From specs, build
+            the router with :func:`ragnet.programs.registry.build_program` (``"router:iterative"``,
+            or ``hard="iterative:no-rewrite+sentences"`` as an override): the registry builds the
+            routes, the router takes programs.
         rule: a :class:`ragnet.core.routing.RouteRule` (None: its defaults), or any callable
             ``(RouteSignals) -> (route, reason)`` (or just the route) with route ``"simple"`` or ``"hard"``.
         lam, retries: as in :class:`ragnet.programs.RAGProgram`, for both routes.
-        answer: the answer step of both routes; the routes' specs may not set answer presets
-            (give them to the router: ``router:cot``). Where it leaves the question's place
-            open, each route shows it where its strategy does.
+        answer: the answer step of the default routes (routes given as programs keep their own;
+            the registry gives both the router's). Where it leaves the question's place open,
+            each route shows it where its strategy does.
 
     Example:
         >>> import dspy
@@ -151,10 +160,10 @@ class RouterRAG(RAGProgram):
     def __init__(
         self,
         index: Any,
-        budget: int = 4000,
+        budget: int = DEFAULT_BUDGET,
         *,
-        simple: str = DEFAULT_SIMPLE,
-        hard: str = DEFAULT_HARD,
+        simple: RAGProgram | None = None,
+        hard: RAGProgram | None = None,
         rule: RouteRule | Rule | None = None,
         lam: float = 0.4,
         retries: int = 1,
@@ -165,36 +174,24 @@ class RouterRAG(RAGProgram):
         if rule is not None and not callable(rule):
             raise InputError(f"expected a RouteRule or a callable, got {type(rule).__name__}", argument="rule")
         self.rule = rule if rule is not None else RouteRule()
-        self.simple_spec, self.hard_spec = simple, hard
         given = answer if answer is not None else AnswerStep()
-        self.simple = self._build("simple", simple, given)
-        if not isinstance(self.simple, OneShotRAG) or self.simple.max_lm_calls() != 1:
-            raise InputError(f"{simple!r}: the simple route must be a oneshot spec whose retrieval makes no LM call "
-                             f"(no llm-filter, crop or full), e.g. {DEFAULT_SIMPLE!r}: the router reads its first "
-                             f"search before any LM call", argument="simple")
-        self.hard = self._build("hard", hard, given, shared=self.simple.answer)
+        if simple is None:
+            simple = OneShotRAG(index, budget=self.budget, sentences=True, lam=lam, retries=retries, answer=given)
+            simple.spec = DEFAULT_SIMPLE
+        if not isinstance(simple, OneShotRAG) or simple.max_lm_calls() != 1:
+            raise InputError(f"the simple route must be a OneShotRAG whose retrieval makes no LM call (no llm-filter, "
+                             f"crop or full), e.g. {DEFAULT_SIMPLE!r}, not {_label(simple)}: the router reads its "
+                             f"first search before any LM call", argument="simple")
+        if hard is None:
+            hard = OneShotRAG(index, budget=self.budget, sentences=True, hops=3, lam=lam, retries=retries,
+                              answer=simple.answer)
+            hard.spec = DEFAULT_HARD
+        if not isinstance(hard, RAGProgram) or isinstance(hard, RouterRAG):
+            raise InputError(f"the hard route must be a ragnet program other than a router, not {_label(hard)}",
+                             argument="hard")
+        self.simple, self.hard = simple, hard
+        self.simple_spec, self.hard_spec = _label(simple), _label(hard)
         self.answer = self.simple.answer
-
-    def _build(self, role: str, spec: Any, answer: AnswerStep, shared: AnswerStep | None = None) -> RAGProgram:
-        """The route program of ``spec``, answering with ``answer`` (or with ``shared``, the simple
-        route's step, where the strategy shows the question in the same place: one reader to compile)."""
-        from ragnet.programs import STRATEGIES
-        from ragnet.programs.registry import build_program, spec_options  # the registry imports this package
-
-        if not isinstance(spec, str) or not spec.strip():
-            raise InputError(f"expected a strategy spec such as {DEFAULT_HARD!r}, got {spec!r}", argument=role)
-        try:
-            name, _, answer_options = spec_options(spec)
-        except InputError as exc:
-            raise InputError(exc.message, argument=role) from None
-        if name == "router":
-            raise InputError(f"{spec!r}: a route cannot be another router", argument=role)
-        if answer_options:
-            raise InputError(f"{spec!r} sets answer options ({', '.join(sorted(answer_options))}); both routes share "
-                             f"the router's answer step: give them to the router (e.g. router:cot)", argument=role)
-        if shared is not None and STRATEGIES[name].default_question_at == self.simple.default_question_at:
-            answer = shared
-        return build_program(spec, self.index, budget=self.budget, answer=answer, lam=self.lam, retries=self.retries)
 
     # -- what other code asks of a program ------------------------------------------------
     def routes(self) -> dict[str, RAGProgram]:

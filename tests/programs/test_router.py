@@ -150,8 +150,20 @@ def test_the_registry_builds_the_router_with_its_presets_and_budget():
 ])
 def test_bad_routes_are_refused_naming_the_argument(kwargs, argument, words):
     with pytest.raises(InputError, match=words.replace("(", r"\(").replace(")", r"\)")) as err:
-        RouterRAG(NoIndex(), **kwargs)
+        build_program("router", NoIndex(), **kwargs)
     assert err.value.argument == argument
+
+
+def test_routes_given_as_programs_are_checked_too():
+    index = NoIndex()
+    with pytest.raises(InputError, match="retrieval makes no LM call") as err:
+        RouterRAG(index, simple=OneShotRAG(index, crop=True))
+    assert err.value.argument == "simple"
+    with pytest.raises(InputError, match="other than a router") as err:
+        RouterRAG(index, hard=RouterRAG(index))
+    assert err.value.argument == "hard"
+    router = RouterRAG(index, hard=IterativeRAG(index, budget=1000))
+    assert router.hard_spec == "IterativeRAG" and router.simple.sentences
 
 
 def test_both_routes_share_the_routers_answer_step():
@@ -160,7 +172,7 @@ def test_both_routes_share_the_routers_answer_step():
     assert router.answer.reasoning and router.answer.question_at == "last"
     default = build_program("router", NoIndex())  # one reader where both strategies place the question alike
     assert default.answer is default.simple.answer is default.hard.answer and default.answer.question_at == "auto"
-    basic = RouterRAG(NoIndex(), hard="basic")  # each route keeps its strategy's question place
+    basic = build_program("router", NoIndex(), hard="basic")  # each route keeps its strategy's question place
     assert (basic.simple.answer.question_at, basic.hard.answer.question_at) == ("auto", "first")
     assert [name for name, _ in basic.named_predictors()].count("hard.answer.predict") == 1
 
@@ -201,3 +213,9 @@ def test_save_and_load_round_trip_the_compiled_steps_of_both_routes(tmp_path):
     with pytest.raises(InputError, match="hard.sufficiency") as err:  # a router with another hard route
         load_program(build_program("router", NoIndex()), path)
     assert str(path) in str(err.value)
+
+
+def test_the_oracle_is_refused_outside_eval_with_the_reason():
+    with pytest.raises(InputError, match="gold evidence, so it runs only in `ragnet eval") as err:
+        parse_spec("oracle")
+    assert err.value.argument == "strategy"
