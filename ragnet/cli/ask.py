@@ -23,11 +23,14 @@ def ask(
     index_dir: Path = typer.Option(..., "--index", "-i", help="Index directory built by `ragnet index`."),
     strategy: str = typer.Option(
         "auto", help="auto (ragnet's recommendation for the reader: oneshot:sentences at 1,000 tokens for a local "
-                     "model, oneshot at 4,000 otherwise) | basic | oneshot | iterative | reflective | combined "
+                     "model, oneshot at 4,000 otherwise) | basic | oneshot | iterative | reflective | combined | router "
                      "(presets allowed)."),
     budget: Optional[int] = typer.Option(None, help="Token budget of the answer prompt (oneshot, combined, "
-                                                    "iterative; default: auto's for the reader, else 4,000 "
-                                                    "for oneshot and combined, none for iterative)."),
+                                                    "iterative, reflective, router). Default for a local reader: "
+                                                    "1,000 tokens of selected sentences for every one of them; "
+                                                    "otherwise 4,000 for oneshot, combined and router, none for "
+                                                    "iterative and reflective (they read all they kept). Give it "
+                                                    "to run the strategy exactly as named."),
     program_file: Optional[Path] = typer.Option(None, "--program", help="Compiled program JSON from `ragnet optimize`."),
     as_json: bool = typer.Option(False, "--json", help="Print the whole prediction as JSON."),
     show_trace: bool = typer.Option(False, "--trace", help="Print the step-by-step trace (one JSON object per line)."),

@@ -68,7 +68,8 @@ class RAGProgram(dspy.Module):
     """
 
     #: Where the answer prompt shows the question when the answer step leaves it open: "first"
-    #: here; the budgeted programs (``OneShotRAG``, ``CombinedRAG``) fill a long context and say "auto".
+    #: here (BasicRAG); the programs that pack a budget (the one-shot, the agents, the router) say
+    #: "auto", which places it per question.
     default_question_at: ClassVar[str] = "first"
 
     def __init__(self, index: Any, *, lam: float = 0.4, retries: int = 1, answer: AnswerStep | None = None) -> None:

@@ -72,8 +72,8 @@ def _lines(path):
 def test_plan_labels_budgeted_strategies_per_budget():
     labels = [r.label for r in plan_strategies(["basic", "oneshot:no-filter", "combined", "basic"], budgets=[1000, 2000])]
     assert labels == ["basic", "oneshot:no-filter@1000", "oneshot:no-filter@2000", "combined@1000", "combined@2000"]
-    assert [r.label for r in plan_strategies(["oneshot", "reflective"], budget=3000)] == ["oneshot@3000", "reflective"]
-    # IterativeRAG takes a budget when one is given, and reads everything it kept otherwise
+    assert [r.label for r in plan_strategies(["oneshot", "reflective"], budget=3000)] == ["oneshot@3000", "reflective@3000"]
+    # IterativeRAG and ReflectiveRAG take a budget when one is given, and read everything they kept otherwise
     assert [r.label for r in plan_strategies(["iterative:no-delete"], budget=1000)] == ["iterative:no-delete@1000"]
     assert [(r.label, r.budget) for r in plan_strategies(["iterative"])] == [("iterative", None)]
     with pytest.raises(InputError, match="unknown strategy"):
