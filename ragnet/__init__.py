@@ -34,6 +34,7 @@ _LAZY = {
     "IterativeRAG": "ragnet.programs",
     "ReflectiveRAG": "ragnet.programs",
     "CombinedRAG": "ragnet.programs",
+    "RouterRAG": "ragnet.programs",
     "AnswerStep": "ragnet.signatures",
 }
 

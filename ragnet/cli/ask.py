@@ -22,7 +22,7 @@ def ask(
     question: str = typer.Argument(..., help="The question."),
     index_dir: Path = typer.Option(..., "--index", "-i", help="Index directory built by `ragnet index`."),
     strategy: str = typer.Option(
-        "auto", help="auto (ragnet's recommendation for the reader: oneshot:sentences at 1,000 tokens for a local "
+        "auto", help="auto (ragnet's recommendation for the reader: oneshot:sentences+hops at 1,000 tokens for a local "
                      "model, oneshot at 4,000 otherwise) | basic | oneshot | iterative | reflective | combined | router "
                      "(presets allowed)."),
     budget: Optional[int] = typer.Option(None, help="Token budget of the answer prompt (oneshot, combined, "

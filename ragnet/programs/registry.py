@@ -80,12 +80,13 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
 BUDGETED = {"oneshot", "combined", "iterative", "reflective", "router"}
 
 #: ``ragnet ask --strategy auto``: the strategy spec and answer budget ragnet recommends for a
-#: small local reader (a dense context of selected sentences, docs/design.md#selection-and-budgets)
-#: and for any other reader (the studies' pack of whole chunks, for readers that use a long context).
+#: small local reader (a dense context of selected sentences, docs/design.md#selection-and-budgets,
+#: with the LM-free bridge searches folded into the same pack: the second hop of multi-hop
+#: questions at no LM cost, docs/design.md#agent-loops) and for any other reader (the studies' pack of whole chunks, for readers that use a long context).
 #: A small local reader gets the same footing whatever strategy is named: a budgeted strategy given
 #: no budget answers at the local budget, with :data:`LOCAL_PACKING` where the strategy has it
 #: (:func:`resolve_strategy`); other readers keep each strategy's own default.
-RECOMMENDED = {"local": ("oneshot:sentences", 1000), "other": ("oneshot", 4000)}
+RECOMMENDED = {"local": ("oneshot:sentences+hops", 1000), "other": ("oneshot", 4000)}
 #: The packing preset a named budgeted strategy gets for a small local reader given no budget.
 LOCAL_PACKING = "sentences"
 
@@ -246,7 +247,7 @@ def recommended_strategy(reader: Any = None) -> tuple[str, int]:
 
     Example:
         >>> recommended_strategy("local:qwen2.5-coder-1.5b"), recommended_strategy("openai/gpt-4o-mini")
-        (('oneshot:sentences', 1000), ('oneshot', 4000))
+        (('oneshot:sentences+hops', 1000), ('oneshot', 4000))
     """
     return RECOMMENDED[_reader_kind(reader)]
 
@@ -278,7 +279,7 @@ def resolve_strategy(strategy: str, budget: int | None = None, reader: Any = Non
 
     Example:
         >>> resolve_strategy("auto", None, "local"), resolve_strategy("AUTO", 2000, "openai/gpt-4o")
-        (('oneshot:sentences', 1000), ('oneshot', 2000))
+        (('oneshot:sentences+hops', 1000), ('oneshot', 2000))
         >>> resolve_strategy("iterative:no-delete", None, "local"), resolve_strategy("reflective", None, "local")
         (('iterative:no-delete+sentences', 1000), ('reflective:sentences', 1000))
         >>> resolve_strategy("iterative", None, "openai/gpt-4o"), resolve_strategy("iterative", 2000, "local")

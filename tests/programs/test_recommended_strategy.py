@@ -20,7 +20,7 @@ Q = "What was the population of Aldermoor in 2021?"
 
 def test_a_local_reader_gets_sentences_in_1000_tokens_and_any_other_the_4000_token_pack(monkeypatch):
     monkeypatch.delenv("RAGNET_LM", raising=False)
-    assert recommended_strategy(None) == recommended_strategy("local") == ("oneshot:sentences", 1000)
+    assert recommended_strategy(None) == recommended_strategy("local") == ("oneshot:sentences+hops", 1000)
     assert recommended_strategy("local:/models/any.gguf") == RECOMMENDED["local"]
     assert recommended_strategy("ollama_chat/qwen2.5:7b") == recommended_strategy("openai/gpt-4o") == ("oneshot", 4000)
     assert recommended_strategy(dspy.LM("llamacpp/qwen2.5-coder-1.5b")) == RECOMMENDED["local"]
@@ -51,7 +51,7 @@ def ask(yearbook_index, monkeypatch, tmp_path):
 
 def test_ask_auto_answers_a_local_reader_from_selected_sentences_in_1000_tokens(ask):
     result, (prompt,) = ask("--lm", "local")
-    assert "strategy: oneshot:sentences, 1,000-token answer budget" in result.stdout
+    assert "strategy: oneshot:sentences+hops, 1,000-token answer budget" in result.stdout
     # OneShotRAG's default puts the question after the context
     assert prompt.rindex("[[ ## question ## ]]") > prompt.rindex("[[ ## context ## ]]")
 
@@ -60,7 +60,7 @@ def test_ask_auto_gives_another_reader_the_4000_token_pack_and_named_strategies_
     result, _ = ask("--lm", "openai/gpt-4o-mini")
     assert "strategy: oneshot, 4,000-token answer budget" in result.stdout
     result, _ = ask("--lm", "local", "--budget", "1500")  # a budget given is kept
-    assert "strategy: oneshot:sentences, 1,500-token answer budget" in result.stdout
+    assert "strategy: oneshot:sentences+hops, 1,500-token answer budget" in result.stdout
     result, (prompt,) = ask("--lm", "local", "--strategy", "basic")
     assert "strategy: basic\n" in result.stdout
     assert prompt.rindex("[[ ## question ## ]]") < prompt.rindex("[[ ## context ## ]]")
