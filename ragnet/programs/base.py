@@ -180,15 +180,17 @@ class RAGProgram(dspy.Module):
         return hits
 
     def _answer(self, question: str, chunks: list[Chunk], trace: Trace, *, notes: str = "") -> tuple[str, list[str]]:
-        """Run GenerateAnswer; evidence = cited ids, or the whole context when nothing valid was cited."""
+        """Run GenerateAnswer; evidence = cited ids, or the whole context when nothing valid was
+        cited, and none when the answer step failed (there is no answer to support)."""
         pred = self.answer(question=question, context=chunks, notes=notes)
+        failed = bool(getattr(pred, "fallback", False))
         cited = [cid for cid in (pred.evidence_ids or []) if cid in {c.id for c in chunks}]
-        evidence = cited or [c.id for c in chunks]
+        evidence = [] if failed else cited or [c.id for c in chunks]
         trace.add(
             "answer",
             evidence=evidence,
             cited=bool(cited),
-            fallback=bool(getattr(pred, "fallback", False)),
+            fallback=failed,
             context=[c.id for c in chunks],
             lm=self.answer.lm.name if self.answer.lm is not None else None,
             **({"reasoning": str(getattr(pred, "reasoning", "") or "")} if self.answer.reasoning else {}),

@@ -6,6 +6,8 @@ The LM is a real OpenAI-compatible HTTP server on 127.0.0.1 (``tests/lm/fault_se
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from rich.highlighter import ReprHighlighter
 from typer.testing import CliRunner
@@ -84,3 +86,11 @@ def test_search_prints_titles_and_text_as_given(index):
     result = runner.invoke(app, ["search", "capital of France", "--index", str(index.path), "-k", "1"])
     assert result.exit_code == 0, result.output  # a title holding [/dim] raised MarkupError
     assert "[/dim][red]Paris[/red]" in result.output
+
+
+def test_a_failed_answer_has_no_evidence_in_the_json_prediction_either(index, tmp_path):
+    with FaultServer("error500") as server:
+        result = _ask(index, server, tmp_path, "--json")
+    assert result.exit_code == 3, result.output
+    pred = json.loads(result.stdout)
+    assert pred["evidence"] == [] and pred["context"]  # the context is kept, nothing claims to support no answer
