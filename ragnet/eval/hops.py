@@ -77,10 +77,11 @@ def first_context(index: Any, question: str, budget: int, *, hops: int = 0, k: i
         return OneShotRAG(index, budget=budget, sentences=True, hops=hops, hop_k=k).retrieve(question)
 
 
-def missing_gold(record: Any, index: Any, context: Sequence[Any]) -> dict[str, set[str]]:
-    """The gold documents of ``record`` with no chunk in ``context``: ``{gold key: {chunk ids}}``."""
+def missing_gold(gold: dict[str, set[str]], context: Sequence[Any]) -> dict[str, set[str]]:
+    """The gold documents (``gold``: :func:`ragnet.eval.evidence.gold_chunks` of a record) with no
+    chunk in ``context``: ``{gold key: {chunk ids}}``."""
     in_context = {c.id for c in context}
-    return {key: ids for key, ids in gold_chunks(record, index).items() if ids and not ids & in_context}
+    return {key: ids for key, ids in gold.items() if ids and not ids & in_context}
 
 
 def hop_hit(index: Any, query: str | None, missing: dict[str, set[str]], exclude: Sequence[str], k: int = 5) -> bool:
@@ -208,7 +209,7 @@ class HopEvaluator(Evaluator):
     def _row(self, policy: str, q: Any, first: list[Any]) -> dict[str, Any]:
         gold = gold_chunks(q, self.index)
         in_context = {c.id for c in first}
-        missing = missing_gold(q, self.index, first)
+        missing = missing_gold(gold, first)
         row: dict[str, Any] = {"policy": policy, "id": str(q.id), "needs_hop": bool(missing),
                                "missing": sorted(missing)}
         if policy == "bridge":

@@ -322,6 +322,7 @@ def rewrite_cases(
     Raises:
         InputError: no question needs a hop (or none has gold documents in ``index``).
     """
+    from ragnet.eval.evidence import gold_chunks
     from ragnet.eval.hops import first_context, missing_gold
     from ragnet.signatures import format_context
 
@@ -331,7 +332,7 @@ def rewrite_cases(
     for rec in records:
         seen += 1
         context = first_context(index, rec.question, budget, k=k)
-        missing = missing_gold(rec, index, context)
+        missing = missing_gold(gold_chunks(rec, index), context)
         if not missing:
             continue
         shown = format_context(context)[0]
