@@ -70,8 +70,9 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     "combined": {"no-rules": {"rules": False}, "no-contextualize": {"contextualize": False},
                  "sentences": {"sentences": True}, "no-rewrite": {"rewrite": False}, "no-bridge": {"bridge": False},
                  "no-repeat-stop": {"stop_on_repeat": False}, "one-query": {"query_form": "one"}},
-    # the hard route of RouterRAG: bridge hops in the one-shot pack (its default), or an agent
-    "router": {"hops": {"hard": "oneshot:sentences+hops"}, "iterative": {"hard": "iterative:no-rewrite+sentences"},
+    # the hard route of RouterRAG: bridge hops in the one-shot pack (its default), or an agent (no delete step:
+    # a small step LM proposes only protected chunks, so the step costs a call a turn and deletes nothing)
+    "router": {"hops": {"hard": "oneshot:sentences+hops"}, "iterative": {"hard": "iterative:no-rewrite+no-delete+sentences"},
                "combined": {"hard": "combined:sentences+no-rewrite"}},
 }
 

@@ -22,7 +22,7 @@ Why ``oneshot:sentences+hops`` is the default hard route: of the multi-step prog
 dev questions it is the one that finds the second document most often, at the one-shot's cost of
 one LM call (docs/results/README.md, "Bridge hops"), and it rarely displaces first-hop evidence.
 With it the router saves the bridge searches and that rare displacement; with an agent as the
-hard route (preset ``router:iterative``: ``iterative:no-rewrite+sentences``) it also saves the
+hard route (preset ``router:iterative``: ``iterative:no-rewrite+no-delete+sentences``) it also saves the
 agent's LM calls on every question routed simple.
 
 Both routes share the router's answer step (its presets: ``router:cot``, ``router:qlast``), so
@@ -137,7 +137,7 @@ class RouterRAG(RAGProgram):
         hard: the multi-step route, any ragnet program but a router. None:
             ``oneshot:sentences+hops`` at ``budget`` (see the module docstring). From specs, build
             the router with :func:`ragnet.programs.registry.build_program` (``"router:iterative"``,
-            or ``hard="iterative:no-rewrite+sentences"`` as an override): the registry builds the
+            or ``hard="iterative:no-rewrite+no-delete+sentences"`` as an override): the registry builds the
             routes, the router takes programs.
         rule: a :class:`ragnet.core.routing.RouteRule` (None: its defaults), or any callable
             ``(RouteSignals) -> (route, reason)`` (or just the route) with route ``"simple"`` or ``"hard"``.

@@ -97,7 +97,7 @@ def test_the_hard_route_runs_the_agent_and_the_simple_route_makes_one_call(films
     router = build_program("router:iterative", films, budget=TIGHT)
     with run_with(ProgramLM()) as lm:
         hard = router(question=NESTED)
-    assert hard.route == "hard" and _route_event(hard)["program"] == "iterative:no-rewrite+sentences"
+    assert hard.route == "hard" and _route_event(hard)["program"] == "iterative:no-rewrite+no-delete+sentences"
     assert "rewrite" not in lm.steps() and lm.steps().count("answer") == 1 and len(lm.steps()) > 1  # the agent's steps
     with run_with(ProgramLM()) as lm:
         simple = router(question=COMPARISON)
