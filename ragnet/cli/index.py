@@ -13,7 +13,7 @@ from ragnet.errors import InputError
 
 
 def index(
-    paths: List[str] = typer.Argument(..., help="Files (.jsonl .txt .md), folders or globs to index."),
+    paths: List[str] = typer.Argument(..., help="Files (.jsonl .txt .md .pdf .html .docx), folders or globs to index."),
     out: Path = typer.Option(..., "--out", "-o", help="Directory to write the index to: new, empty, or a ragnet index (replaced atomically; other files in it are kept)."),
     chunk_tokens: int = typer.Option(256, help="Chunk size in LM tokens (cl100k)."),
     overlap: int = typer.Option(32, help="Overlap between consecutive chunks, in tokens."),
@@ -26,15 +26,18 @@ def index(
     gazetteer: Optional[Path] = typer.Option(None, help="File of place names, one per line, for chunk metadata."),
     sentences: bool = typer.Option(True, "--sentences/--no-sentences", help="Also embed every sentence, for sentence-level context selection (about doubles the embedding time)."),
     max_file_mb: float = typer.Option(20.0, "--max-file-mb", help="Refuse files larger than this (MB); chunking takes about a second per MB of unbroken text."),
+    on_error: str = typer.Option("fail", "--on-error", help="A file that cannot be read (encrypted or scanned PDF, damaged file, bad JSON line...): 'fail' lists every such file and indexes nothing (exit 2); 'skip' leaves them out and says which and why."),
 ) -> None:
     """Load documents, chunk, embed and build the hybrid (FAISS + BM25) index."""
-    from ragnet.corpus.loader import load_documents
+    from ragnet.corpus.loader import ON_ERROR, read_documents
     from ragnet.corpus.metadata import Gazetteer
     from ragnet.index import BuildEngine, DenseOptions, Index, IVFPQParams
     from ragnet.index.dense import KINDS
     from ragnet.index.embedder import Embedder, build_embedder
     from ragnet.index.index import check_output_folder
 
+    if on_error not in ON_ERROR:
+        raise InputError(f"choose one of {', '.join(ON_ERROR)}, got {on_error!r}", argument="on-error")
     check_output_folder(out)  # before reading or embedding anything
     if faiss_index not in KINDS:
         raise InputError(f"choose one of {', '.join(KINDS)}, got {faiss_index!r}", argument="faiss-index")
@@ -44,7 +47,10 @@ def index(
     engine = BuildEngine("ray", address=ray, workers=workers) if ray else BuildEngine()
     # Documents before the model: a bad file is reported in a second, not after loading torch.
     # Folders ragnet wrote (this index kept inside the folder it indexes) are skipped there.
-    docs = load_documents(paths, max_file_mb=max_file_mb)
+    report = read_documents(paths, max_file_mb=max_file_mb, on_error=on_error)
+    docs = report.documents
+    if report.skipped:  # before the slow part, so the user can stop and fix the files
+        say(report.summary())
     gaz = Gazetteer.from_file(gazetteer) if gazetteer else None
     # No backend named: the model's fp32 ONNX export (torch's vectors, faster), see build_embedder
     emb = build_embedder(embedder) if embed_backend is None else Embedder(embedder, backend=embed_backend)
@@ -54,7 +60,8 @@ def index(
     # processes then query through ONNX Runtime (the same vectors) instead of spending 8-10 s
     # importing torch (Index.embedder, backend "auto").
     emb.prepare_onnx_export()
-    typer.echo(f"indexed {len(docs)} documents as {len(idx)} chunks -> {out}")
+    skipped = f" ({len(report.skipped)} unreadable file(s) skipped, listed above)" if report.skipped else ""
+    typer.echo(f"indexed {len(docs)} documents as {len(idx)} chunks -> {out}{skipped}")
     if idx.kept_files:
         say(f"kept {len(idx.kept_files)} file(s) in {out} that are not part of the index: " + ", ".join(idx.kept_files))
 

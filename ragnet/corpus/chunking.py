@@ -30,6 +30,7 @@ import bisect
 import re
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
+from ragnet.corpus.locations import Locator, check_positions
 from ragnet.corpus.sentences import sentence_spans
 from ragnet.corpus.metadata import Gazetteer, _check_gazetteer, extract_with_title, title_parts
 from ragnet.corpus.tokens import count_tokens, count_tokens_batch
@@ -222,12 +223,12 @@ def _overlap_start(
 
 
 def _windows(text: str, chunk_tokens: int, overlap: int,
-             progress: Callable[[int], None] | None = None) -> list[tuple[str, int]]:
-    """Chunks of a text longer than ``chunk_tokens``: (text, token count) pairs; ``progress``
-    receives the characters each new window advances by."""
+             progress: Callable[[int], None] | None = None) -> list[tuple[int, int, int]]:
+    """Chunks of a text longer than ``chunk_tokens``: (start, end, token count) spans of
+    ``text``; ``progress`` receives the characters each new window advances by."""
     starts, ends, toks, heads = _units(text, chunk_tokens)
     n = len(starts)
-    out: list[tuple[str, int]] = []
+    out: list[tuple[int, int, int]] = []
     prefix = [0]
     for t in toks:
         prefix.append(prefix[-1] + t)
@@ -249,9 +250,9 @@ def _windows(text: str, chunk_tokens: int, overlap: int,
             chunk = text[lead : ends[e - 1]]
             exact = count_tokens(chunk)
         if exact > chunk_tokens:  # pragma: no cover - _units guards against it
-            out.extend((text[a:b], m) for a, b, m in _split_long_sentence(text, starts[j], ends[j], chunk_tokens))
+            out.extend(_split_long_sentence(text, starts[j], ends[j], chunk_tokens))
         else:
-            out.append((chunk, exact))
+            out.append((lead, ends[e - 1], exact))
         if progress is not None:
             progress(ends[e - 1] - (ends[j - 1] if j else 0))
         if e >= n:
@@ -267,8 +268,9 @@ def _windows(text: str, chunk_tokens: int, overlap: int,
     return out
 
 
-def _chunk_pairs(text: str, chunk_tokens: int, overlap: int, total: int | None = None,
-                 progress: Callable[[int], None] | None = None) -> list[tuple[str, int]]:
+def _chunk_spans(text: str, chunk_tokens: int, overlap: int, total: int | None = None,
+                 progress: Callable[[int], None] | None = None) -> list[tuple[int, int, int]]:
+    """The chunks of ``text`` as (start, end, token count): each chunk is ``text[start:end]``."""
     if not text.strip():
         return []
     if total is None:
@@ -276,7 +278,7 @@ def _chunk_pairs(text: str, chunk_tokens: int, overlap: int, total: int | None =
     if total <= chunk_tokens:
         if progress is not None:
             progress(len(text))
-        return [(text, total)]
+        return [(0, len(text), total)]
     return _windows(text, chunk_tokens, overlap, progress)
 
 
@@ -302,7 +304,7 @@ def chunk_text(text: str, chunk_tokens: int = 256, overlap: int = 32) -> list[st
     if not isinstance(text, str):
         raise InputError(f"must be a string, got {type(text).__name__}", argument="text")
     _check_sizes(chunk_tokens, overlap)
-    return [chunk for chunk, _ in _chunk_pairs(text, chunk_tokens, overlap)]
+    return [text[a:b] for a, b, _ in _chunk_spans(text, chunk_tokens, overlap)]
 
 
 # ------------------------------------------------------------------ documents
@@ -336,7 +338,9 @@ def chunk_documents(
     the same documents and settings always give the same chunks. ``Chunk.metadata`` is
     ``ragnet.corpus.metadata.extract_metadata(chunk text, doc title, gazetteer)``, with
     integer ``year``/``years`` from the document's metadata merged into ``title_years``,
-    plus the document's metadata under ``"doc"``.
+    plus the document's metadata under ``"doc"``, plus, when the document knows where it came
+    from (its ``location`` or ``positions``, set by ``load_documents``), the chunk's place in the
+    source under ``"location"`` (:mod:`ragnet.corpus.locations`: file, page, heading path, line).
 
     Args:
         docs: documents with unique ids and non-blank text.
@@ -371,6 +375,7 @@ def chunk_documents(
         if not isinstance(doc.text, str) or not doc.text.strip():
             where = doc.source or f"document {doc.id!r}"
             raise InputError(f"document {doc.id!r} has no text ({where})", argument="docs")
+        check_positions(doc)
 
     # one plain call per text: faster than count_tokens_batch, whose thread pool costs more
     # than it saves on short texts
@@ -379,11 +384,16 @@ def chunk_documents(
     for doc, total in zip(docs, totals):
         parts = title_parts(doc.title, gazetteer)
         declared = _declared_years(doc.metadata or {})
-        for position, (text, tokens) in enumerate(_chunk_pairs(doc.text, chunk_tokens, overlap, total, progress)):
+        locator = Locator(doc)
+        spans = _chunk_spans(doc.text, chunk_tokens, overlap, total, progress)
+        for position, (start, end, tokens) in enumerate(spans):
+            text = doc.text[start:end]
             meta = extract_with_title(text, parts, gazetteer)
             if declared:
                 meta["title_years"] = sorted(declared.union(meta["title_years"]))
             meta["doc"] = dict(doc.metadata or {})
+            if locator:
+                meta["location"] = locator.span(start, end)
             chunks.append(
                 Chunk(
                     id=f"{doc.id}#{position}",

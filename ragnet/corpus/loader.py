@@ -1,4 +1,4 @@
-"""Load documents from JSON Lines, plain-text and Markdown files, folders and glob patterns.
+"""Load documents from JSON Lines, plain-text, Markdown, PDF, HTML and DOCX files, folders and globs.
 
 Supported inputs:
 
@@ -11,6 +11,17 @@ Supported inputs:
   is at most 120 characters, else the file stem. A Markdown file may start with simple
   ``key: value`` front matter between ``---`` lines; ``title`` sets the title and the other
   keys go into ``metadata``.
+- ``.pdf``, ``.html``/``.htm``, ``.docx``: one document per file, read by
+  :mod:`ragnet.corpus.formats` (``pypdf``, ``beautifulsoup4``, ``python-docx``, imported only
+  when such a file is read). The id is the relative path as for text files; the title is
+  the one the file declares (PDF ``/Title``, HTML ``<title>`` or first ``h1``, DOCX core
+  properties), else as for text files; ``author``, ``date`` and ``year`` go into ``metadata``.
+  An encrypted, scanned-only (no text layer), truncated or malformed file, or an HTML page
+  with no text once its boilerplate is removed, is a problem like any other.
+- Every document records where it came from (``Document.location``: ``file``, and ``line``
+  for a JSONL record) and, for PDF pages and HTML, DOCX and Markdown headings, where each part
+  of its text sits (``Document.positions``), which chunking turns into each chunk's
+  ``metadata["location"]`` (:mod:`ragnet.corpus.locations`).
 - Folders are searched recursively in sorted order for those suffixes (hidden files and
   folders, whose names start with ``.``, are skipped; other files with unsupported
   suffixes are skipped with a warning).
@@ -23,7 +34,9 @@ Nothing is dropped silently: every problem raises ``ragnet.errors.InputError`` n
 file and line, e.g. ``docs.jsonl:3: invalid JSON: Expecting ',' delimiter (column 17)``. A
 broken or looping symbolic link, a pipe or a device where a file should be is such a
 problem too, and so is text that is not valid Unicode (a lone surrogate escape such as
-``"\\ud800"`` in a JSONL record), found before anything is embedded.
+``"\\ud800"`` in a JSONL record), found before anything is embedded. With
+``on_error="skip"`` the files with problems are left out whole instead (never part of a
+file), and :func:`read_documents` says which and why (:class:`LoadReport`).
 
 Example:
     >>> import tempfile, pathlib
@@ -43,28 +56,34 @@ import os
 import re
 import stat
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Union
 
+from ragnet.corpus.formats.markdown import ATX_HEADING, SETEXT_UNDERLINE, heading_positions
 from ragnet.corpus.outputs import ragnet_output
 from ragnet.corpus.types import Document
 from ragnet.errors import InputError
 
-__all__ = ["load_documents", "SUFFIXES"]
+__all__ = ["load_documents", "read_documents", "LoadReport", "SUFFIXES", "ON_ERROR"]
 
 PathLike = Union[str, os.PathLike]
 
 #: Supported file suffixes (lower case) and their format.
-SUFFIXES = {".jsonl": "jsonl", ".txt": "text", ".md": "markdown", ".markdown": "markdown"}
+SUFFIXES = {".jsonl": "jsonl", ".txt": "text", ".md": "markdown", ".markdown": "markdown",
+            ".pdf": "pdf", ".html": "html", ".htm": "html", ".docx": "docx"}
+#: Formats read from bytes by :mod:`ragnet.corpus.formats` rather than decoded as text.
+_BINARY_FORMATS = frozenset({"pdf", "html", "docx"})
+#: What ``load_documents`` does with a file it cannot read: report all and load nothing, or leave it out.
+ON_ERROR = ("fail", "skip")
 _SUPPORTED = ", ".join(SUFFIXES)
 #: Default largest file ``load_documents`` reads, in megabytes.
 DEFAULT_MAX_FILE_MB = 20.0
 MAX_TITLE_CHARS = 120
 _BINARY_PROBE = 8192
 _GLOB_MAGIC = re.compile(r"[*?\[]")
-_ATX_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
-_SETEXT_UNDERLINE = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
+_ATX_HEADING = ATX_HEADING
+_SETEXT_UNDERLINE = SETEXT_UNDERLINE
 _FRONT_MATTER_LINE = re.compile(r"^([A-Za-z_][\w\-]*)[ \t]*:[ \t]*(.*?)[ \t]*$")
 # a JSON escape of a UTF-16 surrogate: the only way a lone surrogate gets into decoded text
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
@@ -79,12 +98,63 @@ class _Source:
     rel_id: str  # id of a txt/md document
 
 
+@dataclass
+class LoadReport:
+    """What :func:`read_documents` read and what it left out.
+
+    Attributes:
+        documents: the documents read, in input order.
+        files_read: how many files they came from.
+        skipped: one ``InputError`` per file left out (``on_error="skip"``), in input order;
+            ``err.path`` is the file, ``str(err)`` the one-line reason.
+
+    Example:
+        >>> report = LoadReport([], 3, [InputError("encrypted PDF (it needs a password)", path="a.pdf")])
+        >>> print(report.summary())
+        read 3 files (0 documents); skipped 1 file:
+          encrypted PDF: a.pdf
+    """
+
+    documents: list[Document]
+    files_read: int
+    skipped: list[InputError] = field(default_factory=list)
+
+    def reasons(self) -> dict[str, list[str]]:
+        """Skipped files grouped by reason (the message up to its details), in order of first appearance."""
+        groups: dict[str, list[str]] = {}
+        for err in self.skipped:
+            groups.setdefault(_reason(err), []).append(err.path or str(err.argument or "?"))
+        return groups
+
+    def summary(self) -> str:
+        """``read N files (M documents); skipped K files:`` then one line per reason naming its files."""
+        plural = lambda n, word: f"{n} {word}{'' if n == 1 else 's'}"  # noqa: E731
+        head = f"read {plural(self.files_read, 'file')} ({plural(len(self.documents), 'document')})"
+        if not self.skipped:
+            return head
+        lines = [f"{head}; skipped {plural(len(self.skipped), 'file')}:"]
+        for reason, files in self.reasons().items():
+            lines.append(f"  {reason}: {', '.join(files)}")
+        return "\n".join(lines)
+
+
+def _reason(err: InputError) -> str:
+    """The kind of problem, without its details: ``"encrypted PDF"`` of ``"encrypted PDF (it needs...)"``."""
+    message = err.message
+    for stop in (":", " (", ";", ","):
+        cut = message.find(stop)
+        if cut > 0:
+            message = message[:cut]
+    return message.strip() or err.message
+
+
 def load_documents(
     paths: PathLike | Iterable[PathLike],
     *,
     glob: str | None = None,
     encoding: str = "utf-8",
     max_file_mb: float | None = DEFAULT_MAX_FILE_MB,
+    on_error: str = "fail",
 ) -> list[Document]:
     """Read documents from files, folders and glob patterns.
 
@@ -94,10 +164,14 @@ def load_documents(
             reached twice (say, named and inside a named folder) is read once.
         glob: inside folders, read only the files matching this pattern (relative to the
             folder, e.g. ``"**/*.md"``) instead of every supported file.
-        encoding: text encoding of the files (UTF-8 by default; a leading BOM is removed).
+        encoding: text encoding of the text files (UTF-8 by default; a leading BOM is
+            removed). HTML files declare their own (``<meta charset>``), else it is guessed.
         max_file_mb: refuse files larger than this many megabytes (None: no limit). Chunking
             takes about a second per MB of unbroken text on one core, so a huge file is more
             likely a mistake (a log, a dump) than a document; raise the limit for a real one.
+        on_error: ``"fail"`` (default): any bad file raises, listing every bad file, and
+            nothing is returned. ``"skip"``: bad files are left out whole and one warning
+            summarises them (:func:`read_documents` returns that summary instead).
 
     Returns:
         The documents, in input order.
@@ -107,18 +181,52 @@ def load_documents(
             suffix, is empty, binary or not valid in ``encoding``, a JSONL line is not a
             JSON object or lacks a non-empty string ``text`` or holds a lone surrogate, a file
             is larger than ``max_file_mb``, is a broken or looping symbolic link or not a
-            regular file, a named folder is ragnet's own output (an index, an eval run), two
-            documents share an id, or no document was found. The message names the file
-            and line; every bad file is reported at once (one line each), not only the first.
+            regular file, a PDF is encrypted, has no text layer or is damaged, a DOCX is
+            damaged or an HTML page has no text, a named folder is ragnet's own output (an
+            index, an eval run), two documents share an id, or no document was found. The
+            message names the file and line; every bad file is reported at once (one line
+            each), not only the first. With ``on_error="skip"``, only when no document is left.
 
     Example:
         >>> import tempfile, pathlib
         >>> f = pathlib.Path(tempfile.mkdtemp()) / "docs.jsonl"
         >>> _ = f.write_text('{"id": "d1", "title": "Paris", "text": "Paris is in France.", "year": 2019}\\n')
         >>> doc = load_documents(f)[0]
-        >>> doc.id, doc.title, doc.metadata
-        ('d1', 'Paris', {'year': 2019})
+        >>> doc.id, doc.title, doc.metadata, doc.location
+        ('d1', 'Paris', {'year': 2019}, {'file': 'docs.jsonl', 'line': 1})
     """
+    report = read_documents(paths, glob=glob, encoding=encoding, max_file_mb=max_file_mb, on_error=on_error)
+    if report.skipped:
+        warnings.warn(report.summary(), stacklevel=2)
+    return report.documents
+
+
+def read_documents(
+    paths: PathLike | Iterable[PathLike],
+    *,
+    glob: str | None = None,
+    encoding: str = "utf-8",
+    max_file_mb: float | None = DEFAULT_MAX_FILE_MB,
+    on_error: str = "fail",
+) -> LoadReport:
+    """:func:`load_documents`, returning what was read and what was skipped (``LoadReport``).
+
+    Arguments and errors as for :func:`load_documents`; with ``on_error="skip"`` a file with a
+    problem (any problem :func:`load_documents` names a file for, a duplicate id included) is
+    left out whole and listed in ``LoadReport.skipped``.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> folder = pathlib.Path(tempfile.mkdtemp())
+        >>> _ = (folder / "a.txt").write_text("Paris is in France.")
+        >>> _ = (folder / "b.txt").write_text("")
+        >>> report = read_documents(folder, on_error="skip")
+        >>> [d.id for d in report.documents], report.files_read, [e.message for e in report.skipped]
+        (['a.txt'], 1, ['file is empty'])
+    """
+    if on_error not in ON_ERROR:
+        raise InputError(f"must be one of {', '.join(ON_ERROR)}, got {on_error!r}", argument="on_error")
+    skip = on_error == "skip"
     codec = _check_encoding(encoding)
     if glob is not None and (not isinstance(glob, str) or not glob.strip()):
         raise InputError("must be a non-empty glob pattern such as '**/*.md'", argument="glob")
@@ -132,6 +240,7 @@ def load_documents(
     seen_ids: dict[str, str] = {}
     seen_files: set[Path] = set()
     problems: list[InputError] = []
+    files_read = 0
     for source in _expand(given, glob):
         try:
             key, size = _regular_file(source)
@@ -147,28 +256,39 @@ def load_documents(
         except InputError as err:  # report every bad file together, after reading the others
             problems.append(err)
             continue
+        clashes: list[InputError] = []
+        mine: dict[str, str] = {}
         for doc, line in found:
-            first = seen_ids.get(doc.id)
+            first = seen_ids.get(doc.id) or mine.get(doc.id)
             if first is not None:
-                problems.append(InputError(
+                clashes.append(InputError(
                     f"duplicate document id {doc.id!r} (first defined at {first}); ids must be unique",
                     path=source.display,
                     line=line,
                 ))
                 continue
-            seen_ids[doc.id] = doc.source
-            docs.append(doc)
-    if len(problems) == 1:
-        raise problems[0]
-    if problems:
+            mine[doc.id] = doc.source
+        if clashes:  # the whole file is left out, not only the documents after the clash
+            problems.extend(clashes[:1] if skip else clashes)
+            continue
+        seen_ids.update(mine)
+        docs.extend(doc for doc, _ in found)
+        files_read += 1
+    if problems and not skip:
+        if len(problems) == 1:
+            raise problems[0]
         shown = "\n  ".join(str(p) for p in problems[:20])
         more = f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else ""
         raise InputError(f"{len(problems)} problems in the input; nothing was indexed:\n  {shown}{more}",
                          argument="paths")
+    report = LoadReport(docs, files_read, problems)
     if not docs:
         names = ", ".join(str(p) for p in given)
+        if problems:
+            raise InputError(f"no documents left in {names}: every file was skipped\n  "
+                             + report.summary().split("\n", 1)[1].strip("\n"), argument="paths")
         raise InputError(f"no documents found in {names} (supported files: {_SUPPORTED})", argument="paths")
-    return docs
+    return report
 
 
 # ------------------------------------------------------------------ arguments and paths
@@ -427,12 +547,30 @@ def _check_size(source: _Source, size: int, max_file_mb: float | None) -> None:
 
 
 def _read(source: _Source, codec: str, encoding: str) -> list[tuple[Document, int | None]]:
-    """The documents of one file, each with its line number (None for txt/md)."""
-    text = _decode(source, codec, encoding)
+    """The documents of one file, each with its line number (None but for JSONL)."""
     kind = SUFFIXES[source.path.suffix.lower()]
+    if kind in _BINARY_FORMATS:
+        return [(_read_formatted(source, kind), None)]
+    text = _decode(source, codec, encoding)
     if kind == "jsonl":
         return _read_jsonl(source, text)
     return [(_read_text(source, text, markdown=kind == "markdown"), None)]
+
+
+def _read_formatted(source: _Source, kind: str) -> Document:
+    """A PDF, HTML or DOCX file as one document (:mod:`ragnet.corpus.formats`)."""
+    from ragnet.corpus.formats import read_file
+
+    try:
+        data = source.path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read file: {exc.strerror or exc}", path=source.display) from None
+    got = read_file(kind, data, source.display)
+    for note in got.notes:
+        warnings.warn(f"{source.display}: {note}", stacklevel=5)
+    title = got.title.strip() or _title(got.text, False) or source.path.stem
+    return Document(id=source.rel_id, title=title, text=got.text, metadata=dict(got.metadata),
+                    source=source.display, location={"file": source.rel_id}, positions=got.positions)
 
 
 def parse_jsonl_record(line: str, where: Any, number: int) -> dict:
@@ -462,7 +600,7 @@ def _read_jsonl(source: _Source, text: str) -> list[tuple[Document, int | None]]
         if not line.strip():
             continue
         record = parse_jsonl_record(line, where, number)
-        docs.append((_record_to_document(record, f"{stem}:{number}", where, number), number))
+        docs.append((_record_to_document(record, f"{stem}:{number}", where, number, source.rel_id), number))
     if not docs:
         raise InputError("file is empty (no JSON records)", path=where)
     return docs
@@ -497,7 +635,7 @@ def _json_type(value: Any) -> str:
     )
 
 
-def _record_to_document(record: dict, default_id: str, where: str, number: int) -> Document:
+def _record_to_document(record: dict, default_id: str, where: str, number: int, file: str) -> Document:
     def fail(message: str) -> InputError:
         return InputError(message, path=where, line=number)
 
@@ -540,7 +678,8 @@ def _record_to_document(record: dict, default_id: str, where: str, number: int) 
     if clash:
         raise fail(f"key {clash[0]!r} is given both at the top level and inside 'metadata'")
     merged = {**record, **metadata}
-    return Document(id=doc_id, title=title, text=text, metadata=merged, source=f"{where}:{number}")
+    return Document(id=doc_id, title=title, text=text, metadata=merged, source=f"{where}:{number}",
+                    location={"file": file, "line": number})
 
 
 def _read_text(source: _Source, text: str, *, markdown: bool) -> Document:
@@ -553,7 +692,8 @@ def _read_text(source: _Source, text: str, *, markdown: bool) -> Document:
     title = metadata.pop("title", None)
     if not isinstance(title, str) or not title.strip():
         title = _title(text, markdown) or source.path.stem
-    return Document(id=source.rel_id, title=title, text=text, metadata=metadata, source=source.display)
+    return Document(id=source.rel_id, title=title, text=text, metadata=metadata, source=source.display,
+                    location={"file": source.rel_id}, positions=heading_positions(text) if markdown else ())
 
 
 def _title(text: str, markdown: bool) -> str | None:
@@ -569,7 +709,7 @@ def _title(text: str, markdown: bool) -> str | None:
                 continue
             m = _ATX_HEADING.match(line)
             if m:
-                return m.group(1).strip()
+                return m.group(2).strip()
             if line.strip() and i + 1 < len(lines) and _SETEXT_UNDERLINE.match(lines[i + 1]):
                 return line.strip()
     for line in lines:

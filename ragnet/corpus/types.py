@@ -16,10 +16,21 @@ class Document:
         text: the full text.
         metadata: free-form JSON-compatible metadata from the source (e.g. ``{"year": 2019}``).
         source: where it was read from, ``"path"`` or ``"path:line"``; used in error messages.
+        location: where the whole document sits, JSON-compatible: ``"file"`` (the path relative
+            to the folder indexed) and, for a JSONL record, ``"line"``; empty when unknown.
+        positions: where each part of ``text`` sits, as ``(character offset, place)`` pairs in
+            ascending offset order; a place (``{"page": 3}`` in a PDF, ``{"headings": ["Intro",
+            "Scope"]}`` in HTML, DOCX and Markdown) holds from its offset up to the next one.
+            Chunking turns both into each chunk's ``metadata["location"]``
+            (:class:`ragnet.corpus.locations.Locator`).
 
     Example:
         >>> Document(id="d1", title="Paris", text="Paris is the capital of France.").title
         'Paris'
+        >>> d = Document(id="r", title="", text="Page one.\\n\\nPage two.", location={"file": "r.pdf"},
+        ...              positions=((0, {"page": 1}), (11, {"page": 2})))
+        >>> d.positions[1]
+        (11, {'page': 2})
     """
 
     id: str
@@ -27,6 +38,8 @@ class Document:
     text: str
     metadata: dict[str, Any] = field(default_factory=dict)
     source: str = ""
+    location: dict[str, Any] = field(default_factory=dict)
+    positions: tuple[tuple[int, dict[str, Any]], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -41,7 +54,10 @@ class Chunk:
         tokens: length of ``text`` in LM tokens (``ragnet.corpus.tokens.count_tokens``).
         position: 0-based index of the chunk within its document.
         metadata: rule-extracted metadata (see ``ragnet.corpus.metadata``) merged with the
-            document's own metadata under the key ``"doc"``.
+            document's own metadata under the key ``"doc"`` and, when the source is known, where
+            the chunk came from under ``"location"``: ``"file"``, ``"page"`` and ``"page_end"``
+            (PDF, the latter only when the chunk spans pages), ``"headings"`` (HTML, DOCX,
+            Markdown: the heading path, outermost first) and ``"line"`` (a JSONL record).
         score: hybrid retrieval score of the last search (0.0 when not retrieved).
         dense_score: raw cosine similarity to the query (None when not computed).
         bm25_score: raw BM25 score for the query (None when not computed).

@@ -53,8 +53,10 @@ def _chunk_rows(row: dict[str, Any], chunk_tokens: int, overlap: int, gazetteer_
     from ragnet.corpus.chunking import chunk_documents
     from ragnet.corpus.metadata import Gazetteer
 
+    place = json.loads(row["place"])
     doc = Document(id=row["id"], title=row["title"], text=row["text"], metadata=json.loads(row["metadata"]),
-                   source=row["source"])
+                   source=row["source"], location=place["location"],
+                   positions=tuple((offset, where) for offset, where in place["positions"]))
     gaz = Gazetteer(gazetteer_names) if gazetteer_names else None
     return [
         {"doc_row": row["row"], "id": c.id, "doc_id": c.doc_id, "title": c.title, "text": c.text,
@@ -155,7 +157,8 @@ def shards(docs: Sequence[Document], *, embedder: str, backend: str | None, chun
     ctx.execution_options.preserve_order = True
     ctx.enable_progress_bars = False
     items = [{"row": i, "id": d.id, "title": d.title, "text": d.text,
-              "metadata": json.dumps(d.metadata, ensure_ascii=False), "source": d.source}
+              "metadata": json.dumps(d.metadata, ensure_ascii=False), "source": d.source,
+              "place": json.dumps({"location": d.location, "positions": d.positions}, ensure_ascii=False)}
              for i, d in enumerate(docs)]
     ds = ray.data.from_items(items, override_num_blocks=max(1, min(len(items), 8 * workers)))
     chunked = ds.flat_map(_chunk_rows, fn_kwargs={"chunk_tokens": chunk_tokens, "overlap": overlap,

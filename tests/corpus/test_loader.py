@@ -196,7 +196,7 @@ def test_nonexistent_path(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("name", "hint"), [("report.pdf", "'.pdf'"), ("data.json", "JSON Lines"), ("README", "no suffix")]
+    ("name", "hint"), [("slides.pptx", "'.pptx'"), ("data.json", "JSON Lines"), ("README", "no suffix")]
 )
 def test_unsupported_suffix(tmp_path, name, hint):
     path = tmp_path / name
@@ -213,15 +213,15 @@ def test_empty_folder(tmp_path):
     folder.mkdir()
     with pytest.raises(InputError) as info:
         load_documents(folder)
-    assert str(info.value).startswith(f"{folder}: no .jsonl, .txt, .md, .markdown files in this folder")
+    assert str(info.value).startswith(f"{folder}: no .jsonl, .txt, .md, .markdown, .pdf, .html, .htm, .docx files in this folder")
     assert "empty" in str(info.value)
 
 
 def test_folder_with_only_unsupported_files(tmp_path):
-    (tmp_path / "a.pdf").write_bytes(b"%PDF")
-    (tmp_path / "b.pdf").write_bytes(b"%PDF")
-    (tmp_path / "c.html").write_text("<p>x</p>")
-    with pytest.raises(InputError, match=r"found only 1 \.html, 2 \.pdf"):
+    (tmp_path / "a.pptx").write_bytes(b"PK")
+    (tmp_path / "b.pptx").write_bytes(b"PK")
+    (tmp_path / "c.odt").write_text("x")
+    with pytest.raises(InputError, match=r"found only 1 \.odt, 2 \.pptx"):
         load_documents(tmp_path)
 
 

@@ -1,0 +1,214 @@
+"""PDF files: the text layer of every page, with each page's offset, read with ``pypdf``.
+
+One document per file. Pages are joined by a blank line and ``positions`` holds each page's
+offset as ``{"page": n}`` (1-based); a page without text adds no text and no position. The title, author
+and creation date come from the document information dictionary (``/Title``, ``/Author``,
+``/CreationDate``); the creation date also gives ``year``, which the chunk filter reads as the
+document's year.
+
+Refused, one line each naming the file: an encrypted file that does not open with an empty
+password; a file that is not a PDF, is truncated (no ``%%EOF`` marker at its end) or that
+``pypdf`` cannot parse; a file where no page has a text layer (a scan: run OCR first, for
+example ``ocrmypdf``). A file where only some pages lack text is read, with a note naming those
+pages.
+
+``pypdf`` is the default engine: pure Python, it reads the benchmark PDFs
+(``python -m ragnet.bench.studies.ingest_pdfs``) faster than ``pdfminer.six`` with the same words
+recovered; ``engine="pdfminer"`` reads with ``pdfminer.six`` instead, when it is installed.
+
+Example:
+    >>> from fpdf import FPDF  # doctest: +SKIP
+    >>> pdf = FPDF(); pdf.set_font("Helvetica", size=12)  # doctest: +SKIP
+    >>> for words in ("Page one.", "Page two."):  # doctest: +SKIP
+    ...     pdf.add_page(); pdf.cell(text=words)
+    >>> got = read_pdf(bytes(pdf.output()), "two.pdf")  # doctest: +SKIP
+    >>> got.text, got.positions  # doctest: +SKIP
+    ('Page one.\\n\\nPage two.', ((0, {'page': 1}), (11, {'page': 2})))
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import re
+import warnings
+from typing import Any, Iterator
+
+from ragnet.corpus.formats import Extracted, TextBuilder, date_metadata, require_reader
+from ragnet.errors import InputError
+
+__all__ = ["read_pdf", "ENGINES"]
+
+#: PDF text engines ``read_pdf`` knows.
+ENGINES = ("pypdf", "pdfminer")
+
+_EOF_WINDOW = 4096  # bytes at the end of the file searched for the %%EOF marker
+# pypdf's log messages when objects the pages need are missing: the file lost part of itself,
+# and what text is left would be part of a document (a repaired cross-reference table alone is
+# common in files other tools edited and loses nothing)
+_DAMAGE = re.compile(r"not defined|page tree entry|truncat|unexpected end", re.I)
+
+
+class _Collect(logging.Handler):
+    def __init__(self, into: list[str]) -> None:
+        super().__init__(logging.WARNING)
+        self.into = into
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.into.append(record.getMessage())
+
+
+@contextlib.contextmanager
+def _quiet(logger_name: str, into: list[str] | None = None) -> Iterator[None]:
+    """Keep a parser's recoverable-problem chatter (log records, warnings) off the user's screen,
+    collecting the log messages in ``into``: what matters is reported as one InputError."""
+    logger = logging.getLogger(logger_name)
+    level, propagate = logger.level, logger.propagate
+    handler = _Collect(into if into is not None else [])
+    logger.setLevel(logging.WARNING)
+    logger.propagate = False
+    logger.addHandler(handler)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        logger.propagate = propagate
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+def _check_container(data: bytes, where: str) -> None:
+    head = data[:1024].lstrip()
+    if not head.startswith(b"%PDF-") and b"%PDF-" not in data[:1024]:
+        raise InputError("not a PDF file (no %PDF- header); is it another format renamed .pdf?", path=where)
+    if b"%%EOF" not in data[-_EOF_WINDOW:]:
+        raise InputError("truncated or damaged PDF (no %%EOF marker at the end of the file); "
+                         "download or export it again", path=where)
+
+
+def _pypdf_pages(data: bytes, where: str) -> tuple[list[str], dict[str, Any]]:
+    pypdf = require_reader("pdf", where)
+    from pypdf.errors import DependencyError, FileNotDecryptedError, PdfReadError
+
+    problems: list[str] = []
+    with _quiet("pypdf", problems):
+        try:
+            reader = pypdf.PdfReader(io.BytesIO(data), strict=False)
+            if reader.is_encrypted:
+                try:
+                    opened = reader.decrypt("")
+                except DependencyError:
+                    raise InputError("encrypted PDF whose cipher needs the cryptography package; run: pip install "
+                                     "cryptography", path=where) from None
+                if not opened:
+                    raise InputError("encrypted PDF (it needs a password); save a copy without encryption and "
+                                     "index that", path=where)
+            pages = [page.extract_text() or "" for page in reader.pages]
+            damage = next((m for m in problems if _DAMAGE.search(m)), None)
+            if damage is not None:
+                raise InputError(f"damaged PDF: parts of it are missing (pypdf: {' '.join(damage.split())[:120]}); "
+                                 "download or export it again", path=where)
+        except InputError:
+            raise
+        except FileNotDecryptedError:
+            raise InputError("encrypted PDF (it needs a password); save a copy without encryption and index that",
+                             path=where) from None
+        except (PdfReadError, Exception) as exc:  # a damaged file can fail anywhere inside the parser
+            raise InputError(f"malformed PDF, pypdf cannot read it: {_one_line(exc)}", path=where) from None
+        info: dict[str, Any] = {}
+        try:
+            meta = reader.metadata
+            if meta is not None:
+                info = {"title": meta.get("/Title"), "author": meta.get("/Author")}
+                try:
+                    info["created"] = meta.creation_date
+                except Exception:  # an unparsable /CreationDate is no reason to refuse the text
+                    info["created"] = None
+        except Exception:
+            info = {}
+    return pages, info
+
+
+def _pdfminer_pages(data: bytes, where: str) -> tuple[list[str], dict[str, Any]]:
+    try:
+        from pdfminer.high_level import extract_text
+        from pdfminer.pdfdocument import PDFPasswordIncorrect
+    except ImportError:
+        raise InputError("engine 'pdfminer' needs the pdfminer.six package; run: pip install pdfminer.six",
+                         path=where) from None
+    with _quiet("pdfminer"):
+        try:
+            text = extract_text(io.BytesIO(data))
+        except PDFPasswordIncorrect:
+            raise InputError("encrypted PDF (it needs a password); save a copy without encryption and index that",
+                             path=where) from None
+        except Exception as exc:
+            raise InputError(f"malformed PDF, pdfminer cannot read it: {_one_line(exc)}", path=where) from None
+    pages = text.split("\f")
+    if pages and not pages[-1].strip():
+        pages.pop()  # the form feed after the last page
+    return pages, {}
+
+
+def _pages_summary(numbers: list[int]) -> str:
+    """``"3, 5-7"`` from sorted page numbers."""
+    runs: list[str] = []
+    start = prev = numbers[0]
+    for n in numbers[1:] + [None]:  # type: ignore[list-item]
+        if n is not None and n == prev + 1:
+            prev = n
+            continue
+        runs.append(str(start) if start == prev else f"{start}-{prev}")
+        if n is not None:
+            start = prev = n
+    return ", ".join(runs)
+
+
+def read_pdf(data: bytes, where: str, engine: str = "pypdf") -> Extracted:
+    """The text of a PDF's pages, with each page's offset as ``{"page": n}`` positions.
+
+    Args:
+        data: the file's bytes.
+        where: the file as named in messages.
+        engine: ``"pypdf"`` (default) or ``"pdfminer"`` (``pdfminer.six``; no metadata).
+
+    Returns:
+        The text (pages joined by a blank line), title, ``author``/``date``/``year`` metadata
+        when declared, page positions, and a note naming pages without text when some lack it.
+
+    Raises:
+        InputError: not a PDF, truncated, encrypted, unparsable, or no page has text.
+    """
+    if engine not in ENGINES:
+        raise InputError(f"unknown PDF engine {engine!r}; choose one of {', '.join(ENGINES)}", argument="engine")
+    _check_container(data, where)
+    pages, info = (_pypdf_pages if engine == "pypdf" else _pdfminer_pages)(data, where)
+    if not pages:
+        raise InputError("PDF has no pages", path=where)
+    builder = TextBuilder()
+    empty = [n for n, page in enumerate(pages, start=1) if not builder.add(page, {"page": n})]
+    if len(empty) == len(pages):
+        what = "its page has" if len(pages) == 1 else f"none of its {len(pages)} pages has"
+        raise InputError(f"no text layer: {what} extractable text (a scan or images only?); run OCR first "
+                         "(for example ocrmypdf) and index the result", path=where)
+    notes = []
+    if empty:
+        which = f"page {empty[0]} has" if len(empty) == 1 else f"pages {_pages_summary(empty)} have"
+        notes.append(f"{which} no text layer (scanned?) and {'was' if len(empty) == 1 else 'were'} left out; "
+                     f"{len(pages) - len(empty)} of {len(pages)} pages read")
+    metadata: dict[str, Any] = {}
+    title = info.get("title")
+    title = " ".join(title.split()) if isinstance(title, str) else ""
+    author = info.get("author")
+    if isinstance(author, str) and author.strip():
+        metadata["author"] = " ".join(author.split())
+    metadata.update(date_metadata(info.get("created")))
+    return Extracted(text=builder.text(), title=title, metadata=metadata, positions=builder.positions(),
+                     notes=notes)
