@@ -1,6 +1,12 @@
 """What every ragnet program shares: the answer step, searches that are traced, and the
 ``dspy.Prediction`` every program returns (``answer``, ``evidence``, ``context`` ids,
-``passages`` as the reader saw them, ``notes``, ``trace``, ``usage``).
+``passages`` as the reader saw them, ``citations``, ``notes``, ``trace``, ``usage``).
+
+``citations`` is one plain dict per ``evidence`` id, in that order: the chunk's ``id``,
+``doc_id`` and ``title``, where in the source it is from when the index knows it (``file``,
+``page``, ``page_end``, ``headings``, ``line``), and the ``sentences`` of it the reader saw (the
+selected ones for a sentence-packed context). A failed answer has no evidence and no citations.
+See :mod:`ragnet.programs.citations`.
 
 Programs subclass :class:`RAGProgram` and implement ``_run(question, trace) -> RunResult``.
 The base ``forward`` validates the question, meters LM usage and wall time, and assembles
@@ -19,6 +25,7 @@ import dspy
 from ragnet.corpus.types import Chunk
 from ragnet.errors import InputError
 from ragnet.lm.usage import track_usage
+from ragnet.programs.citations import citations
 from ragnet.programs.trace import Trace
 from ragnet.signatures import AnswerStep, Step, recording
 
@@ -157,6 +164,8 @@ class RAGProgram(dspy.Module):
             context=[c.id for c in result.context],
             # the context as the reader saw it (sentence selection and crops shorten chunk texts)
             passages=[{"id": c.id, "title": c.title, "text": c.text} for c in result.context],
+            # where each evidence chunk is from and the sentences of it the reader saw
+            citations=citations(result.evidence, result.context),
             notes=result.notes,
             trace=trace.to_list(),
             usage=usage,

@@ -27,7 +27,7 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
 import numpy as np
@@ -36,6 +36,7 @@ from ragnet.core import links
 from ragnet.core import sentences as core_sentences
 from ragnet.corpus.tokens import count_tokens_batch
 from ragnet.corpus.types import Chunk
+from ragnet.programs.citations import SHOWN_SENTENCES
 from ragnet.programs.packing import PackResult, PromptBudget
 from ragnet.signatures.formatting import chunk_header
 
@@ -179,8 +180,13 @@ def crop_to_sentences(chunks: Sequence[Chunk], cands: SentenceCandidates,
         if len(js) == n_all:
             out.append(chunks[c])
         else:
-            text = _crop(chunks[c], [cands.texts[j] for j in js], [int(cands.position[j]) for j in js])
-            out.append(chunks[c].with_text(text, int(cands.tokens[js].sum()) + len(js) - 1))
+            kept = [cands.texts[j] for j in js]
+            text = _crop(chunks[c], kept, [int(cands.position[j]) for j in js])
+            # the chunk keeps its metadata (location, rules) and records the sentences it shows,
+            # which the answer's citations quote (a new dict: the index's chunk is not touched)
+            metadata = {**chunks[c].metadata, SHOWN_SENTENCES: {"text": text, "sentences": kept}}
+            out.append(replace(chunks[c], text=text, tokens=int(cands.tokens[js].sum()) + len(js) - 1,
+                               metadata=metadata))
         info.append({"id": chunks[c].id, "sentences": n_all, "kept": [int(cands.position[j]) for j in js],
                      "tokens_before": chunks[c].tokens, "tokens_after": out[-1].tokens})
     return out, info

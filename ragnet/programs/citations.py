@@ -1,0 +1,140 @@
+"""Answers that cite: where each evidence chunk comes from and the sentences of it the reader saw.
+
+Every program's Prediction carries ``citations`` (:func:`citations`), one plain dict per evidence
+chunk in ``evidence`` order, as ``passages`` carries one per context chunk, so ``--json`` and a
+program's caller read them without a ragnet type:
+
+``id``, ``doc_id``, ``title``
+    the chunk, its document and the document's title.
+``file``, ``page``, ``page_end``, ``headings``, ``line``
+    where in the source, each only when the index knows it (``chunk.metadata["location"]``,
+    written at ingestion: the source file, the PDF page or page range, the heading path of an
+    HTML, DOCX or Markdown section, the line of a JSONL record). An index built before locations
+    were recorded, or from documents made in Python, gives none of them.
+``sentences``
+    what of the chunk was in front of the reader: for a sentence-packed context exactly the
+    selected sentences (sentence packing records them, :func:`shown_sentences`), otherwise the
+    passage as shown (whole, or cropped by an LM) split with ragnet's one sentence splitter.
+
+A failed answer has no evidence, so it cites nothing.
+
+Example:
+    >>> from ragnet.corpus.types import Chunk
+    >>> chunk = Chunk(id="report#3", doc_id="report", title="Annual report", tokens=9,
+    ...               text="Revenue rose in 2023. Costs fell.",
+    ...               metadata={"location": {"file": "report.pdf", "page": 4, "page_end": 5,
+    ...                                      "headings": ["Results", "Revenue"]}})
+    >>> [cite] = citations(["report#3"], [chunk])
+    >>> cite["page"], cite["headings"], cite["sentences"]
+    (4, ['Results', 'Revenue'], ['Revenue rose in 2023.', 'Costs fell.'])
+    >>> source_line(cite)
+    'Annual report — report.pdf, p. 4–5 · Results > Revenue'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ragnet.corpus.sentences import split_sentences
+from ragnet.corpus.types import Chunk
+
+__all__ = ["LOCATION_FIELDS", "SHOWN_SENTENCES", "citation", "citations", "shown_sentences", "source_line"]
+
+#: The location fields a citation copies from ``chunk.metadata["location"]``, in output order.
+LOCATION_FIELDS = ("file", "page", "page_end", "headings", "line")
+
+#: The metadata key under which sentence packing records what it kept of a chunk:
+#: ``{"text": the cropped text, "sentences": [the kept sentences, in document order]}``. Only
+#: context chunks carry it (never the index's own chunks); the text is kept beside the sentences
+#: so a later change of the chunk's text makes the record stale instead of wrong.
+SHOWN_SENTENCES = "shown_sentences"
+
+
+def shown_sentences(chunk: Chunk) -> list[str]:
+    """The sentences of ``chunk`` that its text shows the reader.
+
+    The sentences sentence packing recorded when they still make up the chunk's text; otherwise
+    the text split with :func:`ragnet.corpus.sentences.split_sentences` (a text the splitter finds
+    no boundary in is one sentence, as in the index's sentence store).
+
+    Example:
+        >>> shown = {"text": "Rome is old. … It has a river.", "sentences": ["Rome is old.", "It has a river."]}
+        >>> c = Chunk(id="d#0", doc_id="d", title="T", text=shown["text"], tokens=9,
+        ...           metadata={SHOWN_SENTENCES: shown})
+        >>> shown_sentences(c)
+        ['Rome is old.', 'It has a river.']
+        >>> shown_sentences(c.with_text("Rome is old. It is big.", 7))  # the record no longer matches
+        ['Rome is old.', 'It is big.']
+    """
+    record = chunk.metadata.get(SHOWN_SENTENCES) if isinstance(chunk.metadata, Mapping) else None
+    if isinstance(record, Mapping) and record.get("text") == chunk.text:
+        kept = record.get("sentences")
+        if isinstance(kept, (list, tuple)) and all(isinstance(s, str) for s in kept):
+            return list(kept)
+    text = chunk.text or ""
+    return split_sentences(text) or ([text.strip()] if text.strip() else [])
+
+
+def _location(metadata: Any) -> dict[str, Any]:
+    """The well-formed location fields of a chunk's metadata (ill-typed ones are left out, so a
+    citation is always JSON-compatible)."""
+    loc = metadata.get("location") if isinstance(metadata, Mapping) else None
+    if not isinstance(loc, Mapping):
+        return {}
+    out: dict[str, Any] = {}
+    for key in LOCATION_FIELDS:
+        value = loc.get(key)
+        if key == "file":
+            ok = isinstance(value, str) and value != ""
+        elif key == "headings":
+            ok = isinstance(value, (list, tuple)) and bool(value) and all(isinstance(h, str) for h in value)
+            value = list(value) if ok else value
+        else:  # page, page_end, line: positive integers
+            ok = isinstance(value, int) and not isinstance(value, bool) and value >= 1
+        if ok:
+            out[key] = value
+    return out
+
+
+def citation(chunk: Chunk) -> dict[str, Any]:
+    """The citation of one context chunk (see the module docstring for its fields)."""
+    return {"id": chunk.id, "doc_id": chunk.doc_id, "title": chunk.title, **_location(chunk.metadata),
+            "sentences": shown_sentences(chunk)}
+
+
+def citations(evidence: Sequence[str], context: Sequence[Chunk]) -> list[dict[str, Any]]:
+    """One citation per evidence id, in ``evidence`` order, from the context chunk with that id
+    (the chunk as the reader saw it). An id with no context chunk is left out: the answer step
+    keeps only cited ids that are in its context, so it does not happen in ragnet's programs."""
+    by_id: dict[str, Chunk] = {}
+    for chunk in context:
+        by_id.setdefault(chunk.id, chunk)
+    return [citation(by_id[cid]) for cid in evidence if cid in by_id]
+
+
+def source_line(cite: Mapping[str, Any]) -> str:
+    """Where a citation is from, in one line: ``Title — file, p. 4–5 · Outer > Inner`` (each part
+    only when known; ``line N`` for a JSONL record).
+
+    Example:
+        >>> source_line({"title": "Notes", "file": "notes.jsonl", "line": 12})
+        'Notes — notes.jsonl, line 12'
+        >>> source_line({"title": "Paris", "page": 2})
+        'Paris — p. 2'
+        >>> source_line({"title": "Paris"})
+        'Paris'
+    """
+    place = []
+    if cite.get("file"):
+        place.append(str(cite["file"]))
+    page, page_end = cite.get("page"), cite.get("page_end")
+    if page:
+        place.append(f"p. {page}–{page_end}" if page_end and page_end != page else f"p. {page}")
+    if cite.get("line"):
+        place.append(f"line {cite['line']}")
+    where = ", ".join(place)
+    if cite.get("headings"):
+        where = " · ".join(part for part in (where, " > ".join(cite["headings"])) if part)
+    title = str(cite.get("title") or "")
+    return " — ".join(part for part in (title, where) if part)

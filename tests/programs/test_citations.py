@@ -1,0 +1,109 @@
+"""``pred.citations``: one per evidence chunk, in evidence order, with where the chunk is from and
+exactly the sentences of it the reader saw; none for a failed answer.
+
+A real index whose chunks carry locations (``tests/located.py``) and a scripted LM for the
+control flow: it cites chunks by their titles in the prompt, so the cited order is known.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from ragnet.corpus.sentences import split_sentences
+from ragnet.corpus.types import Document
+from ragnet.programs import BasicRAG
+from ragnet.programs.registry import build_program
+from tests.located import build_located_index
+from tests.programs.scripted import ProgramLM
+
+QUESTION = "Why did Acme revenue rise in 2023?"
+REPORT = ("Acme Corporation publishes an annual report every spring. The board met in Oslo twice. "
+          "The cafeteria menu changed in March. The parking lot was repaved in the autumn. "
+          "Revenue at Acme rose by 12 percent in 2023 because exports to Brazil doubled. "
+          "The annual picnic was cancelled because of rain.")
+NOTES = "Exports to Brazil doubled after a new port opened in Santos. The team visited the port in June."
+TEA = "Tea is a drink made from leaves. It is popular in Britain."
+LOCATIONS = {
+    "report#0": {"file": "reports/acme.pdf", "page": 4, "page_end": 5, "headings": ["Results", "Revenue"]},
+    "notes#0": {"file": "notes.jsonl", "line": 12},
+}
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory):
+    docs = [Document(id="report", title="Annual report", text=REPORT),
+            Document(id="notes", title="Field notes", text=NOTES),
+            Document(id="tea", title="Tea", text=TEA)]
+    return build_located_index(docs, tmp_path_factory.mktemp("citations") / "idx", LOCATIONS)
+
+
+def citing(*titles: str):
+    """An answer responder that cites the chunks with these titles, in this order."""
+
+    def answer(prompt: str, n: int):
+        shorts = {t: re.findall(rf"\[(c\d+)\] {re.escape(t)}: ", prompt) for t in titles}
+        return {"answer": "exports to Brazil doubled", "evidence_ids": [shorts[t][-1] for t in titles if shorts[t]]}
+
+    return answer
+
+
+def _sentences(index, cid):
+    return split_sentences(index.chunk(cid).text)
+
+
+def test_whole_chunks_are_cited_in_evidence_order_with_their_location_and_sentences(index, run_with):
+    with run_with(ProgramLM(answer=citing("Field notes", "Annual report"))):
+        pred = BasicRAG(index, k=3)(question=QUESTION)
+    assert pred.evidence == ["notes#0", "report#0"]
+    assert pred.context.index("report#0") < pred.context.index("notes#0")  # cited order, not context order
+    notes, report = pred.citations
+    assert notes == {"id": "notes#0", "doc_id": "notes", "title": "Field notes", "file": "notes.jsonl",
+                     "line": 12, "sentences": _sentences(index, "notes#0")}
+    assert report == {"id": "report#0", "doc_id": "report", "title": "Annual report", "file": "reports/acme.pdf",
+                      "page": 4, "page_end": 5, "headings": ["Results", "Revenue"],
+                      "sentences": _sentences(index, "report#0")}
+    assert len(report["sentences"]) == 6  # the splitter's sentences of the whole chunk
+    assert json.loads(json.dumps(pred.citations)) == pred.citations
+
+
+def test_a_chunk_without_a_location_cites_its_id_title_and_sentences_only(index, run_with):
+    with run_with(ProgramLM(answer=citing("Tea"))):
+        pred = BasicRAG(index, k=3)(question="Where is tea popular?")
+    assert pred.citations == [{"id": "tea#0", "doc_id": "tea", "title": "Tea",
+                               "sentences": ["Tea is a drink made from leaves.", "It is popular in Britain."]}]
+
+
+def test_sentence_packing_cites_exactly_the_selected_sentences(index, run_with):
+    program = build_program("oneshot:sentences", index, budget=500)  # room for some sentences of both
+    with run_with(ProgramLM(answer=citing("Annual report", "Field notes"))) as lm:
+        pred = program(question=QUESTION)
+    [select] = [e for e in pred.trace if e["step"] == "select"]
+    kept = {entry["id"]: entry["kept"] for entry in select["sentences"]}
+    assert [c["id"] for c in pred.citations] == pred.evidence == ["report#0", "notes#0"]
+    report = pred.citations[pred.evidence.index("report#0")]
+    # cropped with a gap: re-splitting the shown text would glue the gap mark to a sentence
+    assert len(kept["report#0"]) < 6 and kept["report#0"] != list(range(kept["report#0"][0], kept["report#0"][-1] + 1))
+    for cite in pred.citations:
+        assert cite["sentences"] == [_sentences(index, cite["id"])[p] for p in kept[cite["id"]]]
+    prompt = lm.calls[-1][1]
+    assert all(s in prompt for c in pred.citations for s in c["sentences"])
+    # the packed chunk kept its metadata: the location survives the crop
+    assert report["page"] == 4 and report["headings"] == ["Results", "Revenue"] and report["file"] == "reports/acme.pdf"
+    assert pred.citations[1]["line"] == 12
+    # the index's own chunk was not touched by the crop's record
+    assert "shown_sentences" not in index.chunk("report#0").metadata
+
+
+def _fail(prompt: str, n: int):
+    raise RuntimeError("the LM is down")
+
+
+@pytest.mark.parametrize("spec", ["basic", "oneshot:sentences"])
+def test_a_failed_answer_cites_nothing(index, run_with, spec):
+    program = build_program(spec, index, budget=480)
+    with run_with(ProgramLM(answer=_fail)):
+        pred = program(question=QUESTION)
+    assert pred.context and pred.evidence == [] and pred.citations == []
