@@ -15,6 +15,10 @@ if TYPE_CHECKING:
 
 #: Exit status when the question was answered by a fallback because the LM failed (2 is bad input).
 EXIT_LM_FAILED = 3
+#: Sentences printed per evidence chunk. A sentence-packed context (the default strategy) shows the
+#: reader a few sentences of a chunk, so they all print; a whole chunk of a basic search has many
+#: more, and printing them all for every chunk would push the answer off the screen.
+SHOWN_SENTENCES = 4
 
 
 @with_lm_options(answer_lm="auto")
@@ -60,22 +64,23 @@ def ask(
     if as_json:
         typer.echo(json.dumps({k: pred[k] for k in pred.keys()}, ensure_ascii=False, indent=2, default=str))
     else:
-        _print(index, pred, show_trace, strategy=strategy, budget=getattr(program, "budget", None), failed=bool(failure))
+        _print(pred, show_trace, strategy=strategy, budget=getattr(program, "budget", None), failed=bool(failure))
     if failure:
         typer.secho(f"error: no answer: {failure}", fg=typer.colors.RED, err=True)
         raise typer.Exit(code=EXIT_LM_FAILED)
 
 
-def _print(index, pred, show_trace: bool, *, strategy: str, budget: int | None, failed: bool) -> None:
+def _print(pred, show_trace: bool, *, strategy: str, budget: int | None, failed: bool) -> None:
     out = console()
-    # LM and document text print as given: no markup, no highlighting, no wrapping (text_line)
+    # LM and document text print as given: no markup, no highlighting, no control sequences, no
+    # wrapping (text_line); only quoted sentences wrap, under their indent
     out.print(text_line(("answer:", "bold"), f" {pred.answer}"), soft_wrap=True)
     if failed:  # the fallback's evidence is the whole context, which no answer cited
         out.print(text_line(("evidence:", "bold"), " none (no answer: the LM failed)"))
     else:
         out.print(text_line(("evidence:", "bold")))
-        for cid in pred.evidence:
-            out.print(text_line(f"  {cid}  ", (index.chunk(cid).title, "dim")), soft_wrap=True)
+        for cite in pred.citations:
+            _print_citation(out, cite)
     u = pred.usage
     out.print(
         f"[bold]usage:[/bold] {u['lm_calls']} LM calls ({u['cached_calls']} cached), "
@@ -87,6 +92,25 @@ def _print(index, pred, show_trace: bool, *, strategy: str, budget: int | None, 
     if show_trace:  # plain lines: valid JSON however wide the terminal, piped or not
         for event in pred.trace:
             typer.echo(json.dumps(event, ensure_ascii=False, default=str))
+
+
+def _print_citation(out, cite: dict) -> None:
+    """One evidence chunk: its id and where it is from, then the sentences of it the reader saw,
+    quoted and indented (long ones wrap under their own indent); at most
+    :data:`SHOWN_SENTENCES` of them, then how many more (``--json`` has them all)."""
+    from rich.padding import Padding
+
+    from ragnet.programs.citations import source_line
+
+    out.print(text_line(f"  {cite['id']}  ", (source_line(cite), "dim")), soft_wrap=True)
+    sentences = cite.get("sentences") or []
+    for sentence in sentences[:SHOWN_SENTENCES]:
+        # one line of text per sentence: its line breaks (PDF columns, lists) would break the quote
+        out.print(Padding(text_line(f"“{' '.join(sentence.split())}”"), (0, 0, 0, 6), expand=False))
+    if len(sentences) > SHOWN_SENTENCES:
+        more = len(sentences) - SHOWN_SENTENCES
+        out.print(text_line((f"      … and {more} more sentence{'s' if more > 1 else ''} (--json lists them all)",
+                             "dim")))
 
 
 def register(app: typer.Typer) -> None:

@@ -39,6 +39,7 @@ __all__ = [
     "say",
     "split_option",
     "text_line",
+    "visible",
     "with_lm_options",
 ]
 
@@ -85,19 +86,38 @@ def console():
 
 
 def text_line(*parts: str | tuple[str, str]) -> Any:
-    """A line rich prints exactly as given: pieces of text, each plain or ``(text, style)``.
+    r"""A line rich prints exactly as given: pieces of text, each plain or ``(text, style)``.
 
-    For LM answers and document text (titles, ids): rich reads no markup in them (a stray
-    ``[/x]`` made it raise) and does not run its highlighter over them (minutes on one token of
-    80,000 characters). Print it with ``soft_wrap=True`` to keep long text unwrapped too.
+    For LM answers and document text (titles, ids, quoted sentences): rich reads no markup in
+    them (a stray ``[/x]`` made it raise) and does not run its highlighter over them (minutes on
+    one token of 80,000 characters), and the terminal reads no control sequence in them: control
+    characters other than newline and tab print as visible ``\xNN`` escapes (:func:`visible`;
+    rich passes an ESC through, so a document could recolour or rewrite the user's terminal).
+    Print it with ``soft_wrap=True`` to keep long text unwrapped too.
 
     Example:
         >>> text_line(("answer:", "bold"), " [b]Paris[/b]").plain
         'answer: [b]Paris[/b]'
+        >>> print(text_line("\x1b[31mred").plain)
+        \x1b[31mred
     """
     from rich.text import Text
 
-    return Text.assemble(*parts)
+    return Text.assemble(*((visible(p[0]), p[1]) if isinstance(p, tuple) else visible(p) for p in parts))
+
+
+# C0 controls but newline and tab, DEL, and the C1 controls (U+009B alone starts a sequence)
+_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0))}
+
+
+def visible(text: str) -> str:
+    r"""``text`` with its terminal control characters (all but newline and tab) shown as ``\xNN``.
+
+    Example:
+        >>> print(visible("a\x1b[2Jb\x9b1m"))
+        a\x1b[2Jb\x9b1m
+    """
+    return text.translate(_CONTROLS)
 
 
 def parse_ints(text: str, argument: str) -> list[int]:

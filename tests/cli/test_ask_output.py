@@ -94,3 +94,79 @@ def test_a_failed_answer_has_no_evidence_in_the_json_prediction_either(index, tm
     assert result.exit_code == 3, result.output
     pred = json.loads(result.stdout)
     assert pred["evidence"] == [] and pred["context"]  # the context is kept, nothing claims to support no answer
+
+
+# -- citations: where each evidence chunk is from and the sentences the reader saw ---------------
+ESC_SENTENCE = "The river \x1b[31mSeine\x1b[0m runs through it."
+ATLAS = ("Paris is the capital of France. It holds [bold]x[/bold] in its name. " + ESC_SENTENCE +
+         " Paris has many museums. Paris hosts a marathon. Paris has old bridges.")
+ATLAS_LOCATION = {"file": "maps/atlas.pdf", "page": 3, "page_end": 4, "headings": ["Europe", "France"]}
+
+
+@pytest.fixture(scope="module")
+def located_index(tmp_path_factory):
+    from tests.located import build_located_index
+
+    docs = [Document(id="atlas", title="World atlas", text=ATLAS),
+            Document(id="rome", title="Rome", text="Rome is the capital of Italy.")]
+    return build_located_index(docs, tmp_path_factory.mktemp("ask_cite") / "idx", {"atlas#0": ATLAS_LOCATION})
+
+
+def test_evidence_says_where_it_is_from_and_quotes_its_sentences_as_plain_text(located_index, tmp_path, highlighted):
+    with FaultServer("ok", reply=_reply("Paris")) as server:
+        result = _ask(located_index, server, tmp_path)
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    at = lines.index("  atlas#0  World atlas — maps/atlas.pdf, p. 3–4 · Europe > France")
+    assert lines[at + 1:at + 6] == [
+        "      “Paris is the capital of France.”",
+        "      “It holds [bold]x[/bold] in its name.”",  # rich markup prints as written
+        "      “The river \\x1b[31mSeine\\x1b[0m runs through it.”",  # the ESC shows, the terminal never gets it
+        "      “Paris has many museums.”",
+        "      … and 2 more sentences (--json lists them all)",
+    ]
+    assert "\x1b" not in result.stdout and "rome#0" not in result.stdout
+    assert not any("[bold]x" in text or "Seine" in text for text in highlighted)
+
+
+def test_a_long_sentence_wraps_under_its_indent_and_prints_whole(tmp_path, highlighted):
+    from tests.located import build_located_index
+
+    sentence = "The committee " + "reviewed the quarterly figures again and " * 12 + "approved the budget."
+    index = build_located_index([Document(id="minutes", title="Minutes", text=sentence)], tmp_path / "idx", {})
+    with FaultServer("ok", reply=_reply("approved")) as server:
+        result = runner.invoke(app, ["ask", "What did the committee approve?", "--index", str(index.path),
+                                     "--strategy", "basic", "--lm", "openai/test-model", "--api-base", server.url,
+                                     "--api-key", "k", "--timeout", "5"],
+                               env={"RAGNET_CACHE_DIR": str(tmp_path / "cache")})
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    at = lines.index("  minutes#0  Minutes")  # no location: the title alone, as before
+    quoted = []
+    for line in lines[at + 1:]:
+        if not line.startswith("      "):
+            break
+        quoted.append(line)
+    assert len(quoted) > 1 and all(len(line) <= 150 for line in quoted)  # wrapped, every line indented
+    assert " ".join(line.strip() for line in quoted) == f"“{sentence}”"
+
+
+def test_the_json_prediction_carries_the_citations(located_index, tmp_path):
+    with FaultServer("ok", reply=_reply("Paris")) as server:
+        result = _ask(located_index, server, tmp_path, "--json")
+    assert result.exit_code == 0, result.output
+    pred = json.loads(result.stdout)
+    assert pred["evidence"] == ["atlas#0"]
+    assert pred["citations"] == [{"id": "atlas#0", "doc_id": "atlas", "title": "World atlas", **ATLAS_LOCATION,
+                                  "sentences": ["Paris is the capital of France.",
+                                                "It holds [bold]x[/bold] in its name.", ESC_SENTENCE,
+                                                "Paris has many museums.", "Paris hosts a marathon.",
+                                                "Paris has old bridges."]}]
+
+
+def test_a_failed_answer_cites_nothing_in_the_json_prediction(located_index, tmp_path):
+    with FaultServer("error500") as server:
+        result = _ask(located_index, server, tmp_path, "--json")
+    assert result.exit_code == 3, result.output
+    pred = json.loads(result.stdout)
+    assert pred["citations"] == [] and pred["context"]
