@@ -285,8 +285,9 @@ def read_documents(
     if not docs:
         names = ", ".join(str(p) for p in given)
         if problems:
-            raise InputError(f"no documents left in {names}: every file was skipped\n  "
-                             + report.summary().split("\n", 1)[1].strip("\n"), argument="paths")
+            reasons = [line.strip() for line in report.summary().split("\n")[1:]]
+            raise InputError(f"no documents left in {names}: every file was skipped\n  " + "\n  ".join(reasons),
+                             argument="paths")
         raise InputError(f"no documents found in {names} (supported files: {_SUPPORTED})", argument="paths")
     return report
 

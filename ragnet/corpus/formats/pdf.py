@@ -181,7 +181,7 @@ def read_pdf(data: bytes, where: str, engine: str = "pypdf") -> Extracted:
 
     Returns:
         The text (pages joined by a blank line), title, ``author``/``date``/``year`` metadata
-        when declared, page positions, and a note naming pages without text when some lack it.
+        when declared and ``pages`` (the page count), page positions, and a note naming pages without text when some lack it.
 
     Raises:
         InputError: not a PDF, truncated, encrypted, unparsable, or no page has text.
@@ -210,5 +210,6 @@ def read_pdf(data: bytes, where: str, engine: str = "pypdf") -> Extracted:
     if isinstance(author, str) and author.strip():
         metadata["author"] = " ".join(author.split())
     metadata.update(date_metadata(info.get("created")))
+    metadata["pages"] = len(pages)
     return Extracted(text=builder.text(), title=title, metadata=metadata, positions=builder.positions(),
                      notes=notes)
