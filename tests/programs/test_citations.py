@@ -107,3 +107,15 @@ def test_a_failed_answer_cites_nothing(index, run_with, spec):
     with run_with(ProgramLM(answer=_fail)):
         pred = program(question=QUESTION)
     assert pred.context and pred.evidence == [] and pred.citations == []
+
+
+@pytest.mark.parametrize("spec", ["basic", "oneshot", "oneshot:sentences", "iterative", "reflective", "combined",
+                                  "router"])
+def test_every_strategy_cites_its_evidence(index, run_with, spec):
+    with run_with(ProgramLM(answer=citing("Annual report"))):
+        pred = build_program(spec, index, budget=600)(question=QUESTION)
+    assert pred.evidence == ["report#0"]
+    [cite] = pred.citations
+    assert cite["id"] == "report#0" and cite["page"] == 4 and cite["headings"] == ["Results", "Revenue"]
+    [shown] = [p["text"] for p in pred.passages if p["id"] == "report#0"]
+    assert cite["sentences"] and all(s in shown for s in cite["sentences"])
