@@ -1,4 +1,5 @@
-"""``ragnet eval`` (strategies side by side), ``eval retrieval`` (no LM), ``eval hops`` and ``eval laziness``.
+"""``ragnet eval`` (strategies side by side), ``eval retrieval`` (no LM), ``eval hops``, ``eval laziness``
+and ``eval report`` (report.html of a finished run, rebuilt from its files).
 
 Example:
     ragnet eval --data hotpotqa_dev_distractor --split dev -n 50 \\
@@ -113,7 +114,8 @@ def evaluate(
                        command=command_line(ctx), fresh=fresh, retry_errors=retry_errors, plots=not no_plots,
                        baseline=baseline, log=say)
     _print_table(summary)
-    typer.echo(f"wrote {target / 'report.md'}, {target / 'summary.json'} and {target / 'results.jsonl'}")
+    typer.echo(f"wrote {target / 'report.md'}, {target / 'report.html'}, {target / 'summary.json'} and "
+               f"{target / 'results.jsonl'}")
 
 
 def _short_verdict(summary: dict, label: str) -> str:
@@ -277,6 +279,19 @@ def _rewrite_step(path: Path) -> Any:
     return step
 
 
+def report(
+    out: Path = typer.Option(..., "--out", help="The folder of a finished `ragnet eval` run (summary.json and results.jsonl or results.jsonl.gz)."),
+    data: Optional[str] = typer.Option(None, help="Question file with the gold labels, for rows that do not carry them (default: the run's own, when it is still there)."),
+    data_dir: Optional[Path] = data_dir_option(),
+    index: Optional[Path] = typer.Option(None, "--index", help="Index folder whose chunk texts restore the passages of rows that do not carry them (default: the run's cached index, when it is still there)."),
+    html: Optional[Path] = typer.Option(None, "--html", help="Write the page here instead of OUT/report.html."),
+) -> None:
+    """(Re)build report.html of a finished run from its files; runs nothing (no index search, no LM)."""
+    from ragnet.eval.html_report import rebuild_html
+
+    typer.echo(f"wrote {rebuild_html(out, data=data, data_dir=data_dir, index=index, output=html, log=say)}")
+
+
 def register(app: typer.Typer) -> None:
     """The ``ragnet eval`` group: the group itself runs :func:`evaluate`; subcommands below it."""
     group = new_app("Measure strategies on benchmarks with gold evidence.")
@@ -284,4 +299,5 @@ def register(app: typer.Typer) -> None:
     group.command("retrieval")(retrieval)
     group.command("hops")(hops)
     group.command("laziness")(laziness)
+    group.command("report")(report)
     app.add_typer(group, name="eval")

@@ -7,7 +7,7 @@ JSON-ready dict, also written to ``summary.json``). With an ``output_path`` it u
 :class:`~ragnet.eval.run_folder.RunFolder`: a resumable evaluation (``row_key`` set) checks
 ``run.json`` against :meth:`Evaluator.settings` and appends its rows to ``results.jsonl`` as
 they are computed; every evaluation then writes ``report.md`` (:meth:`Evaluator.format_report`)
-and ``summary.json``. :meth:`Evaluator.metrics` flattens a summary into ``{name: value}``, and
+and ``summary.json``, then any further views of them (:meth:`Evaluator.write_views`). :meth:`Evaluator.metrics` flattens a summary into ``{name: value}``, and
 ``primary_metric`` names the figure that decides.
 
 Implementations:
@@ -111,11 +111,17 @@ class Evaluator:
             if self.row_key is not None:
                 folder.start(self.settings(), compare=self.compare, fresh=fresh)
             summary = self.evaluate(folder)
-            folder.write_outputs(self.format_report(summary), summary)
+            report = self.format_report(summary)
+            folder.write_outputs(report, summary)
+            self.write_views(folder, summary, report)
         return summary
 
     def prepare(self) -> None:
         """Work needed before the folder is checked (e.g. the LM whose name goes into ``run.json``)."""
+
+    def write_views(self, folder: RunFolder, summary: dict[str, Any], report: str) -> None:
+        """Write further views of the outputs beside ``report.md`` (none by default; ``ragnet eval``'s
+        own evaluator writes ``report.html``), each time ``report.md`` is written."""
 
     def settings(self) -> dict[str, Any]:
         """The run's settings, JSON-ready (``run.json``)."""

@@ -7,7 +7,8 @@ labelled ``oneshot@2000``), answers each question, scores the prediction
 redundancy, cost, plus any scoring hooks) and appends one row per (strategy, question) to
 ``OUT/results.jsonl`` (:class:`~ragnet.eval.run_folder.RunFolder`: a crash loses at most the
 line being written, and rows already there are skipped). A question whose program raises
-becomes an error row (it counts as wrong), never a lost question. ``report.md``,
+becomes an error row (it counts as wrong), never a lost question. Each row keeps the passages
+the reader saw and the question's gold labels, for ``report.html``. ``report.md``, ``report.html``,
 ``summary.json`` and the plots are then written from every row of the selected questions and
 strategies (``ragnet.eval.report``). :func:`run_eval` is the same as a function.
 
@@ -221,8 +222,11 @@ def _lm_name(lm: Any) -> str | None:
 
 
 def _record_fields(record: Any) -> dict[str, Any]:
+    from ragnet.eval.html_report import row_gold
+
+    # the gold labels go with each row so report.html can show what evidence the reader missed
     return {"id": str(record.id), "type": get_field(record, "type"), "level": get_field(record, "level"),
-            "question": record.question, "answers": list(get_field(record, "answers", []))}
+            "question": record.question, "answers": list(get_field(record, "answers", [])), "gold": row_gold(record)}
 
 
 def _describe_layout(layout: dict[str, Any]) -> str:
@@ -398,6 +402,22 @@ class QAEvaluator(Evaluator):
 
         return format_report(summary)
 
+    def write_views(self, folder: RunFolder, summary: dict[str, Any], report: str) -> None:
+        """``report.html`` beside ``report.md`` (``ragnet.eval.html_report``): a page that fails to
+        render is a warning, never a lost run (``ragnet eval report --out`` builds it again)."""
+        from ragnet.errors import DiskFullError
+        from ragnet.eval.html_report import REPORT_HTML, row_gold, write_html
+
+        gold = {str(q.id): g for q in self.questions if (g := row_gold(q)) is not None}
+        try:
+            write_html(folder.path, summary, self.rows, report_md=report, gold=gold,
+                       order=[str(q.id) for q in self.questions])
+        except DiskFullError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the rows, report.md and summary.json are written already
+            self.log(f"warning: {folder.path / REPORT_HTML} not written ({describe(exc, 300)}); "
+                     f"`ragnet eval report --out {folder.path}` builds it again")
+
     def metrics(self, summary: dict[str, Any]) -> dict[str, float]:
         """``{"<strategy>/<metric>": value}`` for the accuracy and gold-recall figures (and
         ``extra_metrics``) that are defined."""
@@ -423,6 +443,7 @@ class QAEvaluator(Evaluator):
 
     def evaluate(self, folder: RunFolder | None) -> dict[str, Any]:
         """Answer every (strategy, question) not yet in ``folder``; return the summary."""
+        from ragnet.eval.html_report import row_passages
         from ragnet.eval.indexes import EvalIndexes
         from ragnet.eval.judge import AnswerJudge
         from ragnet.eval.report import build_summary, finish_summary
@@ -493,6 +514,8 @@ class QAEvaluator(Evaluator):
                     row[key] = pred.get(key)
                 row["evidence"] = list(pred.evidence)
                 row["context"] = list(pred.context)
+                # the context as the reader saw it (report.html shows it with the gold sentences marked)
+                row["passages"] = row_passages(pred.get("passages"))
                 if self.store_trace:
                     row["trace"] = list(pred.trace)
                 failure = answer_failure(pred.trace)
