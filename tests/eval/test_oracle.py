@@ -91,6 +91,15 @@ def test_prompt_holds_exactly_the_gold_sentences_under_their_titles(index):
         (FILM, 0, "dataset"), (ACTRESS, 0, "dataset"), (ACTRESS, 2, "dataset")]
 
 
+def test_citations_quote_the_gold_sentences_not_the_gap_mark(index):
+    with scripted(answer=lambda p, n: {"answer": "Chief of Protocol", "evidence_ids": ["c1", "c2"]}):
+        pred = OracleRAG(index, [BRIDGE], budget=1000)(question=BRIDGE.question)
+    cites = {c["title"]: c["sentences"] for c in pred.citations}
+    assert list(cites) == [FILM, ACTRESS], pred.citations
+    assert cites[ACTRESS] == [SENTENCES[ACTRESS][0], SENTENCES[ACTRESS][2].strip()]
+    assert not any("…" in s for sentences in cites.values() for s in sentences)
+
+
 def test_pooled_record_without_paragraphs_reads_its_sentences_from_the_index(index):
     # 2Wiki pooled: gold sentences, no paragraphs (context null), the corpus holds the documents
     record = _record(gold_sentences=[[ACTRESS, 2]], gold_titles=[ACTRESS], context=None)
