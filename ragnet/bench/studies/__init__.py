@@ -18,6 +18,7 @@ STUDIES = (
     "answer_recheck_probe",
     "bm25_threshold_bench",
     "demo_profile_calls",
+    "ingest_pdfs",
     "layout_per_question",
     "llama_settings",
     "onnx_fusion_experiment",
