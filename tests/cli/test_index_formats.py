@@ -68,7 +68,7 @@ def test_index_a_folder_of_formats_keeps_pages_and_headings_through_save_and_loa
     assert hit["doc_id"] == "budget.pdf" and "Hospitals received" in hit["text"]
     assert loc["file"] == "budget.pdf" and loc["page"] <= 2 <= loc.get("page_end", loc["page"])
     assert set(loc) <= {"file", "page", "page_end"}
-    assert hit["metadata"]["doc"]["year"] == 2019
+    assert hit["metadata"]["doc"]["date"] == "2019-03-04" and "year" not in hit["metadata"]["doc"]
 
 
 @pytest.mark.parametrize("name", sorted(BAD))

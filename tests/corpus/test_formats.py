@@ -44,7 +44,7 @@ def test_pdf_text_pages_and_metadata(tmp_path):
     assert doc.location == {"file": "budget.pdf"}
     starts = [doc.text.index(p[:20]) for p in PAGES]
     assert doc.positions == tuple((s, {"page": n}) for n, s in enumerate(starts, start=1))
-    assert doc.metadata == {"author": "Budget Office", "date": "2019-03-04", "year": 2019, "pages": 3}
+    assert doc.metadata == {"author": "Budget Office", "date": "2019-03-04", "pages": 3}
     assert doc.source == str(path)
 
 
@@ -70,15 +70,14 @@ def test_pdf_chunks_carry_their_first_and_last_page(tmp_path):
     assert {c.metadata["location"]["page"] for c in chunks} == {1, 2, 3}
 
 
-def test_pdf_creation_date_is_the_year_the_chunk_filter_reads(tmp_path):
+def test_pdf_creation_date_is_kept_but_is_not_a_year_the_chunk_filter_drops_by(tmp_path):
+    # a file's date is when it was made, not the year it is about: a question naming another year keeps it
     write(tmp_path / "budget.pdf", pdf_bytes(["Roads were repaired across the region."], title="Roads"))
     [doc] = load_documents(tmp_path / "budget.pdf")
     [chunk] = chunk_documents([doc], chunk_tokens=64, overlap=8)
-    assert chunk.metadata["doc"]["year"] == 2019 and chunk.metadata["title_years"] == [2019]
+    assert chunk.metadata["doc"]["date"] == "2019-03-04" and "year" not in chunk.metadata["doc"]
     result = rules.apply({"years": [2018]}, [(chunk.id, chunk.metadata)], rules.MetadataCatalog.build([]))
-    assert [d.reason for d in result.dropped] == ["year mismatch: question 2018, chunk 2019"]
-    kept = rules.apply({"years": [2019]}, [(chunk.id, chunk.metadata)], rules.MetadataCatalog.build([]))
-    assert kept.kept == [chunk.id]
+    assert result.kept == [chunk.id] and not result.dropped
 
 
 def test_pdf_without_title_falls_back_to_the_first_line(tmp_path):
@@ -158,7 +157,7 @@ def test_html_drops_boilerplate_and_keeps_blocks(tmp_path):
                         "Twelve bridges were repaired.\n\nNorth\n\nOak bridge\nElm bridge\n\nCosts\n\n"
                         "Item | Cost\nAsphalt | 5 million")
     assert doc.title == "Road report"
-    assert doc.metadata == {"date": "2021-06-30", "year": 2021}
+    assert doc.metadata == {"date": "2021-06-30"}
     assert doc.location == {"file": "road.html"}
 
 
@@ -199,8 +198,8 @@ def test_html_date_from_time_element_and_published_time(tmp_path):
     write(tmp_path / "m.html", '<head><meta property="article:published_time" content="2017-05-06T01:02:03Z">'
                                '</head><p>Body.</p>')
     t, m = load_documents([tmp_path / "t.html", tmp_path / "m.html"])
-    assert t.title == "News" and t.metadata == {"date": "2018-02-03", "year": 2018}
-    assert m.metadata == {"date": "2017-05-06", "year": 2017}
+    assert t.title == "News" and t.metadata == {"date": "2018-02-03"}
+    assert m.metadata == {"date": "2017-05-06"}
 
 
 def test_html_with_only_boilerplate_is_refused(tmp_path):
@@ -221,7 +220,7 @@ def test_docx_paragraphs_tables_headings_and_properties(tmp_path):
                         "Sick leave\n\nTell your manager on the first day.\n\nDays | Rule\n1-3 | No note needed\n\n"
                         "Pay\n\nPay day is the last Friday.")
     assert doc.title == "Handbook 2020"
-    assert doc.metadata == {"author": "HR team", "date": "2020-01-02", "year": 2020}
+    assert doc.metadata == {"author": "HR team", "date": "2020-01-02"}
     locate = Locator(doc)
     at = lambda s: locate.span(doc.text.index(s), doc.text.index(s) + 1)["headings"]  # noqa: E731
     assert at("Welcome") == ["Staff handbook"]
@@ -397,9 +396,9 @@ def test_text_builder_tidies_blocks_and_records_changed_places():
 
 
 @pytest.mark.parametrize(("value", "expected"), [
-    ("2019", {"date": "2019", "year": 2019}),
-    ("2019-07", {"date": "2019-07", "year": 2019}),
-    ("2019-02-30", {"date": "2019-02", "year": 2019}),
+    ("2019", {"date": "2019"}),
+    ("2019-07", {"date": "2019-07"}),
+    ("2019-02-30", {"date": "2019-02"}),
     ("0001-01-01", {}),
     ("yesterday", {}),
     (None, {}),

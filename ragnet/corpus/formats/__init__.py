@@ -48,7 +48,7 @@ class Extracted:
         text: the document text (blocks separated by blank lines).
         title: the title the file declares ("" when none).
         metadata: JSON-compatible metadata the format declares (``author``, ``date`` as an ISO
-            string, ``year`` as an int...), for ``Document.metadata``.
+            string...), for ``Document.metadata``.
         positions: ``(offset, place)`` pairs for ``Document.positions``.
         notes: things worth a warning that did not stop the reading (pages without text).
     """
@@ -144,20 +144,23 @@ _ISO_DATE = re.compile(r"^\s*(\d{4})(?:-(\d{2})(?:-(\d{2}))?)?")
 
 
 def date_metadata(value: Any) -> dict[str, Any]:
-    """``{"date": "YYYY-MM-DD", "year": YYYY}`` from a datetime, a date or an ISO-like string
+    """``{"date": "YYYY-MM-DD"}`` from a datetime, a date or an ISO-like string
     (``"2019-03-04T10:00:00Z"``, ``"2019-03"``, ``"2019"``); ``{}`` when it holds no plausible date.
 
-    The ``year`` is what the chunk filter (:mod:`ragnet.core.rules`) reads as the document's year.
+    No ``year`` key: a file's date says when it was made or published, not the year it is about
+    (a 2023 report on 2019; a PDF stamped with the day it was exported), and ``year`` is what the
+    chunk filter (:mod:`ragnet.core.rules`) drops chunks by when a question names another year.
+    Give ``year`` in a JSONL record's metadata where it is the document's subject.
 
     Example:
         >>> date_metadata("2019-03-04T10:00:00+01:00"), date_metadata("n/a")
-        ({'date': '2019-03-04', 'year': 2019}, {})
+        ({'date': '2019-03-04'}, {})
     """
     if isinstance(value, _dt.datetime):
         value = value.date()
     if isinstance(value, _dt.date):
         if 1000 <= value.year <= 2100:
-            return {"date": value.isoformat(), "year": value.year}
+            return {"date": value.isoformat()}
         return {}
     if not isinstance(value, str):
         return {}
@@ -175,4 +178,4 @@ def date_metadata(value: Any) -> dict[str, Any]:
         except ValueError:
             day = None
     date = f"{year:04d}" + (f"-{month:02d}" if month else "") + (f"-{day:02d}" if month and day else "")
-    return {"date": date, "year": year}
+    return {"date": date}

@@ -4,7 +4,7 @@ Read with ``python-docx``. Each non-empty paragraph is one paragraph of the text
 one line per row (cells joined by ``" | "``, a merged cell once), as one paragraph. Paragraphs
 styled ``Title`` and ``Heading 1``..``Heading 9`` (or any style based on one of them) set the
 heading path (``Title`` outermost), recorded in ``positions`` for the blocks that follow. Title,
-author and creation date (``date``/``year``) come from the core properties; the title falls
+author and creation date (``date``) come from the core properties; the title falls
 back to the first ``Title``-styled paragraph.
 
 Refused, one line naming the file: not a ZIP file (a ``.doc`` renamed, a truncated download),

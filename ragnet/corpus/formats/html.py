@@ -14,7 +14,7 @@ taken from the file's BOM or ``<meta charset>``, else guessed).
   consecutive list items and table rows are lines of one paragraph.
 * **Heading path**: ``h1``..``h6`` nest; each block's ``positions`` entry holds the headings
   in force, outermost first (a heading belongs to its own section).
-* **Metadata**: title from ``<title>``, else the first ``h1``; ``date``/``year`` from
+* **Metadata**: title from ``<title>``, else the first ``h1``; ``date`` from
   ``<meta name="date">``, ``name="dcterms.date"``, ``property="article:published_time"`` or the
   first ``<time datetime>``; ``author`` from ``<meta name="author">``.
 
@@ -36,7 +36,7 @@ Example:
     North
     South
     >>> got.positions[-1], got.metadata
-    ((8, {'headings': ['Report', 'Scope']}), {'date': '2019-05-01', 'year': 2019})
+    ((8, {'headings': ['Report', 'Scope']}), {'date': '2019-05-01'})
 """
 
 from __future__ import annotations

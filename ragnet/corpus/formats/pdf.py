@@ -3,8 +3,8 @@
 One document per file. Pages are joined by a blank line and ``positions`` holds each page's
 offset as ``{"page": n}`` (1-based); a page without text adds no text and no position. The title, author
 and creation date come from the document information dictionary (``/Title``, ``/Author``,
-``/CreationDate``); the creation date also gives ``year``, which the chunk filter reads as the
-document's year.
+``/CreationDate``, kept as ``date``: see :func:`ragnet.corpus.formats.date_metadata` for why it is
+not the document's ``year``).
 
 Refused, one line each naming the file: an encrypted file that does not open with an empty
 password; a file that is not a PDF, is truncated (no ``%%EOF`` marker at its end) or that
