@@ -405,3 +405,53 @@ def test_text_builder_tidies_blocks_and_records_changed_places():
 ])
 def test_date_metadata(value, expected):
     assert date_metadata(value) == expected
+
+
+def _pdf_with_running_lines(bodies: list[str]) -> bytes:
+    """A PDF whose pages carry a running header and a numbered footer, as fpdf2 prints them."""
+    from fpdf import FPDF
+
+    class Report(FPDF):
+        def header(self):
+            self.cell(0, 8, "City of Springfield - Annual budget", new_x="LMARGIN", new_y="NEXT")
+
+        def footer(self):
+            self.set_y(-15)
+            self.cell(0, 8, f"Page {self.page_no()}")
+
+    pdf = Report()
+    pdf.set_font("Helvetica", size=11)
+    for body in bodies:
+        pdf.add_page()
+        pdf.multi_cell(0, 6, body)
+    return bytes(pdf.output())
+
+
+def test_pdf_running_headers_and_page_numbers_are_not_indexed(tmp_path):
+    bodies = ["Roads were repaired in the north.", "Schools got new roofs.", "Taxes on land fell.",
+              "The harbour was dredged."]
+    write(tmp_path / "budget.pdf", _pdf_with_running_lines(bodies))
+    [doc] = load_documents(tmp_path / "budget.pdf")
+    assert "Annual budget" not in doc.text and "Page " not in doc.text
+    assert [line for line in doc.text.split("\n") if line] == bodies  # every body line kept, in order
+    chunks = chunk_documents([doc], chunk_tokens=16, overlap=0)
+    covered = [p for c in chunks for p in range(c.metadata["location"]["page"],
+                                                c.metadata["location"].get("page_end", c.metadata["location"]["page"]) + 1)]
+    assert covered == [1, 2, 3, 4]  # the page positions still line up with the text once the lines are gone
+
+
+def test_pdf_line_repeated_on_two_pages_without_a_page_number_is_kept(tmp_path):
+    # two pages are too few to tell a repeated line from a running head, unless it carries the page number
+    write(tmp_path / "memo.pdf", pdf_bytes(["Budget memo\nRoads first.", "Budget memo\nSchools next."]))
+    [doc] = load_documents(tmp_path / "memo.pdf")
+    assert doc.text.count("Budget memo") == 2
+
+
+def test_pdf_numbers_that_do_not_move_with_the_page_are_text():
+    from ragnet.corpus.formats.pdf import strip_running_lines
+
+    pages = ["Step 1: open the valve.\nWait.", "Step 1: open the valve.\nWait longer.", "Close it.\nStep 2 follows."]
+    assert strip_running_lines(pages) == pages
+    # a slide that is only its title and page number is kept whole rather than emptied
+    slides = ["Roadmap\n1", "Roadmap\n2", "Roadmap\n3"]
+    assert strip_running_lines(slides) == slides

@@ -1,6 +1,7 @@
 """PDF files: the text layer of every page, with each page's offset, read with ``pypdf``.
 
-One document per file. Pages are joined by a blank line and ``positions`` holds each page's
+One document per file. Running heads and footers (a title or page number printed on every page:
+:func:`strip_running_lines`) are removed, pages are joined by a blank line and ``positions`` holds each page's
 offset as ``{"page": n}`` (1-based); a page without text adds no text and no position. The title, author
 and creation date come from the document information dictionary (``/Title``, ``/Author``,
 ``/CreationDate``, kept as ``date``: see :func:`ragnet.corpus.formats.date_metadata` for why it is
@@ -38,7 +39,7 @@ from typing import Any, Iterator
 from ragnet.corpus.formats import Extracted, TextBuilder, date_metadata, require_reader
 from ragnet.errors import InputError
 
-__all__ = ["read_pdf", "ENGINES"]
+__all__ = ["read_pdf", "strip_running_lines", "ENGINES"]
 
 #: PDF text engines ``read_pdf`` knows.
 ENGINES = ("pypdf", "pdfminer")
@@ -171,6 +172,61 @@ def _pages_summary(numbers: list[int]) -> str:
     return ", ".join(runs)
 
 
+_DIGITS = re.compile(r"\d+")
+_RUNNING_MIN_PAGES = 3
+
+
+def _edges(lines: list[str]) -> list[int]:
+    """The first and the last non-empty line of a page: where running heads and footers print."""
+    filled = [i for i, line in enumerate(lines) if line.strip()]
+    return sorted({filled[0], filled[-1]}) if filled else []
+
+
+def _running_keys(line: str, page: int) -> list[tuple]:
+    """What makes ``line`` the same running line on another page: its text, and for each number in
+    it the text with numbers masked and that number's offset from the page index (a printed page
+    number moves with the page: "Chapter 3: Utilities 7" on page 9, "… 8" on page 10)."""
+    text = " ".join(line.split())
+    masked = _DIGITS.sub("#", text)
+    return [("text", text)] + [("numbered", masked, int(n) - page) for n in _DIGITS.findall(text)[:4]]
+
+
+def strip_running_lines(pages: list[str]) -> list[str]:
+    """Remove running heads and footers (a document's title, a chapter name, a page number, printed
+    on every page) from the pages' text: indexed, they would be a sentence of every chunk and cut
+    the sentences that run across pages in two.
+
+    The first or last line of a page is running when the same line is the first or last line of
+    at least three pages, or when it carries a number that moves with the page (a page number)
+    and is otherwise the same on at least two. A page is never emptied: a page whose every line
+    looks running (a slide with a title only) is kept whole.
+
+    Example:
+        >>> pages = ["Annual report\\nRoads were repaired.\\n1", "Annual report\\nSchools opened.\\n2",
+        ...          "Annual report\\nTaxes fell.\\n3"]
+        >>> strip_running_lines(pages)
+        ['Roads were repaired.', 'Schools opened.', 'Taxes fell.']
+    """
+    if len(pages) < 2:
+        return pages
+    split = [page.splitlines() for page in pages]
+    counts: dict[tuple, int] = {}
+    for page, lines in enumerate(split):
+        for key in {k for i in _edges(lines) for k in _running_keys(lines[i], page)}:
+            counts[key] = counts.get(key, 0) + 1
+
+    def running(line: str, page: int) -> bool:
+        return any(counts.get(k, 0) >= (_RUNNING_MIN_PAGES if k[0] == "text" else 2)
+                   for k in _running_keys(line, page))
+
+    out = []
+    for page, lines in enumerate(split):
+        drop = {i for i in _edges(lines) if running(lines[i], page)}
+        kept = "\n".join(line for i, line in enumerate(lines) if i not in drop).strip()
+        out.append(kept if kept else pages[page])
+    return out
+
+
 def read_pdf(data: bytes, where: str, engine: str = "pypdf") -> Extracted:
     """The text of a PDF's pages, with each page's offset as ``{"page": n}`` positions.
 
@@ -192,6 +248,7 @@ def read_pdf(data: bytes, where: str, engine: str = "pypdf") -> Extracted:
     pages, info = (_pypdf_pages if engine == "pypdf" else _pdfminer_pages)(data, where)
     if not pages:
         raise InputError("PDF has no pages", path=where)
+    pages = strip_running_lines(pages)
     builder = TextBuilder()
     empty = [n for n, page in enumerate(pages, start=1) if not builder.add(page, {"page": n})]
     if len(empty) == len(pages):
