@@ -433,6 +433,7 @@ def test_pdf_running_headers_and_page_numbers_are_not_indexed(tmp_path):
     write(tmp_path / "budget.pdf", _pdf_with_running_lines(bodies))
     [doc] = load_documents(tmp_path / "budget.pdf")
     assert "Annual budget" not in doc.text and "Page " not in doc.text
+    assert doc.title == "City of Springfield - Annual budget"  # no /Title: the running head names it
     assert [line for line in doc.text.split("\n") if line] == bodies  # every body line kept, in order
     chunks = chunk_documents([doc], chunk_tokens=16, overlap=0)
     covered = [p for c in chunks for p in range(c.metadata["location"]["page"],

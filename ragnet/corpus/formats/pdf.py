@@ -1,11 +1,12 @@
 """PDF files: the text layer of every page, with each page's offset, read with ``pypdf``.
 
 One document per file. Running heads and footers (a title or page number printed on every page:
-:func:`strip_running_lines`) are removed, pages are joined by a blank line and ``positions`` holds each page's
-offset as ``{"page": n}`` (1-based); a page without text adds no text and no position. The title, author
-and creation date come from the document information dictionary (``/Title``, ``/Author``,
-``/CreationDate``, kept as ``date``: see :func:`ragnet.corpus.formats.date_metadata` for why it is
-not the document's ``year``).
+:func:`strip_running_lines`) are removed, pages are joined by a blank line, and ``positions``
+holds each page's offset as ``{"page": n}`` (1-based); a page without text adds no text and no
+position. The author and creation date come from the document information dictionary
+(``/Author``, ``/CreationDate``, kept as ``date``: see :func:`ragnet.corpus.formats.date_metadata`
+for why it is not the document's ``year``); the title from ``/Title``, else the running head
+(:func:`running_head`), else the first line of text.
 
 Refused, one line each naming the file: an encrypted file that does not open with an empty
 password; a file that is not a PDF, is truncated (no ``%%EOF`` marker at its end) or that
@@ -39,7 +40,7 @@ from typing import Any, Iterator
 from ragnet.corpus.formats import Extracted, TextBuilder, date_metadata, require_reader
 from ragnet.errors import InputError
 
-__all__ = ["read_pdf", "strip_running_lines", "ENGINES"]
+__all__ = ["read_pdf", "running_head", "strip_running_lines", "ENGINES"]
 
 #: PDF text engines ``read_pdf`` knows.
 ENGINES = ("pypdf", "pdfminer")
@@ -227,6 +228,27 @@ def strip_running_lines(pages: list[str]) -> list[str]:
     return out
 
 
+def running_head(pages: list[str]) -> str:
+    """The line printed at the top of at least half the pages (three at least), numbers aside: in
+    a document whose information dictionary has no title, usually its title ("" when none).
+
+    Example:
+        >>> running_head(["Shared MIME-info Database\\nText.", "Shared MIME-info Database\\nMore.",
+        ...               "Shared MIME-info Database\\nEnd."])
+        'Shared MIME-info Database'
+    """
+    counts: dict[str, int] = {}
+    for page in pages:
+        lines = page.splitlines()
+        edges = _edges(lines)
+        if edges:
+            head = " ".join(lines[edges[0]].split())
+            if _DIGITS.sub("", head).strip():
+                counts[head] = counts.get(head, 0) + 1
+    best = max(counts.items(), key=lambda kv: kv[1], default=("", 0))
+    return best[0] if best[1] >= max(_RUNNING_MIN_PAGES, len(pages) / 2) else ""
+
+
 def read_pdf(data: bytes, where: str, engine: str = "pypdf") -> Extracted:
     """The text of a PDF's pages, with each page's offset as ``{"page": n}`` positions.
 
@@ -248,6 +270,7 @@ def read_pdf(data: bytes, where: str, engine: str = "pypdf") -> Extracted:
     pages, info = (_pypdf_pages if engine == "pypdf" else _pdfminer_pages)(data, where)
     if not pages:
         raise InputError("PDF has no pages", path=where)
+    head = running_head(pages)
     pages = strip_running_lines(pages)
     builder = TextBuilder()
     empty = [n for n, page in enumerate(pages, start=1) if not builder.add(page, {"page": n})]
@@ -263,6 +286,7 @@ def read_pdf(data: bytes, where: str, engine: str = "pypdf") -> Extracted:
     metadata: dict[str, Any] = {}
     title = info.get("title")
     title = " ".join(title.split()) if isinstance(title, str) else ""
+    title = title or head  # many PDF writers leave /Title empty; the running head names the document
     author = info.get("author")
     if isinstance(author, str) and author.strip():
         metadata["author"] = " ".join(author.split())
