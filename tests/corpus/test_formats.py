@@ -206,8 +206,8 @@ def test_html_with_only_boilerplate_is_refused(tmp_path):
     path = write(tmp_path / "nav.html", "<html><body><nav>Home</nav><script>x()</script><footer>(c)</footer></body></html>")
     with pytest.raises(InputError) as info:
         load_documents(path)
-    assert str(info.value) == (f"{path}: no text in this HTML page once navigation, scripts and other "
-                               "boilerplate are removed")
+    assert str(info.value) == (f"{path}: no text in this HTML page (navigation, scripts and other "
+                               "boilerplate are not indexed)")
 
 
 # ---------------------------------------------------------------- DOCX
@@ -351,7 +351,7 @@ def test_skip_leaves_bad_files_out_whole_and_says_why(tmp_path):
         "no text layer": [str(folder / "d_scan.pdf")],
         "truncated or damaged PDF": [str(folder / "e_cut.pdf")],
         "not a DOCX file": [str(folder / "f_bad.docx")],
-        "no text in this HTML page once navigation": [str(folder / "g_nav.html")],
+        "no text in this HTML page": [str(folder / "g_nav.html")],
         "file is empty": [str(folder / "h_empty.txt")],
     }
     summary = report.summary().split("\n")

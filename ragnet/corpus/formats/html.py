@@ -224,7 +224,7 @@ def read_html(data: bytes, where: str) -> Extracted:
         walker.last_kind = ""
     text = walker.builder.text()
     if not text.strip():
-        raise InputError("no text in this HTML page once navigation, scripts and other boilerplate are removed",
+        raise InputError("no text in this HTML page (navigation, scripts and other boilerplate are not indexed)",
                          path=where)
     positions = tuple((offset, place) for offset, place in walker.builder.positions() if place)
     return Extracted(text=text, title=title, metadata=meta, positions=positions)
