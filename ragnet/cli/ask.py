@@ -18,7 +18,7 @@ EXIT_LM_FAILED = 3
 #: Sentences printed per evidence chunk. A sentence-packed context (the default strategy) shows the
 #: reader a few sentences of a chunk, so they all print; a whole chunk of a basic search has many
 #: more, and printing them all for every chunk would push the answer off the screen.
-SHOWN_SENTENCES = 4
+QUOTED_SENTENCES = 4
 
 
 @with_lm_options(answer_lm="auto")
@@ -97,18 +97,18 @@ def _print(pred, show_trace: bool, *, strategy: str, budget: int | None, failed:
 def _print_citation(out, cite: dict) -> None:
     """One evidence chunk: its id and where it is from, then the sentences of it the reader saw,
     quoted and indented (long ones wrap under their own indent); at most
-    :data:`SHOWN_SENTENCES` of them, then how many more (``--json`` has them all)."""
+    :data:`QUOTED_SENTENCES` of them, then how many more (``--json`` has them all)."""
     from rich.padding import Padding
 
     from ragnet.programs.citations import source_line
 
     out.print(text_line(f"  {cite['id']}  ", (source_line(cite), "dim")), soft_wrap=True)
     sentences = cite.get("sentences") or []
-    for sentence in sentences[:SHOWN_SENTENCES]:
+    for sentence in sentences[:QUOTED_SENTENCES]:
         # one line of text per sentence: its line breaks (PDF columns, lists) would break the quote
         out.print(Padding(text_line(f"“{' '.join(sentence.split())}”"), (0, 0, 0, 6), expand=False))
-    if len(sentences) > SHOWN_SENTENCES:
-        more = len(sentences) - SHOWN_SENTENCES
+    if len(sentences) > QUOTED_SENTENCES:
+        more = len(sentences) - QUOTED_SENTENCES
         out.print(text_line((f"      … and {more} more sentence{'s' if more > 1 else ''} (--json lists them all)",
                              "dim")))
 

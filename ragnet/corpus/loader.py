@@ -15,7 +15,8 @@ Supported inputs:
   :mod:`ragnet.corpus.formats` (``pypdf``, ``beautifulsoup4``, ``python-docx``, imported only
   when such a file is read). The id is the relative path as for text files; the title is
   the one the file declares (PDF ``/Title``, HTML ``<title>`` or first ``h1``, DOCX core
-  properties), else as for text files; ``author``, ``date`` and ``year`` go into ``metadata``.
+  properties), else as for text files; ``author`` and ``date`` go into ``metadata`` (a file's
+  date is not its ``year``: :func:`ragnet.corpus.formats.date_metadata`).
   An encrypted, scanned-only (no text layer), truncated or malformed file, or an HTML page
   with no text once its boilerplate is removed, is a problem like any other.
 - Every document records where it came from (``Document.location``: ``file``, and ``line``
@@ -82,8 +83,6 @@ DEFAULT_MAX_FILE_MB = 20.0
 MAX_TITLE_CHARS = 120
 _BINARY_PROBE = 8192
 _GLOB_MAGIC = re.compile(r"[*?\[]")
-_ATX_HEADING = ATX_HEADING
-_SETEXT_UNDERLINE = SETEXT_UNDERLINE
 _FRONT_MATTER_LINE = re.compile(r"^([A-Za-z_][\w\-]*)[ \t]*:[ \t]*(.*?)[ \t]*$")
 # a JSON escape of a UTF-16 surrogate: the only way a lone surrogate gets into decoded text
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
@@ -708,10 +707,10 @@ def _title(text: str, markdown: bool) -> str | None:
                 continue
             if in_code:
                 continue
-            m = _ATX_HEADING.match(line)
+            m = ATX_HEADING.match(line)
             if m:
                 return m.group(2).strip()
-            if line.strip() and i + 1 < len(lines) and _SETEXT_UNDERLINE.match(lines[i + 1]):
+            if line.strip() and i + 1 < len(lines) and SETEXT_UNDERLINE.match(lines[i + 1]):
                 return line.strip()
     for line in lines:
         line = line.strip()

@@ -699,16 +699,13 @@ def _gold_from_data(path: str | Path | None, data_dir: str | Path | None, ids: s
 def _crop(text: str, kept: Sequence[int]) -> str:
     """The sentences ``kept`` of ``text`` joined as the sentence selection joins them."""
     from ragnet.corpus.sentences import sentence_spans
-    from ragnet.programs.sentence_packing import GAP
+    from ragnet.programs.sentence_packing import join_sentences
 
     spans = sentence_spans(text)
     kept = [k for k in kept if 0 <= k < len(spans)]
     if not kept:
         return text
-    out = text[spans[kept[0]][0]:spans[kept[0]][1]]
-    for prev, k in zip(kept, kept[1:]):
-        out += (" " if k == prev + 1 else GAP) + text[spans[k][0]:spans[k][1]]
-    return out
+    return join_sentences([text[spans[k][0]:spans[k][1]] for k in kept], kept)
 
 
 def _recover_passages(rows: Sequence[dict[str, Any]], index_dir: str | Path | None, gold: dict[str, dict[str, Any]],

@@ -49,7 +49,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ragnet.corpus.sentences import split_sentences
@@ -61,8 +61,8 @@ from ragnet.eval.records import get_field
 from ragnet.eval.sentence_evidence import gold_sentences
 from ragnet.programs.base import RAGProgram, RunResult, check_positive_int
 from ragnet.programs.packing import PromptBudget, pack
-from ragnet.programs.citations import SHOWN_SENTENCES
-from ragnet.programs.sentence_packing import GAP
+from ragnet.programs.citations import showing
+from ragnet.programs.sentence_packing import join_sentences
 from ragnet.programs.trace import Trace
 from ragnet.signatures import AnswerStep
 
@@ -178,14 +178,9 @@ def _sentence_chunks(found: Sequence[tuple[str, int, str, str]], index: Any) -> 
         record.append({"title": title, "index": i, "id": base.id, "from": source})
     out = []
     for base, sentences in groups.values():
-        sentences = sorted(dict(sentences).items())
-        text = sentences[0][1]
-        for (prev, _), (i, sentence) in zip(sentences, sentences[1:]):
-            text += (" " if i == prev + 1 else GAP) + sentence
-        # recorded as sentence packing records it, so a citation quotes these sentences, not a re-split
-        shown = {"text": text, "sentences": [sentence for _, sentence in sentences]}
-        out.append(replace(base.with_text(text, count_tokens(text)),
-                           metadata={**base.metadata, SHOWN_SENTENCES: shown}))
+        positions, texts = zip(*sorted(dict(sentences).items()))
+        text = join_sentences(texts, positions)
+        out.append(showing(base, text, count_tokens(text), texts))
     return out, record
 
 

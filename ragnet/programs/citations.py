@@ -34,12 +34,14 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from ragnet.corpus.sentences import split_sentences
 from ragnet.corpus.types import Chunk
 
-__all__ = ["LOCATION_FIELDS", "SHOWN_SENTENCES", "citation", "citations", "shown_sentences", "source_line"]
+__all__ = ["LOCATION_FIELDS", "SHOWN_SENTENCES", "citation", "citations", "showing", "shown_sentences",
+           "source_line"]
 
 #: The location fields a citation copies from ``chunk.metadata["location"]``, in output order.
 LOCATION_FIELDS = ("file", "page", "page_end", "headings", "line")
@@ -49,6 +51,21 @@ LOCATION_FIELDS = ("file", "page", "page_end", "headings", "line")
 #: context chunks carry it (never the index's own chunks); the text is kept beside the sentences
 #: so a later change of the chunk's text makes the record stale instead of wrong.
 SHOWN_SENTENCES = "shown_sentences"
+
+
+def showing(chunk: Chunk, text: str, tokens: int, sentences: Sequence[str]) -> Chunk:
+    """A copy of ``chunk`` cut to ``text`` (``tokens`` long), the joined ``sentences``, recording
+    them under :data:`SHOWN_SENTENCES` so its citation quotes them rather than a re-split of the
+    joined text. The chunk keeps its metadata (location, rule fields) in a new dict: the index's
+    own chunk is not touched.
+
+    Example:
+        >>> c = showing(Chunk(id="d#0", doc_id="d", title="T", text="A. B. C.", tokens=6), "A. … C.", 4, ["A.", "C."])
+        >>> c.text, shown_sentences(c)
+        ('A. … C.', ['A.', 'C.'])
+    """
+    record = {"text": text, "sentences": list(sentences)}
+    return replace(chunk, text=text, tokens=tokens, metadata={**chunk.metadata, SHOWN_SENTENCES: record})
 
 
 def shown_sentences(chunk: Chunk) -> list[str]:

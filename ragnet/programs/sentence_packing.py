@@ -27,7 +27,7 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
@@ -36,7 +36,7 @@ from ragnet.core import links
 from ragnet.core import sentences as core_sentences
 from ragnet.corpus.tokens import count_tokens_batch
 from ragnet.corpus.types import Chunk
-from ragnet.programs.citations import SHOWN_SENTENCES
+from ragnet.programs.citations import showing
 from ragnet.programs.packing import PackResult, PromptBudget
 from ragnet.signatures.formatting import chunk_header
 
@@ -113,7 +113,14 @@ def sentence_candidates(index: Any, chunks: Sequence[Chunk], question: str) -> S
     )
 
 
-def _crop(chunk: Chunk, texts: list[str], positions: list[int]) -> str:
+def join_sentences(texts: Sequence[str], positions: Sequence[int]) -> str:
+    """Sentences of one chunk, in document order, as the reader sees them: adjacent ones joined by
+    a space, the others by :data:`GAP` (``positions``: each sentence's index in its chunk).
+
+    Example:
+        >>> join_sentences(["A.", "B.", "D."], [0, 1, 3])
+        'A. B. … D.'
+    """
     out = texts[0]
     for prev, pos, text in zip(positions, positions[1:], texts[1:]):
         out += (" " if pos == prev + 1 else GAP) + text
@@ -181,12 +188,8 @@ def crop_to_sentences(chunks: Sequence[Chunk], cands: SentenceCandidates,
             out.append(chunks[c])
         else:
             kept = [cands.texts[j] for j in js]
-            text = _crop(chunks[c], kept, [int(cands.position[j]) for j in js])
-            # the chunk keeps its metadata (location, rules) and records the sentences it shows,
-            # which the answer's citations quote (a new dict: the index's chunk is not touched)
-            metadata = {**chunks[c].metadata, SHOWN_SENTENCES: {"text": text, "sentences": kept}}
-            out.append(replace(chunks[c], text=text, tokens=int(cands.tokens[js].sum()) + len(js) - 1,
-                               metadata=metadata))
+            text = join_sentences(kept, [int(cands.position[j]) for j in js])
+            out.append(showing(chunks[c], text, int(cands.tokens[js].sum()) + len(js) - 1, kept))
         info.append({"id": chunks[c].id, "sentences": n_all, "kept": [int(cands.position[j]) for j in js],
                      "tokens_before": chunks[c].tokens, "tokens_after": out[-1].tokens})
     return out, info
