@@ -161,6 +161,33 @@ def test_broken_links_named_or_matched_are_reported_the_same_way(tmp_path):
             load_documents(paths, **options)
 
 
+def test_a_link_to_a_folder_is_not_followed_and_says_so_once(tmp_path):
+    """os.walk does not enter a linked folder (it may loop, or lead outside the folder); the
+    documents under one were left out without a word."""
+    docs = write_docs(tmp_path / "docs", n=1)
+    write_docs(tmp_path / "shared", n=2)
+    (docs / "more").symlink_to(tmp_path / "shared")
+    (docs / "sub").mkdir()
+    (docs / "sub" / "up").symlink_to(docs)  # a loop if it were followed
+    with pytest.warns(UserWarning) as record:
+        loaded = load_documents(docs)
+    assert [d.id for d in loaded] == ["d0.md"]
+    assert [str(w.message) for w in record] == [
+        f"{docs}: skipped links to folders, which are not followed: more, sub/up (name a linked folder itself to read it)"]
+    assert [d.id for d in load_documents(docs / "more")] == ["d0.md", "d1.md"]  # named, it is read
+
+
+def test_a_folder_holding_only_a_linked_folder_names_the_link(tmp_path):
+    write_docs(tmp_path / "shared", n=1)
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "more").symlink_to(tmp_path / "shared")
+    with pytest.raises(InputError) as err:
+        load_documents(tmp_path / "docs")
+    assert "(the folder is empty)" not in str(err.value)
+    assert str(err.value).endswith("; skipped links to folders, which are not followed: more "
+                                   "(name a linked folder itself to read it)")
+
+
 def test_a_named_pipe_is_refused_instead_of_read_for_ever(tmp_path):
     docs = write_docs(tmp_path / "docs", n=1)
     os.mkfifo(docs / "pipe.md")

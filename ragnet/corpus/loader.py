@@ -422,8 +422,10 @@ def _folder_files(folder: Path, pattern: str | None) -> list[_Source]:
 
     files: list[Path] = []
     skipped: dict[str, int] = {}
+    linked: list[str] = []  # links to folders: os.walk does not enter them (no loops, nothing outside the folder)
     for root, dirs, names in os.walk(folder):
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not outputs.is_output(Path(root) / d))
+        linked.extend(_rel(Path(root) / d, folder) for d in dirs if (Path(root) / d).is_symlink())
         for name in names:
             if name.startswith("."):
                 continue
@@ -435,10 +437,14 @@ def _folder_files(folder: Path, pattern: str | None) -> list[_Source]:
                 skipped[suffix or "(no suffix)"] = skipped.get(suffix or "(no suffix)", 0) + 1
     files.sort(key=lambda p: p.relative_to(folder).parts)
     others = ", ".join(f"{n} {s}" for s, n in sorted(skipped.items()))
+    links = (f"; skipped links to folders, which are not followed: {', '.join(sorted(linked))} "
+             f"(name a linked folder itself to read it)") if linked else ""
     if not files:
-        found = f"; found only {others}" if others else "" if outputs.found else " (the folder is empty)"
-        raise InputError(f"no {_SUPPORTED} files in this folder{found}{outputs.note()}", path=folder)
+        found = f"; found only {others}" if others else "" if outputs.found or linked else " (the folder is empty)"
+        raise InputError(f"no {_SUPPORTED} files in this folder{found}{outputs.note()}{links}", path=folder)
     outputs.warn(folder)
+    if linked:
+        warnings.warn(f"{folder}: {links[2:]}", stacklevel=4)
     if skipped:
         warnings.warn(f"{folder}: skipped files with unsupported suffixes: {others}", stacklevel=4)
     return [_Source(p, str(p), _rel(p, folder)) for p in files]
