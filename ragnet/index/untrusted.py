@@ -214,7 +214,8 @@ def bounded_faiss_read(faiss: Any, size: int) -> Iterator[None]:
     about twice the file.
 
     FAISS's limits are process-wide settings; they are restored on exit and the block is serialised
-    between threads. FAISS builds without these settings (before 1.13) read unbounded.
+    between threads. FAISS builds without these settings (PyPI's faiss-cpu before 1.14.2, below
+    ragnet's floor; conda or source builds may differ) read unbounded.
     """
     setters = ("set_deserialization_vector_byte_limit", "set_deserialization_loop_limit")
     getters = ("get_deserialization_vector_byte_limit", "get_deserialization_loop_limit")
