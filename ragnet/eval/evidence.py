@@ -193,7 +193,7 @@ def stage_retention(trace: Sequence[dict[str, Any]], context: Sequence[str],
     ``filter`` (kept + added by the last filter event), ``crop`` (same chunks; ``cropped`` counts
     the shortened ones), ``select`` (the budgeted selection), ``delete`` (the previous stage minus
     every ``chunk_delete``; ``removed`` counts them), ``noise`` (noise-removal survivors) and
-    ``final`` (the answer context).
+    ``final`` (the answer context). A router's ``probe`` events count only as searches.
 
     Example:
         >>> trace = [{"step": "search", "retrieved": ["A#0", "B#0", "C#0"]},
@@ -202,6 +202,9 @@ def stage_retention(trace: Sequence[dict[str, Any]], context: Sequence[str],
         {'chunks': 2, 'gold': 1, 'removed': 1}
     """
     out: dict[str, dict[str, int]] = {}
+    # a router's probe (its first search, before it chose the hard route) retrieved chunks, but its
+    # filter, crop and selection were not the answer's: only its search counts
+    trace = [e for e in trace if not e.get("probe") or e.get("step") == "search"]
     retrieved = list(dict.fromkeys(c for e in trace if e.get("step") == "search" for c in e.get("retrieved") or []))
     out["retrieved"] = {"chunks": len(retrieved), "gold": gold_present(gold, retrieved)}
     current = retrieved

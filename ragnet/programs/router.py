@@ -7,7 +7,8 @@ the first search found. Small local LMs decide poorly whether to search again, s
 decides without an LM, from the first search itself:
 
 1. the **simple** program's retrieval runs (its search, rules and sentence selection, no LM call)
-   and is recorded in the trace as usual;
+   and is recorded in the trace as usual (its events marked ``probe`` when the hard route then
+   runs, so they are not read as the hard program's);
 2. :func:`route_signals` reads that first context: the question's form, how many context
    documents the question names, the names the evidence gives that the question does not (and
    whether they are documents the collection holds), and the score profile;
@@ -244,7 +245,13 @@ class RouterRAG(RAGProgram):
         return route, str(reason), signals, context
 
     def _run(self, question: str, trace: Trace) -> RunResult:
+        first = len(trace.events)
         route, reason, signals, context = self.route(question, trace)
+        if route == "hard":
+            # the first search was the router's probe, not the hard program's: marked, so that a reader of
+            # the trace (and eval's stage counts) can tell its search and selection from the program's
+            for event in trace.events[first:]:
+                event["probe"] = True
         trace.add("route", route=route, rule=reason, signals=signals.to_dict(),
                   program=self.simple_spec if route == "simple" else self.hard_spec)
         if route == "simple":

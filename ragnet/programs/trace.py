@@ -13,6 +13,8 @@ Conventional event keys (programs use these so eval can read any program's trace
     sufficiency: verdict ("Sufficient"|"Refine"), confidence, missing
     answer:   evidence (ids)
     lm_error: step, error, action ("retried"|"fallback")
+    probe:    (a key on any event) True on a router's first search and selection when it then ran
+              the hard route: they decided the route, and the hard program's own events follow
 
 Example:
     >>> t = Trace()

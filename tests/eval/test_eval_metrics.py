@@ -105,6 +105,20 @@ def test_stage_retention_follows_a_oneshot_trace():
     assert stages["final"] == {"chunks": 2, "gold": 1}
 
 
+def test_a_routers_probe_counts_as_a_search_and_its_selection_is_not_the_agents():
+    """The hard route's agent ran no crop of its own: the probe's crop and select must not show as its stages."""
+    trace = [
+        {"step": "search", "retrieved": ["A#0", "B#0"], "probe": True},
+        {"step": "crop", "cropped": [{"id": "A#0", "tokens_before": 90, "tokens_after": 30}], "probe": True},
+        {"step": "select", "kept": ["A#0"], "probe": True},
+        {"step": "route", "route": "hard"},
+        {"step": "search", "turn": 1, "retrieved": ["B#0", "C#0"]},
+    ]
+    stages = stage_retention(trace, ["B#0", "C#0"], {"A": set(), "C": set()})
+    assert list(stages) == ["retrieved", "final"]
+    assert stages["retrieved"] == {"chunks": 3, "gold": 2} and stages["final"] == {"chunks": 2, "gold": 1}
+
+
 def test_stage_retention_follows_deletions_and_noise_removal():
     trace = [
         {"step": "search", "turn": 1, "retrieved": ["A#0", "B#0"]},

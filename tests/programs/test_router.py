@@ -54,6 +54,9 @@ def test_a_nested_question_whose_evidence_names_a_missing_document_takes_the_har
     assert pred.route == event["route"] == "hard" and event["rule"] == "nested+bridge"
     assert event["program"] == "oneshot:sentences+hops"
     assert event["signals"]["form"] == "nested" and event["signals"]["bridge_titles"][0] == "John Farrow"
+    probe = [e for e in pred.trace if e.get("probe")]
+    assert {e["step"] for e in probe} >= {"search", "select"} and pred.trace.index(probe[-1]) < pred.trace.index(event)
+    assert not [e for e in pred.trace[pred.trace.index(event):] if e.get("probe")]  # the hard program's own are not
     first = [e for e in pred.trace if e["step"] == "select"][0]["kept"]
     assert "jf#0" not in first  # the first search's context lacks the director's page ...
     (hops,) = [e for e in pred.trace if e["step"] == "hops"]  # ... so the hard route searched for its director
@@ -70,6 +73,7 @@ def test_the_same_question_stays_simple_when_the_first_search_already_holds_the_
     assert "jf#0" in pred.context
     assert pred.route == "simple" and _route_event(pred)["rule"] == "default"
     assert len([e for e in pred.trace if e["step"] == "search"]) == 1  # the first search is answered from, not repeated
+    assert not [e for e in pred.trace if e.get("probe")]  # it was the simple route's own search
     assert lm.steps() == ["answer"]
 
 
