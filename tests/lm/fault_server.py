@@ -9,10 +9,15 @@ counting every request it receives:
 * ``badjson``: HTTP 200 with a body that is not JSON;
 * ``nochoices``: HTTP 200 with ``"choices": []``;
 * ``hang``: accept the request and never answer (until the server stops);
-* ``drop``: close the connection without a response.
+* ``drop``: close the connection without a response;
+* ``trickle``: the ``ok`` completion sent one byte every ``interval`` seconds, padded with leading
+  whitespace (valid JSON) so that the whole reply takes about ``seconds``: every single read
+  finishes long before a per-read timeout would fire, so only a deadline over the whole call stops
+  it. The server stops trickling when the block ends.
 
-Used by ``tests/lm/test_served.py`` for the fault cases; the success case also runs against
-llama.cpp's own server with the local GGUF. Traffic stays on the loopback interface.
+Used by ``tests/lm/test_served.py`` and ``tests/lm/test_lm_deadline.py`` for the fault cases; the
+success case also runs against llama.cpp's own server with the local GGUF. Traffic stays on the
+loopback interface.
 """
 
 from __future__ import annotations
@@ -23,16 +28,23 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-MODES = ("ok", "error500", "badjson", "nochoices", "hang", "drop")
+MODES = ("ok", "error500", "badjson", "nochoices", "hang", "drop", "trickle")
+
+
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # a client that hung up (at its deadline, or on a dropped connection) is the point, not an error
 
 
 class FaultServer:
     """``with FaultServer("hang") as server: ... server.url ... server.requests``."""
 
-    def __init__(self, mode: str = "ok", reply: str | None = None) -> None:
+    def __init__(self, mode: str = "ok", reply: str | None = None, *, interval: float = 0.05,
+                 seconds: float = 30.0) -> None:
         if mode not in MODES:
             raise ValueError(mode)
         self.mode = mode
+        self.interval, self.seconds = interval, seconds  # the trickle's pace and length
         self.reply = reply if reply is not None else json.dumps(
             {"answer": "Paris", "evidence_ids": ["c1"], "verdict": "Sufficient", "confidence": 0.9, "missing": ""})
         self.requests = 0
@@ -73,14 +85,32 @@ class FaultServer:
                 elif mode == "nochoices":
                     self._send(200, {"id": "x", "object": "chat.completion", "created": int(time.time()),
                                      "model": "test-model", "choices": [], "usage": {}})
+                elif mode == "trickle":
+                    self._trickle(json.dumps(self._completion()).encode())
                 else:
-                    self._send(200, {
-                        "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()),
+                    self._send(200, self._completion())
+
+            def _completion(self) -> dict:
+                return {"id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()),
                         "model": "test-model",
                         "choices": [{"index": 0, "finish_reason": "stop",
                                      "message": {"role": "assistant", "content": server.reply}}],
-                        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-                    })
+                        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
+
+            def _trickle(self, body: bytes) -> None:
+                data = b" " * max(0, int(server.seconds / server.interval) - len(body)) + body
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                try:
+                    for i in range(len(data)):
+                        if server._stop.wait(server.interval):
+                            return
+                        self.wfile.write(data[i:i + 1])
+                        self.wfile.flush()
+                except OSError:  # the client hung up: what a deadline does
+                    return
 
             def _send(self, status: int, body: dict) -> None:
                 self._raw(status, json.dumps(body).encode(), "application/json")
@@ -92,7 +122,7 @@ class FaultServer:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd = _QuietServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
         threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
         return self

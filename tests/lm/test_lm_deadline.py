@@ -8,11 +8,7 @@ wait and read) stops it. Without one, a step waited as long as the server kept t
 from __future__ import annotations
 
 import asyncio
-import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 
 import dspy
 import pytest
@@ -36,72 +32,9 @@ CHAT_ANSWER = '[[ ## answer ## ]]\nParis\n\n[[ ## evidence_ids ## ]]\n["c1"]\n\n
 TRICKLE_SECONDS = 30.0
 
 
-class _QuietServer(ThreadingHTTPServer):
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        pass  # a client that hung up at its deadline is the point, not an error
-
-
-class TrickleServer:
-    """An OpenAI-compatible server that sends a valid completion one byte every ``interval`` seconds.
-
-    Each byte arrives long before a per-read timeout would fire; the whole reply takes about
-    ``seconds``. The server stops trickling (and closes the connection) when the block ends.
-    """
-
-    def __init__(self, interval: float = 0.05, seconds: float = TRICKLE_SECONDS) -> None:
-        self.interval, self.seconds = interval, seconds
-        self.requests = 0
-        self._stop = threading.Event()
-        self._httpd: ThreadingHTTPServer | None = None
-
-    def __enter__(self) -> "TrickleServer":
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                server.requests += 1
-                body = json.dumps({
-                    "id": "chatcmpl-slow", "object": "chat.completion", "created": int(time.time()),
-                    "model": "test-model",
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": CHAT_ANSWER}}],
-                    "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}).encode()
-                pad = max(0, int(server.seconds / server.interval) - len(body))
-                data = b" " * pad + body  # leading whitespace is valid JSON: the reply parses if it ever ends
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                try:
-                    for i in range(len(data)):
-                        if server._stop.wait(server.interval):
-                            return
-                        self.wfile.write(data[i:i + 1])
-                        self.wfile.flush()
-                except OSError:  # the client hung up: what a deadline does
-                    return
-
-        self._httpd = _QuietServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self._stop.set()
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-
-    @property
-    def url(self) -> str:
-        assert self._httpd is not None
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+def trickle_server() -> FaultServer:
+    """A server that sends a valid answer one byte at a time, taking ``TRICKLE_SECONDS`` in all."""
+    return FaultServer("trickle", reply=CHAT_ANSWER, seconds=TRICKLE_SECONDS)
 
 
 @pytest.fixture(scope="module")
@@ -119,7 +52,7 @@ def _served(url: str, timeout: float = TIMEOUT) -> dspy.LM:
 
 def test_a_trickling_server_is_cut_at_the_deadline_and_named(tiny_index, dspy_state, tmp_path, monkeypatch):
     monkeypatch.setenv("RAGNET_CACHE_DIR", str(tmp_path / "cache"))
-    with TrickleServer() as server:
+    with trickle_server() as server:
         ragnet.configure("openai/test-model", api_base=server.url, api_key="test-key", timeout=TIMEOUT, cache=False)
         started = time.monotonic()
         pred = BasicRAG(tiny_index, k=2)(question=QUESTION)
@@ -139,7 +72,7 @@ def test_a_trickling_server_is_cut_at_the_deadline_and_named(tiny_index, dspy_st
 
 def test_ask_with_a_trickling_server_exits_3_with_one_line_naming_timeout(tiny_index, tmp_path, monkeypatch):
     monkeypatch.setenv("RAGNET_CACHE_DIR", str(tmp_path / "cache"))
-    with TrickleServer() as server:
+    with trickle_server() as server:
         started = time.monotonic()
         result = runner.invoke(app, ["ask", QUESTION, "--index", str(tiny_index.path), "--lm", "openai/test-model",
                                      "--api-base", server.url, "--api-key", "k", "--timeout", str(TIMEOUT)])
@@ -164,7 +97,7 @@ def test_a_server_that_sends_nothing_is_named_the_same_way(dspy_state):
 
 
 def test_the_async_call_is_bounded_too(dspy_state):
-    with TrickleServer() as server:
+    with trickle_server() as server:
         lm = _served(server.url)
         started = time.monotonic()
         with pytest.raises(LMTimeoutError, match="--timeout"):
