@@ -46,7 +46,9 @@ import numpy as np
 from ragnet.core.links import mention_bonus
 from ragnet.corpus.types import Chunk
 from ragnet.programs.agent import DEFAULT_NOTES_SHARE, AgentRAG, Turns
+from ragnet.errors import InputError
 from ragnet.programs.base import RunResult, check_positive_int
+from ragnet.programs.oneshot import HOP_WEIGHT, apply_metadata_rules
 from ragnet.programs.trace import Trace
 from ragnet.signatures import AnswerStep, DeleteStep
 
@@ -97,6 +99,13 @@ class IterativeRAG(AgentRAG):
         sentences: pack the kept chunks' best sentences instead of whole chunks (needs a
             ``budget``; the ``iterative:sentences`` preset, e.g. ``iterative:no-delete+sentences``).
         notes_share: the largest share of ``budget`` the notes may take (as in CombinedRAG).
+        pool: with ``sentences``, the final pack starts from the one-shot's candidates: the
+            question's ``pool`` best hits after the metadata rules, as ``OneShotRAG`` ranks them, then
+            the chunks the later turns' searches found at ``HOP_WEIGHT`` of their best score, as
+            ``oneshot:sentences+hops`` takes its bridge hits (preset ``pool``: 100, the one-shot's).
+            The LM steps still see only the turns' ``k`` chunks a search; the pool costs one search
+            and no LM call, and keeps the first-hop evidence the one-shot finds beyond the top ``k``.
+            0 (the default): the pack draws only on what the turns gathered.
 
     Example:
         >>> import dspy
@@ -134,6 +143,7 @@ class IterativeRAG(AgentRAG):
         budget: int | None = None,
         sentences: bool = False,
         notes_share: float = DEFAULT_NOTES_SHARE,
+        pool: int = 0,
     ) -> None:
         super().__init__(
             index, max_turns=max_turns, k=k, fallback=fallback, dedup=dedup, contextualize=contextualize,
@@ -143,6 +153,10 @@ class IterativeRAG(AgentRAG):
             notes_share=notes_share,
         )
         self.protect = check_positive_int(protect, "protect", minimum=0)
+        self.pool = check_positive_int(pool, "pool", minimum=0)
+        if self.pool and not self.sentences:
+            raise InputError("the question's pool joins the sentence pack, as in the one-shot; give sentences=True "
+                             "(preset iterative:sentences+pool) or pool=0", argument="pool")
         self.delete = DeleteStep(retries=self.retries, enabled=delete)
 
     def _run(self, question: str, trace: Trace) -> RunResult:
@@ -150,9 +164,22 @@ class IterativeRAG(AgentRAG):
         if self.budget is None:
             context, notes = state.context, (state.notes if self.contextualize.enabled else "")
         else:
-            context, notes = self._pack_final(question, self._ranked_for_pack(state), state.notes, trace)
+            context, notes = self._pack_final(question, self._final_candidates(question, state, trace), state.notes, trace)
         answer, evidence = self._answer(question, context, trace, notes=notes)
         return RunResult(answer=answer, evidence=evidence, context=context, notes=state.notes)
+
+    def _final_candidates(self, question: str, state: Turns, trace: Trace) -> list[Chunk]:
+        """The final pack's candidates: what the turns gathered, best first, or with a ``pool`` the
+        one-shot's candidates followed by the later turns' finds at ``HOP_WEIGHT`` (see ``pool``)."""
+        if not self.pool:
+            return self._ranked_for_pack(state)
+        hits = self._search(question, trace, k=min(self.pool, len(self.index)), turn=0)
+        trace.events[-1]["pool"] = True  # the final pack's search, not a turn's
+        candidates = apply_metadata_rules(self.index, question, hits, trace, lam=self.lam)
+        taken = {c.id for c in candidates}
+        found = [c.with_scores(score=HOP_WEIGHT * state.hybrid[c.id])
+                 for c in state.context if c.id not in taken]
+        return candidates + sorted(found, key=lambda c: -c.score)
 
     def _prune(self, question: str, state: Turns, turn: int, trace: Trace) -> None:
         """chunk_delete, checked: protected chunks stay and the context is never emptied."""

@@ -61,6 +61,8 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "one-query": {"query_form": "one"},
         # the kept chunks' best sentences packed into the answer budget (give one: --budget)
         "sentences": {"sentences": True},
+        # the final sentence pack starts from the one-shot's 100 candidates (iterative:sentences+pool)
+        "pool": {"pool": 100},
         # ask the sufficiency step every turn, even once it repeats its verdict (the study's loop)
         "no-repeat-stop": {"stop_on_repeat": False},
     },

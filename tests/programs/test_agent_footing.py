@@ -10,6 +10,7 @@ import pytest
 from ragnet.corpus.tokens import count_tokens
 from ragnet.corpus.types import Document
 from ragnet.errors import InputError
+from ragnet.eval.indexes import NoIndex
 from ragnet.index import Index
 from ragnet.programs import CombinedRAG, IterativeRAG, ReflectiveRAG
 from ragnet.programs.agent import STOP_REASONS
@@ -242,3 +243,32 @@ def test_every_loop_records_exactly_one_stop_with_a_known_reason(yearbook_index,
     assert stop["reason"] == reason and reason in STOP_REASONS
     # recorded at the turn the loop stopped in: the last turn any of its steps ran
     assert stop["turn"] == max(e["turn"] for e in pred.trace if e["step"] != "stop" and "turn" in e)
+
+
+# -- the final pack from the one-shot's candidates (pool) ----------------------------------------------
+
+def test_with_a_pool_the_final_pack_holds_what_the_one_shot_finds_beyond_the_turns_hits(yearbook_index, run_with):
+    """The turns' searches take ``k`` chunks each, so evidence the question ranks below ``k`` never
+    reached the agent's pack; the one-shot packs from 100 candidates. The pool gives the agent the
+    one-shot's candidates at one more search and no more LM calls."""
+    lean = dict(max_turns=1, k=1, rewrite=False, delete=False, contextualize=False, sufficiency=False,
+                budget=1000, sentences=True)
+    with run_with(ProgramLM()) as lm:
+        turns_only = IterativeRAG(yearbook_index, **lean)(question=Q)
+    with run_with(ProgramLM()) as lm_pool:
+        pooled = IterativeRAG(yearbook_index, pool=100, **lean)(question=Q)
+    assert lm.steps() == lm_pool.steps() == ["answer"]
+    assert len(turns_only.context) == 1  # the one chunk its one search took
+    assert set(turns_only.context) < set(pooled.context)  # the pool adds what ranked below k ...
+    searches = events(pooled, "search")
+    assert [bool(e.get("pool")) for e in searches] == [False, True] and searches[1]["query"] == Q
+    assert set(pooled.context) <= set(searches[1]["retrieved"]) | set(searches[0]["retrieved"])
+    assert events(pooled, "filter")  # ... after the one-shot's metadata rules
+
+
+def test_a_pool_needs_the_sentence_pack_and_is_a_preset():
+    with pytest.raises(InputError) as err:
+        IterativeRAG(NoIndex(), budget=1000, pool=100)
+    assert err.value.argument == "pool" and "sentences" in str(err.value)
+    program = build_program("iterative:no-rewrite+no-delete+sentences+pool", NoIndex(), budget=1000)
+    assert (program.pool, program.sentences, program.rewrite.enabled) == (100, True, False)
