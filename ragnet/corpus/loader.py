@@ -437,14 +437,15 @@ def _folder_files(folder: Path, pattern: str | None) -> list[_Source]:
                 skipped[suffix or "(no suffix)"] = skipped.get(suffix or "(no suffix)", 0) + 1
     files.sort(key=lambda p: p.relative_to(folder).parts)
     others = ", ".join(f"{n} {s}" for s, n in sorted(skipped.items()))
-    links = (f"; skipped links to folders, which are not followed: {', '.join(sorted(linked))} "
-             f"(name a linked folder itself to read it)") if linked else ""
+    links = (f"skipped links to folders, which are not followed: {', '.join(sorted(linked))} "
+             f"(name a linked folder itself to read it)")
     if not files:
         found = f"; found only {others}" if others else "" if outputs.found or linked else " (the folder is empty)"
-        raise InputError(f"no {_SUPPORTED} files in this folder{found}{outputs.note()}{links}", path=folder)
+        raise InputError(f"no {_SUPPORTED} files in this folder{found}{outputs.note()}"
+                         f"{'; ' + links if linked else ''}", path=folder)
     outputs.warn(folder)
     if linked:
-        warnings.warn(f"{folder}: {links[2:]}", stacklevel=4)
+        warnings.warn(f"{folder}: {links}", stacklevel=4)
     if skipped:
         warnings.warn(f"{folder}: skipped files with unsupported suffixes: {others}", stacklevel=4)
     return [_Source(p, str(p), _rel(p, folder)) for p in files]

@@ -182,10 +182,11 @@ class RAGProgram(dspy.Module):
         turn: int = 1,
         exclude: Iterable[str] = (),
         fallback: bool = False,
+        **event: Any,
     ) -> list[Chunk]:
-        """Hybrid search, recorded as a ``search`` event."""
+        """Hybrid search, recorded as a ``search`` event (with ``event``'s extra fields)."""
         hits = self.index.search(query, k=k, exclude=exclude, lam=self.lam)
-        trace.add("search", turn=turn, query=query, retrieved=[h.id for h in hits], fallback=fallback)
+        trace.add("search", turn=turn, query=query, retrieved=[h.id for h in hits], fallback=fallback, **event)
         return hits
 
     def _answer(self, question: str, chunks: list[Chunk], trace: Trace, *, notes: str = "") -> tuple[str, list[str]]:

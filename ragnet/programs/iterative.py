@@ -45,8 +45,8 @@ import numpy as np
 
 from ragnet.core.links import mention_bonus
 from ragnet.corpus.types import Chunk
-from ragnet.programs.agent import DEFAULT_NOTES_SHARE, AgentRAG, Turns
 from ragnet.errors import InputError
+from ragnet.programs.agent import DEFAULT_NOTES_SHARE, AgentRAG, Turns
 from ragnet.programs.base import RunResult, check_positive_int
 from ragnet.programs.oneshot import HOP_WEIGHT, apply_metadata_rules
 from ragnet.programs.trace import Trace
@@ -164,7 +164,8 @@ class IterativeRAG(AgentRAG):
         if self.budget is None:
             context, notes = state.context, (state.notes if self.contextualize.enabled else "")
         else:
-            context, notes = self._pack_final(question, self._final_candidates(question, state, trace), state.notes, trace)
+            candidates = self._final_candidates(question, state, trace)
+            context, notes = self._pack_final(question, candidates, state.notes, trace)
         answer, evidence = self._answer(question, context, trace, notes=notes)
         return RunResult(answer=answer, evidence=evidence, context=context, notes=state.notes)
 
@@ -173,8 +174,7 @@ class IterativeRAG(AgentRAG):
         one-shot's candidates followed by the later turns' finds at ``HOP_WEIGHT`` (see ``pool``)."""
         if not self.pool:
             return self._ranked_for_pack(state)
-        hits = self._search(question, trace, k=min(self.pool, len(self.index)), turn=0)
-        trace.events[-1]["pool"] = True  # the final pack's search, not a turn's
+        hits = self._search(question, trace, k=min(self.pool, len(self.index)), turn=0, pool=True)  # not a turn's
         candidates = apply_metadata_rules(self.index, question, hits, trace, lam=self.lam)
         taken = {c.id for c in candidates}
         found = [c.with_scores(score=HOP_WEIGHT * state.hybrid[c.id])
