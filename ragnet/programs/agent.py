@@ -34,16 +34,11 @@ from ragnet.errors import InputError
 from ragnet.programs.base import RAGProgram, check_fraction, check_positive_int
 from ragnet.programs.bridge import bridge_search
 from ragnet.programs.oneshot import DEFAULT_METHOD, DEFAULT_TEMPERATURE, DEFAULT_TRANSFORM, check_selection
-from ragnet.programs.packing import PromptBudget, cap_notes, pack
+from ragnet.programs.packing import DEFAULT_NOTES_SHARE, PromptBudget, cap_notes, pack
 from ragnet.programs.sentence_packing import pack_sentences
 from ragnet.programs.trace import Trace
 from ragnet.signatures import AnswerStep, ContextualizeStep, NextQueryStep, RewriteStep, SufficiencyStep, format_context
 from ragnet.signatures.formatting import quote
-
-# The notes' share of the answer budget (whole lines, earliest first): a quarter keeps the
-# notes short and leaves most of a reader-sized budget to the evidence.
-DEFAULT_NOTES_SHARE = 0.25
-
 
 #: The rewrite step's forms: ``sampled`` (RewriteQuery: ``n_queries`` candidates with
 #: probabilities, verbalized sampling, for LMs that follow it) or ``one`` (NextQuery: the name to

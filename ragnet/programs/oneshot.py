@@ -26,12 +26,12 @@ from ragnet.corpus.metadata import extract_query_metadata
 from ragnet.corpus.tokens import count_tokens
 from ragnet.corpus.types import Chunk
 from ragnet.errors import InputError
-from ragnet.programs.base import RAGProgram, RunResult, check_positive_int
+from ragnet.programs.base import RAGProgram, RunResult, check_fraction, check_positive_int
 from ragnet.programs.bridge import bridge_searches
-from ragnet.programs.packing import PromptBudget, pack
+from ragnet.programs.packing import DEFAULT_NOTES_SHARE, PromptBudget, cap_notes, pack
 from ragnet.programs.sentence_packing import pack_sentences
 from ragnet.programs.trace import Trace
-from ragnet.signatures import AnswerStep, CropStep, FilterStep
+from ragnet.signatures import AnswerStep, ContextualizeStep, CropStep, FilterStep
 
 # Selection and relevance calibration chosen with `ragnet eval retrieval`: "protected" + exp(T=0.1)
 # is the knapsack variant that never falls below rank-order filling (docs/design.md#selection-and-budgets).
@@ -77,6 +77,13 @@ class OneShotRAG(RAGProgram):
             candidates at :data:`HOP_WEIGHT` of their score, so the final pack can hold the
             second document of a multi-hop question without displacing the first. 0: off.
         hop_k: chunks per bridge search.
+        notes: before answering, the Contextualize step (one LM call, the agents' notes) writes
+            down the facts that help answer the question from the selected chunks, read whole
+            (best first, at most ``budget`` tokens of them), and the answer reads those notes
+            above the pack. The notes take at most ``notes_share`` of the budget and the pack is
+            filled again around them, so the answer prompt keeps its size. What the agents' notes
+            bought without their search turns (preset ``notes``, e.g. ``oneshot:sentences+hops+notes``).
+        notes_share: the largest share of ``budget`` the notes may take.
         transform, temperature: relevance calibration (``ragnet.core.calibrate``).
         method: ``"protected"`` (rank prefix kept, exact knapsack on the leftover budget),
             ``"exact"`` / ``"greedy"`` knapsack, or ``"rank"`` (rank-order filling, the baseline);
@@ -111,6 +118,8 @@ class OneShotRAG(RAGProgram):
         sentences: bool = False,
         hops: int = 0,
         hop_k: int = 5,
+        notes: bool = False,
+        notes_share: float = DEFAULT_NOTES_SHARE,
         transform: str = DEFAULT_TRANSFORM,
         temperature: float = DEFAULT_TEMPERATURE,
         method: str = DEFAULT_METHOD,
@@ -127,9 +136,11 @@ class OneShotRAG(RAGProgram):
         self.sentences = bool(sentences)
         self.hops = check_positive_int(hops, "hops", minimum=0)
         self.hop_k = check_positive_int(hop_k, "hop_k")
+        self.notes_share = check_fraction(notes_share, "notes_share")
         self.transform, self.temperature, self.method = check_selection(transform, temperature, method)
         self.filter = FilterStep(retries=self.retries, enabled=filter)
         self.crop = CropStep(retries=self.retries, enabled=crop)
+        self.contextualize = ContextualizeStep(retries=self.retries, enabled=notes)
 
     # -- retrieval without answering --------------------------------------------------------
     def retrieve(self, question: str, trace: Trace | None = None) -> list[Chunk]:
@@ -140,30 +151,48 @@ class OneShotRAG(RAGProgram):
         if not isinstance(question, str) or not question.strip():
             raise InputError("must be a non-empty string", argument="question")
         trace = trace if trace is not None else Trace()
+        candidates, budget = self._candidates(question, trace)
+        return self._fill(question, candidates, budget, trace)
+
+    def _candidates(self, question: str, trace: Trace) -> tuple[list[Chunk], PromptBudget]:
+        """Search, rules, the LLM filter, the bridge hops and the crop: the ranked candidates the
+        pack is filled from, and the answer prompt's budget (no notes)."""
         candidates = self._search(question.strip(), trace, k=min(self.pool, len(self.index)))
         candidates = self._apply_rules(question, candidates, trace)
         if self.filter.enabled:
             candidates = self._apply_llm_filter(question, candidates, trace)
-        with self.answer_settings():  # the answer prompt is measured with the adapter that will send it
-            budget = PromptBudget(self.answer.predict, question, self.budget,
-                                  signature=self.answer.signature_for(question))
+        budget = self._budget(question)
         if self.hops:
             candidates = candidates + self._bridge_hops(question, candidates, budget, trace)
         if self.crop.enabled:
             candidates = self._apply_crop(question, candidates, budget, trace)
+        return candidates, budget
+
+    def _budget(self, question: str, notes: str = "") -> PromptBudget:
+        with self.answer_settings():  # the answer prompt is measured with the adapter that will send it
+            return PromptBudget(self.answer.predict, question, self.budget, notes=notes,
+                                signature=self.answer.signature_for(question))
+
+    def _fill(self, question: str, candidates: list[Chunk], budget: PromptBudget, trace: Trace) -> list[Chunk]:
         if self.sentences:
             return self._select_sentences(question, candidates, budget, trace)
         return self._select(candidates, budget, trace)
 
     def max_lm_calls(self) -> int:
-        return 1 + int(self.filter.enabled) + (self.max_crops if self.crop.enabled else 0)
+        return (1 + int(self.filter.enabled) + (self.max_crops if self.crop.enabled else 0)
+                + int(self.contextualize.enabled))
+
+    def _untraced_pack(self, question: str, candidates: list[Chunk], budget: PromptBudget) -> list[Chunk]:
+        """The pack :meth:`_fill` would select, not recorded: what the bridge hops and the notes start from."""
+        if self.sentences:
+            return pack_sentences(candidates, question, budget, self.index).chunks
+        return pack(candidates, [c.score for c in candidates], budget, transform=self.transform,
+                    temperature=self.temperature, method=self.method).chunks
 
     def _bridge_hops(self, question: str, candidates: list[Chunk], budget: PromptBudget, trace: Trace) -> list[Chunk]:
         """Bridge searches from a first, untraced selection of ``candidates``; their new hits at
         :data:`HOP_WEIGHT` of their score, recorded as ``search`` events (turn 2) and a ``hops`` event."""
-        first = (pack_sentences(candidates, question, budget, self.index) if self.sentences
-                 else pack(candidates, [c.score for c in candidates], budget, transform=self.transform,
-                           temperature=self.temperature, method=self.method)).chunks
+        first = self._untraced_pack(question, candidates, budget)
         seen = {c.id for c in candidates}
         queries, added = bridge_searches(self.index, question, first, [question], n=self.hops), []
         for query in queries:
@@ -174,9 +203,32 @@ class OneShotRAG(RAGProgram):
         return added
 
     def _run(self, question: str, trace: Trace) -> RunResult:
-        selected = self.retrieve(question, trace)
-        answer, evidence = self._answer(question, selected, trace)
-        return RunResult(answer=answer, evidence=evidence, context=selected)
+        if not self.contextualize.enabled:
+            selected = self.retrieve(question, trace)
+            answer, evidence = self._answer(question, selected, trace)
+            return RunResult(answer=answer, evidence=evidence, context=selected)
+        candidates, budget = self._candidates(question, trace)
+        notes = self._notes(question, candidates, budget, trace)
+        selected = self._fill(question, candidates, self._budget(question, notes), trace)
+        answer, evidence = self._answer(question, selected, trace, notes=notes)
+        return RunResult(answer=answer, evidence=evidence, context=selected, notes=notes)
+
+    def _notes(self, question: str, candidates: list[Chunk], budget: PromptBudget, trace: Trace) -> str:
+        """The Contextualize step's notes on the chunks a first, untraced pack selects, read whole
+        (best first, at most ``budget`` tokens of them), capped at ``notes_share`` of the budget."""
+        first = self._untraced_pack(question, candidates, budget)
+        whole = {c.id: c for c in candidates}
+        read, tokens = [], 0
+        for chunk in (whole[c.id] for c in first):
+            if read and tokens + chunk.tokens > self.budget:
+                break
+            read.append(chunk)
+            tokens += chunk.tokens
+        out = self.contextualize(question=question, notes="", new_chunks=read)
+        kept, dropped = cap_notes(out.notes, int(self.notes_share * self.budget))
+        trace.add("notes", turn=1, read=[c.id for c in read], added=len(out.added), repeated=len(out.repeated),
+                  chars=len(out.notes), **({"capped": len(dropped)} if dropped else {}))
+        return "\n".join(kept)
 
     # -- stages -------------------------------------------------------------------------------
     def _apply_rules(self, question: str, candidates: list[Chunk], trace: Trace) -> list[Chunk]:

@@ -47,6 +47,11 @@ def prompt_tokens(predictor: Any, demos: Sequence[Any] | None = None, *, signatu
     return total
 
 
+# The notes' share of the answer budget (whole lines, earliest first): a quarter keeps the
+# notes short and leaves most of a reader-sized budget to the evidence.
+DEFAULT_NOTES_SHARE = 0.25
+
+
 def cap_notes(notes: str, max_tokens: int) -> tuple[list[str], list[str]]:
     """The notes' lines, in order, while they fit in ``max_tokens`` (cl100k): returns the kept
     lines and the dropped ones.

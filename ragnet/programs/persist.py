@@ -39,6 +39,12 @@ def _step_name(parameter: str) -> str:
     return parameter.removesuffix(".predict")
 
 
+def _step_enabled(program: Any, name: str) -> bool:
+    """Whether ``program``'s step ``name`` is on (a predictor that is not a ragnet step counts as on)."""
+    step = program.steps().get(name) if hasattr(program, "steps") else None
+    return bool(getattr(step, "enabled", True))
+
+
 def step_signatures(program: Any) -> dict[str, str]:
     """``{step name: "input, ... -> output, ..."}`` for every predictor of ``program`` (a step
     module's one predictor, ``sufficiency.predict``, is named after its step).
@@ -124,6 +130,10 @@ def load_program(program: Any, path: str | Path) -> Any:
         )
     saved = dict(header.get("signatures") or {})
     current = step_signatures(program)
+    # A step added to the class since the file was saved, and off in this program, has nothing
+    # to load: it keeps its own (uncompiled) state, so files saved before it existed still load.
+    added_off = {name for name in set(current) - set(saved) if not _step_enabled(program, name)}
+    current = {name: sig for name, sig in current.items() if name not in added_off}
     names = set(saved) | set(current)
     changed = [f"{name} ({saved.get(name, 'absent')!r} saved, {current.get(name, 'absent')!r} now)"
                for name in sorted(names) if saved.get(name) != current.get(name)]
@@ -141,7 +151,12 @@ def load_program(program: Any, path: str | Path) -> Any:
             f"{ragnet.__version__}: {'; '.join(changed)}; recompile it with `ragnet optimize`", path=path,
         )
     try:
-        program.load(str(path))
+        if added_off:
+            state = json.loads(path.read_text(encoding="utf-8"))
+            own = program.dump_state()
+            program.load_state({**state, **{name: own[name] for name in own if _step_name(name) in added_off}})
+        else:
+            program.load(str(path))
     except (KeyError, ValueError, TypeError, AttributeError) as exc:
         raise InputError(f"does not match {type(program).__name__}'s steps: {type(exc).__name__}: {exc}",
                          path=path) from None

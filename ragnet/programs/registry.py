@@ -45,6 +45,8 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "sentences": {"sentences": True},
         # three LM-free bridge searches fold second-hop documents into the pack (oneshot:sentences+hops)
         "hops": {"hops": 3},
+        # one Contextualize call writes notes from the selected chunks, read whole, above the pack
+        "notes": {"notes": True},
     },
     "iterative": {
         "no-fallback": {"fallback": False},

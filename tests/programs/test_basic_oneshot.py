@@ -129,3 +129,38 @@ def test_bridge_hops_add_second_hop_chunks_at_half_weight_without_an_lm_call(tmp
     plain = index.search(hop_events[0]["queries"][0], k=1, exclude={"film#0"})[0]
     assert [c.score for c in picked if c.id == "st#0"] == [plain.score * HOP_WEIGHT]
     assert OneShotRAG(index, hops=3).max_lm_calls() == 1
+
+
+def test_notes_are_written_from_the_selected_chunks_read_whole_and_fit_the_budget(yearbook_index, run_with):
+    """One Contextualize call reads the first pack's chunks whole; the answer reads its notes above a
+    pack filled again around them, so the answer prompt stays inside the budget."""
+    fact = "- Aldermoor had 41,200 residents in 2021."
+    with run_with(ProgramLM(contextualize=lambda p, n: {"new_notes": fact})) as lm:
+        plain = OneShotRAG(yearbook_index, budget=1000, sentences=True).retrieve(Q)
+        prog = OneShotRAG(yearbook_index, budget=1000, sentences=True, notes=True)
+        pred = prog(question=Q)
+    assert lm.steps() == ["contextualize", "answer"] and prog.max_lm_calls() == 2
+    (event,) = [e for e in pred.trace if e["step"] == "notes"]
+    assert event["read"] and set(event["read"]) <= {c.id for c in plain}
+    contextualize_prompt, answer_prompt = (p for _, p in lm.calls)
+    first_read = yearbook_index.chunk(event["read"][0])
+    assert first_read.text[:200] in contextualize_prompt  # read whole, not as the pack's cropped sentences
+    assert fact in answer_prompt and pred.notes == fact
+    assert count_tokens(answer_prompt) <= 1000
+    select = [e for e in pred.trace if e["step"] == "select"]
+    assert len(select) == 1 and select[0]["tokens"] <= 1000  # the first pack is not traced
+
+
+def test_notes_share_caps_the_notes_and_a_failed_step_answers_without_them(yearbook_index, run_with):
+    many = "\n".join(f"- fact number {i} about Aldermoor and its many residents in 2021" for i in range(60))
+    with run_with(ProgramLM(contextualize=lambda p, n: {"new_notes": many})):
+        pred = OneShotRAG(yearbook_index, budget=1000, sentences=True, notes=True, notes_share=0.1)(question=Q)
+    (event,) = [e for e in pred.trace if e["step"] == "notes"]
+    assert event["capped"] > 0 and 0 < count_tokens(pred.notes) <= 100
+    with run_with(ProgramLM(contextualize=lambda p, n: {"wrong": "field"})) as lm:
+        pred = OneShotRAG(yearbook_index, budget=1000, sentences=True, notes=True)(question=Q)
+    assert pred.notes == "" and pred.answer == "scripted answer" and lm.steps()[-1] == "answer"
+    assert [e for e in pred.trace if e["step"] == "lm_error"]
+    with pytest.raises(InputError) as err:
+        OneShotRAG(yearbook_index, notes=True, notes_share=1.5)
+    assert err.value.argument == "notes_share"

@@ -263,3 +263,28 @@ def test_no_demo_warning_without_answer_demos_or_without_a_budget(compiled, reco
     plain = save_program(OneShotRAG(FakeIndex(records), budget=1000), tmp_path / "plain.json")
     load_program(OneShotRAG(FakeIndex(records), budget=1000), plain)
     assert not [w for w in recwarn.list if "answer budget" in str(w.message)]
+
+
+def test_a_committed_reader_saved_before_oneshots_notes_step_loads_unless_notes_are_on(records):
+    """docs/results/hotpotqa-dev-compiled-reader-1.5b/oneshot-sentences-answer-800.json was saved before
+    OneShotRAG had a Contextualize step: it loads while that step is off (the step keeps its own
+    state), and is refused by name when the program would run the step it holds no state for."""
+    from pathlib import Path
+
+    from ragnet.programs import OneShotRAG
+    from ragnet.signatures import AnswerStep
+
+    path = (Path(__file__).resolve().parents[2]
+            / "docs/results/hotpotqa-dev-compiled-reader-1.5b/oneshot-sentences-answer-800.json")
+    assert "contextualize" not in read_header(path)["signatures"]
+    demos = json.loads(path.read_text())["answer.predict"]["demos"]
+
+    def reader(**notes):  # the layout the file was compiled with (oneshot:sentences+qfirst)
+        return OneShotRAG(FakeIndex(records), budget=1000, sentences=True, answer=AnswerStep(question_at="first"),
+                          **notes)
+
+    with pytest.warns(UserWarning, match="answer budget"):
+        loaded = load_program(reader(), path)
+    assert demos and loaded.answer.predict.demos == demos and loaded.contextualize.predict.demos == []
+    message = _load_error(path, reader(notes=True))
+    assert "contextualize ('absent' saved, 'question, notes, new_chunks -> new_notes' now)" in message
