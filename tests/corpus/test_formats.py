@@ -102,6 +102,27 @@ def test_pdf_ligatures_are_spelled_out(tmp_path):
     assert doc.text == "The finance office flew software."
 
 
+def test_pdf_words_broken_at_a_line_end_are_joined_as_the_document_spells_them(tmp_path):
+    """Read back, "infor-" / "mation" would be two words to BM25 and to the reader. A word the
+    document writes closed elsewhere is joined closed; any other break keeps its hyphen (a compound
+    such as "little-known", or a syllable break left readable) and loses the line break; page
+    offsets stay exact."""
+    from ragnet import Index
+
+    pages = ["The agency keeps infor-\nmation on every bridge. Its little-\nknown survey covers Anglo-\nSaxon roads.",
+             "All information is public. Inspec-\ntors visit each year."]
+    write(tmp_path / "survey.pdf", pdf_bytes(pages))
+    [doc] = load_documents(tmp_path / "survey.pdf")
+    assert "keeps information on every bridge" in doc.text
+    assert "little-known survey covers Anglo-Saxon roads" in doc.text
+    assert "Inspec-tors visit" in doc.text  # no closed "inspectors" in the document: no word is invented
+    second = doc.text.index("All information")
+    assert doc.positions == ((0, {"page": 1}), (second, {"page": 2}))
+    index = Index.build([doc], tmp_path / "index", show_progress=False)
+    hit = index.search("information bridge", k=1, lam=1.0)[0]
+    assert "keeps information on every bridge" in hit.text
+
+
 def test_pdf_with_some_pages_without_text_is_read_with_a_warning_naming_them(tmp_path):
     write(tmp_path / "mixed.pdf", pdf_bytes([PAGES[0], "", PAGES[2], ""]))
     with pytest.warns(UserWarning, match=r"mixed\.pdf: pages 2, 4 have no text layer \(scanned\?\) and were left "

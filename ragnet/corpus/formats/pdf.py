@@ -1,7 +1,8 @@
 """PDF files: the text layer of every page, with each page's offset, read with ``pypdf``.
 
 One document per file. Running heads and footers (a title or page number printed on every page:
-:func:`strip_running_lines`) are removed, pages are joined by a blank line, and ``positions``
+:func:`strip_running_lines`) are removed, words hyphenated across a line break are joined
+(:func:`join_hyphenated`), pages are joined by a blank line, and ``positions``
 holds each page's offset as ``{"page": n}`` (1-based); a page without text adds no text and no
 position. The author and creation date come from the document information dictionary
 (``/Author``, ``/CreationDate``, kept as ``date``: see :func:`ragnet.corpus.formats.date_metadata`
@@ -228,6 +229,41 @@ def strip_running_lines(pages: list[str]) -> list[str]:
     return out
 
 
+# A word broken at a line end: letters, a hyphen (or a soft hyphen some writers extract), the line
+# break, and the next line's first word. A hyphen after a space is a dash and stays.
+_BROKEN = re.compile(r"\b([^\W\d_]+)([-\u00ad])[ \t]*\n[ \t]*(\w+)")
+_WORD = re.compile(r"[^\W\d_]+")
+
+
+def join_hyphenated(pages: list[str]) -> list[str]:
+    """Join the lines of words a PDF broke at a line end, closed where the document shows the
+    word is one: split, they are two words to the keyword search and to the reader.
+
+    A typeset PDF breaks words between syllables ("infor-" / "mation"), and a PDF that does not
+    hyphenate breaks compounds at their own hyphen ("little-" / "known"); nothing on the line
+    tells them apart, and a wrong guess invents a word ("littleknown"). So the document decides:
+    a word it writes closed elsewhere ("information") is joined closed; a soft hyphen always goes;
+    any other break keeps its hyphen and loses only the line break ("little-known"), which is
+    right for compounds and leaves a syllable break as readable as before.
+
+    Pages are joined separately: a word broken across a page break keeps its break, so page
+    offsets stay exact.
+
+    Example:
+        >>> join_hyphenated(["Roads need infor-\\nmation and little-\\nknown maps.", "All information is public."])
+        ['Roads need information and little-known maps.', 'All information is public.']
+    """
+    # the document's words, the broken ones left out (their halves would vouch for themselves)
+    words = {w.casefold() for page in pages for w in _WORD.findall(_BROKEN.sub(" ", page))}
+
+    def join(m: re.Match) -> str:
+        left, mark, right = m.groups()
+        closed = left + right
+        return closed if mark != "-" or closed.casefold() in words else f"{left}-{right}"
+
+    return [_BROKEN.sub(join, page) for page in pages]
+
+
 def running_head(pages: list[str]) -> str:
     """The line printed at the top of at least half the pages (three at least), numbers aside: in
     a document whose information dictionary has no title, usually its title ("" when none).
@@ -271,7 +307,7 @@ def read_pdf(data: bytes, where: str, engine: str = "pypdf") -> Extracted:
     if not pages:
         raise InputError("PDF has no pages", path=where)
     head = running_head(pages)
-    pages = strip_running_lines(pages)
+    pages = join_hyphenated(strip_running_lines(pages))
     builder = TextBuilder()
     empty = [n for n, page in enumerate(pages, start=1) if not builder.add(page, {"page": n})]
     if len(empty) == len(pages):
