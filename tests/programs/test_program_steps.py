@@ -15,7 +15,7 @@ from ragnet.signatures import Step
 
 @pytest.mark.parametrize("cls, steps", [
     (BasicRAG, {"answer"}),
-    (OneShotRAG, {"filter", "crop", "answer"}),
+    (OneShotRAG, {"filter", "crop", "contextualize", "answer"}),
     (IterativeRAG, {"rewrite", "contextualize", "delete", "sufficiency", "answer"}),
     (CombinedRAG, {"rewrite", "contextualize", "sufficiency", "answer"}),
     (ReflectiveRAG, {"sufficiency", "rewrite", "answer"}),
@@ -53,6 +53,7 @@ def test_max_lm_calls_follows_the_switches():
     assert BasicRAG(NoIndex()).max_lm_calls() == 1
     assert OneShotRAG(NoIndex()).max_lm_calls() == 1
     assert OneShotRAG(NoIndex(), filter=True, crop=True, max_crops=4).max_lm_calls() == 6
+    assert OneShotRAG(NoIndex(), notes=True).max_lm_calls() == 2
     assert IterativeRAG(NoIndex(), max_turns=3).max_lm_calls() == 3 * 4 + 1
     assert IterativeRAG(NoIndex(), max_turns=3, delete=False).max_lm_calls() == 3 * 3 + 1
     assert CombinedRAG(NoIndex(), max_turns=2).max_lm_calls() == 2 * 3 + 1
