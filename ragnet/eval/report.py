@@ -82,6 +82,16 @@ def _verdict(cmp: dict[str, Any], baseline: str) -> tuple[bool, str]:
     return False, f"does not beat {baseline}: worse"
 
 
+def _f1_line(f1: dict[str, Any] | None) -> str:
+    """The report's F1 clause of a comparison: mean paired difference, 95% interval, bootstrap p
+    ("" for summaries written before it was recorded)."""
+    boot = (f1 or {}).get("bootstrap")
+    if not boot:
+        return ""
+    return (f"; F1 {percent(boot['mean'], sign=True)} points (95% interval {percent(boot['low'], sign=True)} to "
+            f"{percent(boot['high'], sign=True)}, paired bootstrap p = {boot['p_value']:.3g})")
+
+
 def _overhead(rows_new: Sequence[dict[str, Any]], loop_s: float, report_s: float, threads: int) -> dict[str, Any]:
     """Evaluation overhead: (wall − Σ program s − Σ judge s) / Σ program s over this run's rows.
 
@@ -157,13 +167,15 @@ def build_summary(rows: Sequence[dict[str, Any]], meta: dict[str, Any], timing: 
                 continue
             cmp = paired_comparison(by_label[lb], by_label[baseline], primary)
             gold_cmp = paired_comparison(by_label[lb], by_label[baseline], "gold_all")
+            # F1 moves where EM does not (a partly right answer), so its paired bootstrap goes beside the sign test
+            f1_cmp = cmp if primary == "f1" else paired_comparison(by_label[lb], by_label[baseline], "f1")
             beats, verdict = _verdict(cmp, baseline)
             mine, base = summary["strategies"][lb], summary["strategies"][baseline]
             deltas = {k: (None if mine.get(k) is None or base.get(k) is None else round(mine[k] - base[k], 6))
                       for k in ("em", "f1", "llm_match", "gold_all", "gold_fraction", "input_tokens", "lm_calls",
                                 "latency_p50")}
-            summary["vs_baseline"][lb] = {**cmp, "gold_all": gold_cmp, "deltas": deltas, "beats_baseline": beats,
-                                          "verdict": verdict}
+            summary["vs_baseline"][lb] = {**cmp, "gold_all": gold_cmp, "f1": f1_cmp, "deltas": deltas,
+                                          "beats_baseline": beats, "verdict": verdict}
     curves: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for s in meta["strategies"]:
         if s.get("budget") is not None:
@@ -258,7 +270,8 @@ def format_report(summary: dict[str, Any]) -> str:
     if baseline is not None and vs:
         lines += [f"### Against {baseline}", "",
                   (f"Per question on {pname}: wins / losses / ties, two-sided sign test. A strategy *beats* "
-                  f"{baseline} only with a positive mean gain and p < {SIGNIFICANCE}."), ""]
+                  f"{baseline} only with a positive mean gain and p < {SIGNIFICANCE}. F1: the mean paired "
+                  "difference with its 95% interval and p-value from a paired bootstrap (10,000 resamples)."), ""]
         for lb in labels:
             if lb not in vs:
                 continue
@@ -267,7 +280,7 @@ def format_report(summary: dict[str, Any]) -> str:
             lines.append(f"- {flag} **{lb}** {c['verdict']}: {percent(c['delta'], sign=True)} points, {c['wins']} wins"
                          f" / {c['losses']} losses / {c['ties']} ties over {c['questions']} questions; gold recall "
                          f"{percent(c['gold_all']['delta'], sign=True)} points "
-                         f"({c['gold_all']['wins']}/{c['gold_all']['losses']}).")
+                         f"({c['gold_all']['wins']}/{c['gold_all']['losses']}){_f1_line(c.get('f1'))}.")
         lines.append("")
 
     for key, title in (("by_type", "By question type"), ("by_level", "By level")):
