@@ -60,7 +60,7 @@ from ragnet.eval.evidence import document_chunk_ids, gold_chunks
 from ragnet.eval.records import get_field
 from ragnet.eval.sentence_evidence import gold_sentences
 from ragnet.programs.base import RAGProgram, RunResult, check_positive_int
-from ragnet.programs.packing import PromptBudget, pack
+from ragnet.programs.packing import pack
 from ragnet.programs.citations import showing
 from ragnet.programs.sentence_packing import join_sentences
 from ragnet.programs.trace import Trace
@@ -316,9 +316,7 @@ class OracleRAG(RAGProgram):
         if gold.mode == "none":
             trace.add("oracle", mode="none", **gold.detail)
             return RunResult(answer="", evidence=[], context=[], extra={"oracle": "none"})
-        with self.answer_settings():  # the answer prompt is measured with the adapter that will send it
-            budget = PromptBudget(self.answer.predict, question, self.budget,
-                                  signature=self.answer.signature_for(question))
+        budget = self._answer_budget(question, self.budget)
         result = pack(gold.chunks, [0.0] * len(gold.chunks), budget, method="rank")
         kept = {c.id for c in result.chunks}
         left_out = [c.id for c in gold.chunks if c.id not in kept]

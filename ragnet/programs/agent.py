@@ -34,7 +34,7 @@ from ragnet.errors import InputError
 from ragnet.programs.base import RAGProgram, check_fraction, check_positive_int
 from ragnet.programs.bridge import bridge_search
 from ragnet.programs.oneshot import DEFAULT_METHOD, DEFAULT_TEMPERATURE, DEFAULT_TRANSFORM, check_selection
-from ragnet.programs.packing import DEFAULT_NOTES_SHARE, PromptBudget, cap_notes, pack
+from ragnet.programs.packing import DEFAULT_NOTES_SHARE, answer_notes, pack
 from ragnet.programs.sentence_packing import pack_sentences
 from ragnet.programs.trace import Trace
 from ragnet.signatures import AnswerStep, ContextualizeStep, NextQueryStep, RewriteStep, SufficiencyStep, format_context
@@ -201,9 +201,7 @@ class FinalPack:
         chunks by the knapsack or, with ``sentences``, their best sentences. Returns the context
         and the notes the answer prompt shows."""
         shown_notes = self._answer_notes(notes, trace)
-        with self.answer_settings():
-            budget = PromptBudget(self.answer.predict, question, self.budget, notes=shown_notes,
-                                  signature=self.answer.signature_for(question))
+        budget = self._answer_budget(question, self.budget, notes=shown_notes)
         if self.sentences:
             result = pack_sentences(candidates, question, budget, self.index)
             trace.add("crop", kind="sentences",
@@ -220,13 +218,7 @@ class FinalPack:
 
     def _answer_notes(self, notes: str, trace: Trace) -> str:
         """The notes the answer prompt shows: capped at ``notes_share`` of the budget."""
-        if not notes:
-            return ""
-        cap = int(self.notes_share * self.budget)
-        kept, dropped = cap_notes(notes, cap)
-        if dropped:
-            trace.add("notes_cap", max_tokens=cap, kept=len(kept), dropped=len(dropped))
-        return "\n".join(kept)
+        return answer_notes(notes, int(self.notes_share * self.budget), trace)
 
 
 class AgentRAG(FinalPack, RAGProgram):

@@ -26,6 +26,7 @@ from ragnet.corpus.types import Chunk
 from ragnet.errors import InputError
 from ragnet.lm.usage import track_usage
 from ragnet.programs.citations import citations
+from ragnet.programs.packing import PromptBudget
 from ragnet.programs.trace import Trace
 from ragnet.signatures import AnswerStep, Step, recording
 
@@ -105,6 +106,13 @@ class RAGProgram(dspy.Module):
     def answer_settings(self):
         """The DSPy settings the answer step runs under (and its prompt budget is measured in)."""
         return self.answer.settings()
+
+    def _answer_budget(self, question: str, budget: int, notes: str = "") -> PromptBudget:
+        """``budget`` tokens of answer prompt for ``question`` (with ``notes``), measured with the
+        adapter, signature and demos that will send it."""
+        with self.answer_settings():
+            return PromptBudget(self.answer.predict, question, budget, notes=notes,
+                                signature=self.answer.signature_for(question))
 
     # -- what other code asks of a program ------------------------------------------------
     def steps(self) -> dict[str, Step]:

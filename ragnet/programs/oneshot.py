@@ -28,7 +28,7 @@ from ragnet.corpus.types import Chunk
 from ragnet.errors import InputError
 from ragnet.programs.base import RAGProgram, RunResult, check_fraction, check_positive_int
 from ragnet.programs.bridge import bridge_searches
-from ragnet.programs.packing import DEFAULT_NOTES_SHARE, PromptBudget, cap_notes, pack
+from ragnet.programs.packing import DEFAULT_NOTES_SHARE, PromptBudget, answer_notes, pack
 from ragnet.programs.sentence_packing import pack_sentences
 from ragnet.programs.trace import Trace
 from ragnet.signatures import AnswerStep, ContextualizeStep, CropStep, FilterStep
@@ -161,17 +161,12 @@ class OneShotRAG(RAGProgram):
         candidates = self._apply_rules(question, candidates, trace)
         if self.filter.enabled:
             candidates = self._apply_llm_filter(question, candidates, trace)
-        budget = self._budget(question)
+        budget = self._answer_budget(question, self.budget)
         if self.hops:
             candidates = candidates + self._bridge_hops(question, candidates, budget, trace)
         if self.crop.enabled:
             candidates = self._apply_crop(question, candidates, budget, trace)
         return candidates, budget
-
-    def _budget(self, question: str, notes: str = "") -> PromptBudget:
-        with self.answer_settings():  # the answer prompt is measured with the adapter that will send it
-            return PromptBudget(self.answer.predict, question, self.budget, notes=notes,
-                                signature=self.answer.signature_for(question))
 
     def _fill(self, question: str, candidates: list[Chunk], budget: PromptBudget, trace: Trace) -> list[Chunk]:
         if self.sentences:
@@ -209,7 +204,7 @@ class OneShotRAG(RAGProgram):
             return RunResult(answer=answer, evidence=evidence, context=selected)
         candidates, budget = self._candidates(question, trace)
         notes = self._notes(question, candidates, budget, trace)
-        selected = self._fill(question, candidates, self._budget(question, notes), trace)
+        selected = self._fill(question, candidates, self._answer_budget(question, self.budget, notes), trace)
         answer, evidence = self._answer(question, selected, trace, notes=notes)
         return RunResult(answer=answer, evidence=evidence, context=selected, notes=notes)
 
@@ -225,10 +220,9 @@ class OneShotRAG(RAGProgram):
             read.append(chunk)
             tokens += chunk.tokens
         out = self.contextualize(question=question, notes="", new_chunks=read)
-        kept, dropped = cap_notes(out.notes, int(self.notes_share * self.budget))
         trace.add("notes", turn=1, read=[c.id for c in read], added=len(out.added), repeated=len(out.repeated),
-                  chars=len(out.notes), **({"capped": len(dropped)} if dropped else {}))
-        return "\n".join(kept)
+                  chars=len(out.notes))
+        return answer_notes(out.notes, int(self.notes_share * self.budget), trace)
 
     # -- stages -------------------------------------------------------------------------------
     def _apply_rules(self, question: str, candidates: list[Chunk], trace: Trace) -> list[Chunk]:

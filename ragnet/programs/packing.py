@@ -52,6 +52,17 @@ def prompt_tokens(predictor: Any, demos: Sequence[Any] | None = None, *, signatu
 DEFAULT_NOTES_SHARE = 0.25
 
 
+def answer_notes(notes: str, max_tokens: int, trace: Any) -> str:
+    """The notes an answer prompt shows: :func:`cap_notes` to ``max_tokens``, what it drops recorded
+    as a ``notes_cap`` event of ``trace``."""
+    if not notes:
+        return ""
+    kept, dropped = cap_notes(notes, max_tokens)
+    if dropped:
+        trace.add("notes_cap", max_tokens=max_tokens, kept=len(kept), dropped=len(dropped))
+    return "\n".join(kept)
+
+
 def cap_notes(notes: str, max_tokens: int) -> tuple[list[str], list[str]]:
     """The notes' lines, in order, while they fit in ``max_tokens`` (cl100k): returns the kept
     lines and the dropped ones.

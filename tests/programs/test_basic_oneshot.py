@@ -155,8 +155,8 @@ def test_notes_share_caps_the_notes_and_a_failed_step_answers_without_them(yearb
     many = "\n".join(f"- fact number {i} about Aldermoor and its many residents in 2021" for i in range(60))
     with run_with(ProgramLM(contextualize=lambda p, n: {"new_notes": many})):
         pred = OneShotRAG(yearbook_index, budget=1000, sentences=True, notes=True, notes_share=0.1)(question=Q)
-    (event,) = [e for e in pred.trace if e["step"] == "notes"]
-    assert event["capped"] > 0 and 0 < count_tokens(pred.notes) <= 100
+    (cap,) = [e for e in pred.trace if e["step"] == "notes_cap"]  # as the agents record it
+    assert cap["dropped"] > 0 and cap["max_tokens"] == 100 and 0 < count_tokens(pred.notes) <= 100
     with run_with(ProgramLM(contextualize=lambda p, n: {"wrong": "field"})) as lm:
         pred = OneShotRAG(yearbook_index, budget=1000, sentences=True, notes=True)(question=Q)
     assert pred.notes == "" and pred.answer == "scripted answer" and lm.steps()[-1] == "answer"
