@@ -129,6 +129,13 @@ def _short_verdict(summary: dict, label: str) -> str:
     return "no (worse)" if cmp["delta"] < 0 else ("no (=)" if cmp["delta"] == 0 else f"no (p={cmp['p_value']:.2g})")
 
 
+def _p50(agg: dict) -> str:
+    """p50 seconds, with cache hits priced where the run paid for them live (report: Cost)."""
+    priced = agg.get("priced_latency") or {}
+    p50 = priced["p50"] if priced.get("rows") else agg["latency_p50"]
+    return "–" if p50 is None else f"{p50:.1f}"
+
+
 def _print_table(summary: dict) -> None:
     from rich.table import Table
 
@@ -142,7 +149,7 @@ def _print_table(summary: dict) -> None:
         table.add_row(label, percent(a["em"]), percent(a["f1"]), percent(a["llm_match"]), percent(a["gold_all"]),
                       "–" if a["input_tokens"] is None else f"{a['input_tokens']:,.0f}",
                       "–" if a["lm_calls"] is None else f"{a['lm_calls']:.1f}",
-                      "–" if a["latency_p50"] is None else f"{a['latency_p50']:.1f}",
+                      _p50(a),
                       str(a["errors"] - a.get("lm_failures", 0)), str(a.get("lm_failures", 0)),
                       _short_verdict(summary, label))
     console().print(table)

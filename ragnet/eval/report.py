@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ragnet.errors import InputError
-from ragnet.eval.stats import aggregate, paired_comparison
+from ragnet.eval.stats import aggregate, call_prices, paired_comparison, priced_latency
 from ragnet.eval.tables import DASH, markdown_table, number, percent
 
 __all__ = ["build_summary", "choose_baseline", "finish_summary", "format_report"]
@@ -157,6 +157,9 @@ def build_summary(rows: Sequence[dict[str, Any]], meta: dict[str, Any], timing: 
         "vs_baseline": {},
         "budget_curves": {},
     }
+    prices = call_prices(rows)  # shared calls (a router's routes) are timed as if each strategy ran alone
+    for lb in labels:
+        summary["strategies"][lb]["priced_latency"] = priced_latency(by_label[lb], prices)
     for lb in labels:  # the oracle's rows say what each question's gold context was built from
         modes = [r["oracle"] for r in by_label[lb] if r.get("oracle")]
         if modes:
@@ -174,6 +177,8 @@ def build_summary(rows: Sequence[dict[str, Any]], meta: dict[str, Any], timing: 
             deltas = {k: (None if mine.get(k) is None or base.get(k) is None else round(mine[k] - base[k], 6))
                       for k in ("em", "f1", "llm_match", "gold_all", "gold_fraction", "input_tokens", "lm_calls",
                                 "latency_p50")}
+            priced, base_priced = mine["priced_latency"]["p50"], base["priced_latency"]["p50"]
+            deltas["priced_p50_ratio"] = round(priced / base_priced, 6) if priced and base_priced else None
             summary["vs_baseline"][lb] = {**cmp, "gold_all": gold_cmp, "f1": f1_cmp, "deltas": deltas,
                                           "beats_baseline": beats, "verdict": verdict}
     curves: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -196,6 +201,28 @@ def build_summary(rows: Sequence[dict[str, Any]], meta: dict[str, Any], timing: 
 
 
 # --------------------------------------------------------------------------- markdown
+
+
+def _priced_latency_lines(summary: dict[str, Any], labels: Sequence[str]) -> list[str]:
+    """Latency with cache hits priced (``ragnet.eval.stats.priced_latency``), when a strategy had any."""
+    aggs = summary["strategies"]
+    if not any((aggs[lb].get("priced_latency") or {}).get("hits_priced") for lb in labels):
+        return []
+    base = summary.get("baseline")
+    cells = []
+    for lb in labels:
+        p = aggs[lb].get("priced_latency") or {}
+        if not p.get("rows"):
+            cells.append(f"{lb} {DASH} (no row priced)")
+            continue
+        ratio = (summary.get("vs_baseline", {}).get(lb, {}).get("deltas") or {}).get("priced_p50_ratio")
+        cells.append(f"{lb} p50 {number(p['p50'], 2)} s, p95 {number(p['p95'], 2)} s, mean {number(p['mean'], 2)} s"
+                     + (f" ({number(ratio, 2)}× {base}'s p50)" if ratio else "")
+                     + f" over {p['rows']} of {p['of']} rows ({p['hits_priced']} cache hit{'' if p['hits_priced'] == 1 else 's'} priced)")
+    return ["Latency with cache hits priced: each call DSPy's cache answered counts the live seconds the same call "
+            "took in another row of this run, so strategies that share calls (a router and the programs it routes "
+            "to) are timed as if each ran alone; a row with a hit that no row of the run paid for is left out. "
+            + "; ".join(cells) + ".", ""]
 
 
 def format_report(summary: dict[str, Any]) -> str:
@@ -336,6 +363,7 @@ def format_report(summary: dict[str, Any]) -> str:
     lines += markdown_table(["strategy", "searches", "turns", "LM calls", "cached", "tokens in", "tokens out",
                              "context tokens", "p50 s", "p95 s", "LM errors", "judge calls"], table)
     lines.append("")
+    lines += _priced_latency_lines(summary, labels)
     routed = {lb: aggs[lb]["routes"] for lb in labels if aggs[lb].get("routes")}
     if routed:
         lines += ["Routes (the router's LM-free choice per question: one search, or its multi-step program): " + "; ".join(

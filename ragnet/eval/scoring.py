@@ -42,7 +42,8 @@ def score_prediction(record: Any, pred: Any, index: Any = None, judge: AnswerJud
     Keys: ``answer, em, f1, contains, llm_match`` (None without a judge), ``judge`` (a
     ``JudgeResult`` dict or None), ``gold_all, gold_fraction, n_gold``, ``stages`` (see
     ``ragnet.eval.evidence.stage_retention``), ``redundancy``, ``chunks``, and the cost
-    figures of ``COST_KEYS`` under ``usage``.
+    figures of ``COST_KEYS`` under ``usage``, with its LM calls' keys and seconds under
+    ``usage["calls"]`` when the program's usage lists them (``ragnet.lm.usage.UsageMeter``).
     """
     answer = str(get_field(pred, "answer", "") or "")
     answers = gold_answers(record)
@@ -66,6 +67,9 @@ def score_prediction(record: Any, pred: Any, index: Any = None, judge: AnswerJud
         "chunks": len(context),
         "usage": {k: usage.get(k, 0) for k in COST_KEYS},
     }
+    if usage.get("calls"):  # each LM call's key and seconds: prices cache hits (stats.priced_latency)
+        row["usage"]["calls"] = [{"key": c["key"], "seconds": c["seconds"], "cached": c["cached"]}
+                                 for c in usage["calls"]]
     if judge is not None:
         result = judge.judge(str(get_field(record, "question", "")), answers, answer)
         row["llm_match"] = result.match

@@ -17,7 +17,8 @@ from typing import Any
 from ragnet.eval.evidence import STAGES
 from ragnet.eval.scoring import ACCURACY_KEYS, COST_KEYS, LIVE_COST_KEYS
 
-__all__ = ["aggregate", "mean", "paired_bootstrap", "paired_comparison", "percentile", "sign_test", "wilson_interval"]
+__all__ = ["aggregate", "call_prices", "mean", "paired_bootstrap", "paired_comparison", "percentile", "priced_latency",
+           "sign_test", "wilson_interval"]
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
@@ -124,6 +125,64 @@ def aggregate(rows: Sequence[dict[str, Any]], extra: Sequence[str] = ()) -> dict
     out["searches_hist"] = _hist([u.get("searches", 0) or 0 for u in usage])
     out["stages"] = _aggregate_stages(ok)
     return out
+
+
+def call_prices(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
+    """Each LM call's live time: ``call key -> median seconds`` over the calls that ran live in
+    ``rows`` (any strategy; a row lists its calls under ``usage["calls"]``, ``ragnet.lm.usage``).
+
+    Example:
+        >>> call_prices([{"usage": {"calls": [{"key": "a", "seconds": 2.0, "cached": False},
+        ...                                   {"key": "b", "seconds": 0.0, "cached": True}]}},
+        ...              {"usage": {"calls": [{"key": "a", "seconds": 4.0, "cached": False}]}}])
+        {'a': 3.0}
+    """
+    live: dict[str, list[float]] = {}
+    for r in rows:
+        for call in (r.get("usage") or {}).get("calls") or ():
+            if not call.get("cached"):
+                live.setdefault(call["key"], []).append(float(call["seconds"]))
+    return {key: percentile(secs, 50) for key, secs in live.items()}
+
+
+def priced_latency(rows: Sequence[dict[str, Any]], prices: dict[str, float]) -> dict[str, Any]:
+    """One strategy's latency with each cache hit priced at the live time of the same call.
+
+    DSPy's cache answers a call another strategy already made in ~0 s, so a strategy that shares
+    calls with another (a router's routes with the programs it routes to, a reader prompt two
+    programs build alike) looks almost free, and ``aggregate`` can only leave such rows out. Here a
+    row's wall time gets, for each cached call, the live seconds that call took elsewhere
+    (:func:`call_prices`) in place of its cache hit. A call the strategy itself made live in some
+    row (a repeat within its own run) stays a hit, as it would run alone. A row with a hit that no
+    row paid for live (cached by an earlier run) stays unpriced and is left out.
+
+    Returns:
+        ``{"rows", "of", "hits_priced", "p50", "p95", "mean"}``: rows priced (including those with
+        no cached call) of the rows that ran, cache hits priced, and the seconds (None without rows).
+
+    Example:
+        >>> row = {"usage": {"seconds": 0.5, "cached_calls": 1,
+        ...                  "calls": [{"key": "a", "seconds": 0.01, "cached": True}]}}
+        >>> priced_latency([row, {"usage": {"seconds": 3.0}}], {"a": 10.0})["p50"]
+        6.745
+    """
+    ok = [r for r in rows if not r.get("error")]
+    own = call_prices(ok)
+    seconds: list[float] = []
+    hits = 0
+    for r in ok:
+        usage = r.get("usage") or {}
+        wall = float(usage.get("seconds", 0) or 0)
+        listed = [c for c in usage.get("calls") or () if c.get("cached")]
+        if len(listed) != int(usage.get("cached_calls", 0) or 0):
+            continue  # hits not listed: a row written before calls were kept
+        cached = [c for c in listed if c["key"] not in own]
+        if any(c["key"] not in prices for c in cached):
+            continue  # a hit no row of this run paid for live
+        seconds.append(wall + sum(prices[c["key"]] - float(c["seconds"]) for c in cached))
+        hits += len(cached)
+    return {"rows": len(seconds), "of": len(ok), "hits_priced": hits, "p50": percentile(seconds, 50),
+            "p95": percentile(seconds, 95), "mean": mean(seconds)}
 
 
 def _aggregate_stages(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:

@@ -10,6 +10,11 @@ only (``dspy.context``, which is a ``contextvars`` override):
   to its call through DSPy's active call id, so a call that got no usage was a
   cache hit.
 
+Each call that returned is also listed under ``calls`` with a key of its request (model,
+messages and settings: the same request gives the same key) and its seconds, so a report can
+price a cache hit at the live time the same call took elsewhere
+(``ragnet.eval.stats.priced_latency``).
+
 Nothing reads the global LM history, so meters in concurrent threads each see only
 their own calls. ``dspy.Parallel`` / ``Evaluate`` worker threads inherit the meter of
 the block that started them and report into it (DSPy deep-copies usage trackers
@@ -30,6 +35,8 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import threading
 import time
 from collections import defaultdict
@@ -38,7 +45,7 @@ from typing import Any, Iterator
 import dspy
 from dspy.utils.callback import ACTIVE_CALL_ID, BaseCallback
 
-__all__ = ["UsageMeter", "track_usage"]
+__all__ = ["UsageMeter", "call_key", "track_usage"]
 
 
 def _tokens(usage: dict[str, Any] | None) -> tuple[int, int]:
@@ -46,6 +53,24 @@ def _tokens(usage: dict[str, Any] | None) -> tuple[int, int]:
     prompt = usage.get("prompt_tokens", usage.get("input_tokens")) or 0
     completion = usage.get("completion_tokens", usage.get("output_tokens")) or 0
     return int(prompt), int(completion)
+
+
+def call_key(instance: Any, inputs: dict[str, Any]) -> str:
+    """A short key of one LM request: its model, its arguments and the LM's own settings.
+
+    Two calls that send the same request get the same key, and DSPy's cache answers the second
+    from the first; a different ``rollout_id`` or temperature gives a new key.
+
+    Example:
+        >>> class LM: model, kwargs = "m", {"temperature": 0.0}
+        >>> hi = {"messages": [{"role": "user", "content": "hi"}]}
+        >>> call_key(LM(), hi) == call_key(LM(), dict(hi)), call_key(LM(), hi) == call_key(LM(), {"prompt": "hi"})
+        (True, False)
+    """
+    request = {"model": str(getattr(instance, "model", "?")), "inputs": inputs,
+               "settings": getattr(instance, "kwargs", None)}
+    text = json.dumps(request, sort_keys=True, default=str, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 class _Rollup(defaultdict):
@@ -90,6 +115,8 @@ class UsageMeter(BaseCallback):
             when calls run in parallel threads).
         seconds: wall-clock time of the block (so far, while still inside it).
         by_model: per model string, ``{"calls", "input_tokens", "output_tokens"}``.
+        calls: per call that returned, in order, ``{"key", "seconds", "cached"}``
+            (:func:`call_key`; a failed call is counted above, not listed).
     """
 
     def __init__(self) -> None:
@@ -103,6 +130,7 @@ class UsageMeter(BaseCallback):
         self.output_tokens = 0
         self.lm_seconds = 0.0
         self.by_model: dict[str, dict[str, int]] = {}
+        self.calls: list[dict[str, Any]] = []
         self._started = time.perf_counter()
         self._stopped: float | None = None
         self._parent: Any = None
@@ -152,12 +180,13 @@ class UsageMeter(BaseCallback):
 
     def on_lm_start(self, call_id: str, instance: Any, inputs: dict[str, Any]) -> None:
         with self._lock:
-            self._pending[call_id] = [time.perf_counter(), False, str(getattr(instance, "model", "?"))]
+            self._pending[call_id] = [time.perf_counter(), False, str(getattr(instance, "model", "?")),
+                                      call_key(instance, inputs)]
 
     def on_lm_end(self, call_id: str, outputs: Any, exception: BaseException | None = None) -> None:
         now = time.perf_counter()
         with self._lock:
-            started, fresh, model = self._pending.pop(call_id, (now, False, "?"))
+            started, fresh, model, key = self._pending.pop(call_id, (now, False, "?", None))
             self.lm_calls += 1
             self.lm_seconds += now - started
             self.by_model.setdefault(model, {"calls": 0, "input_tokens": 0, "output_tokens": 0})["calls"] += 1
@@ -172,8 +201,11 @@ class UsageMeter(BaseCallback):
                     entry = self.by_model[model]
                     entry["input_tokens"] += prompt
                     entry["output_tokens"] += completion
-            elif not fresh:
-                self.cached_calls += 1
+            else:
+                if not fresh:
+                    self.cached_calls += 1
+                if key is not None:
+                    self.calls.append({"key": key, "seconds": round(now - started, 4), "cached": not fresh})
 
     # ---------------------------------------------------------------- reporting
     def to_dict(self) -> dict[str, Any]:
@@ -190,6 +222,7 @@ class UsageMeter(BaseCallback):
                 "lm_seconds": round(self.lm_seconds, 4),
                 "seconds": round(self.seconds, 4),
                 "by_model": {k: dict(v) for k, v in self.by_model.items()},
+                "calls": [dict(c) for c in self.calls],
             }
 
     def __repr__(self) -> str:

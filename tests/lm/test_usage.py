@@ -119,3 +119,16 @@ def test_meter_is_frozen_after_block():
     seconds = usage.seconds
     lm("not counted")
     assert usage.lm_calls == 1 and usage.seconds == seconds
+
+
+def test_each_call_is_listed_with_its_request_key_seconds_and_cache_hit(dspy_state):
+    lm = scripted_lm(ScriptedEngine(delay=0.01), cache=True)
+    predict = dspy.Predict("question -> answer")
+    with dspy.context(lm=lm), track_usage() as usage:
+        predict(question="same")
+        predict(question="same")
+        predict(question="different")
+    calls = usage.to_dict()["calls"]
+    assert [c["cached"] for c in calls] == [False, True, False]
+    assert calls[0]["key"] == calls[1]["key"] != calls[2]["key"]
+    assert calls[0]["seconds"] >= 0.01 > calls[1]["seconds"]
