@@ -25,7 +25,7 @@ def index(
     workers: Optional[int] = typer.Option(None, help="With --ray: embedding workers (default: the cluster's CPUs)."),
     gazetteer: Optional[Path] = typer.Option(None, help="File of place names, one per line, for chunk metadata."),
     sentences: bool = typer.Option(True, "--sentences/--no-sentences", help="Also embed every sentence, for sentence-level context selection (about doubles the embedding time)."),
-    max_file_mb: float = typer.Option(20.0, "--max-file-mb", help="Refuse files larger than this (MB); chunking takes about a second per MB of unbroken text."),
+    max_file_mb: float = typer.Option(20.0, "--max-file-mb", help="Work bound per file, in MB: refuse a file larger than this on disk, a DOCX that unpacks to more, a PDF whose pages hold more than a tenth of it in drawing instructions on one page (3x in all), an HTML page of more than 20,000 elements per MB. Chunking takes 1-2 s per MB of unbroken text."),
     on_error: str = typer.Option("fail", "--on-error", help="A file that cannot be read (encrypted or scanned PDF, damaged file, bad JSON line...): 'fail' lists every such file and indexes nothing (exit 2); 'skip' leaves them out and says which and why."),
 ) -> None:
     """Load documents, chunk, embed and build the hybrid (FAISS + BM25) index."""

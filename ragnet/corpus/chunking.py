@@ -30,6 +30,7 @@ import bisect
 import re
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
+from ragnet.corpus.limits import cap_title
 from ragnet.corpus.locations import Locator, check_positions
 from ragnet.corpus.sentences import sentence_spans
 from ragnet.corpus.metadata import Gazetteer, _check_gazetteer, extract_with_title, title_parts
@@ -387,7 +388,8 @@ def chunk_documents(
     totals = [count_within(doc.text, chunk_tokens) for doc in docs]  # exact when a text fits one chunk
     chunks: list[Chunk] = []
     for doc, total in zip(docs, totals):
-        parts = title_parts(doc.title, gazetteer)
+        title = cap_title(doc.title)  # copied into every chunk: a few hundred characters at most
+        parts = title_parts(title, gazetteer)
         declared = _declared_years(doc.metadata or {})
         locator = Locator(doc)
         spans = _chunk_spans(doc.text, chunk_tokens, overlap, total, progress)
@@ -403,7 +405,7 @@ def chunk_documents(
                 Chunk(
                     id=f"{doc.id}#{position}",
                     doc_id=doc.id,
-                    title=doc.title,
+                    title=title,
                     text=text,
                     tokens=tokens,
                     position=position,

@@ -61,7 +61,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Union
 
-from ragnet.corpus.formats.markdown import ATX_HEADING, SETEXT_UNDERLINE, heading_positions
+from ragnet.corpus.formats.markdown import ATX_HEADING, SETEXT_UNDERLINE, heading_positions, strip_inline_data
+from ragnet.corpus.limits import DEFAULT_MAX_FILE_MB, FileBounds, cap_positions, cap_title
 from ragnet.corpus.outputs import ragnet_output
 from ragnet.corpus.types import Document
 from ragnet.errors import InputError
@@ -78,8 +79,6 @@ _BINARY_FORMATS = frozenset({"pdf", "html", "docx"})
 #: What ``load_documents`` does with a file it cannot read: report all and load nothing, or leave it out.
 ON_ERROR = ("fail", "skip")
 _SUPPORTED = ", ".join(SUFFIXES)
-#: Default largest file ``load_documents`` reads, in megabytes.
-DEFAULT_MAX_FILE_MB = 20.0
 MAX_TITLE_CHARS = 120
 _BINARY_PROBE = 8192
 _GLOB_MAGIC = re.compile(r"[*?\[]")
@@ -165,9 +164,12 @@ def load_documents(
             folder, e.g. ``"**/*.md"``) instead of every supported file.
         encoding: text encoding of the text files (UTF-8 by default; a leading BOM is
             removed). HTML files declare their own (``<meta charset>``), else it is guessed.
-        max_file_mb: refuse files larger than this many megabytes (None: no limit). Chunking
-            takes about a second per MB of unbroken text on one core, so a huge file is more
-            likely a mistake (a log, a dump) than a document; raise the limit for a real one.
+        max_file_mb: the work one file may cost, in megabytes (None: no bound): refuse a file
+            larger than this on disk, a DOCX unpacking to more, a PDF whose pages hold more
+            drawing instructions than a tenth of it on one page or three times it in all, an
+            HTML page of more than 20,000 elements per MB (:mod:`ragnet.corpus.limits`). A huge
+            file is more likely a mistake (a log, a dump) than a document; raise the limit for a
+            real one.
         on_error: ``"fail"`` (default): any bad file raises, listing every bad file, and
             nothing is returned. ``"skip"``: bad files are left out whole and one warning
             summarises them (:func:`read_documents` returns that summary instead).
@@ -240,6 +242,7 @@ def read_documents(
     seen_files: set[Path] = set()
     problems: list[InputError] = []
     files_read = 0
+    bounds = FileBounds(max_file_mb)
     for source in _expand(given, glob):
         try:
             key, size = _regular_file(source)
@@ -251,9 +254,12 @@ def read_documents(
         seen_files.add(key)
         try:
             _check_size(source, size, max_file_mb)
-            found = _read(source, codec, encoding)
+            found = _read(source, codec, encoding, bounds)
         except InputError as err:  # report every bad file together, after reading the others
             problems.append(err)
+            continue
+        except RecursionError:  # a structure nested too deep for a parser: this file's problem only
+            problems.append(InputError("malformed file: nested too deep to read", path=source.display))
             continue
         clashes: list[InputError] = []
         mine: dict[str, str] = {}
@@ -553,18 +559,18 @@ def _check_size(source: _Source, size: int, max_file_mb: float | None) -> None:
                          "the limit (--max-file-mb, load_documents(max_file_mb=...))", path=source.display)
 
 
-def _read(source: _Source, codec: str, encoding: str) -> list[tuple[Document, int | None]]:
+def _read(source: _Source, codec: str, encoding: str, bounds: FileBounds) -> list[tuple[Document, int | None]]:
     """The documents of one file, each with its line number (None but for JSONL)."""
     kind = SUFFIXES[source.path.suffix.lower()]
     if kind in _BINARY_FORMATS:
-        return [(_read_formatted(source, kind), None)]
+        return [(_read_formatted(source, kind, bounds), None)]
     text = _decode(source, codec, encoding)
     if kind == "jsonl":
         return _read_jsonl(source, text)
     return [(_read_text(source, text, markdown=kind == "markdown"), None)]
 
 
-def _read_formatted(source: _Source, kind: str) -> Document:
+def _read_formatted(source: _Source, kind: str, bounds: FileBounds) -> Document:
     """A PDF, HTML or DOCX file as one document (:mod:`ragnet.corpus.formats`)."""
     from ragnet.corpus.formats import read_file
 
@@ -572,7 +578,7 @@ def _read_formatted(source: _Source, kind: str) -> Document:
         data = source.path.read_bytes()
     except OSError as exc:
         raise InputError(f"cannot read file: {exc.strerror or exc}", path=source.display) from None
-    got = read_file(kind, data, source.display)
+    got = read_file(kind, data, source.display, bounds)
     for note in got.notes:
         warnings.warn(f"{source.display}: {note}", stacklevel=5)
     title = got.title.strip() or _title(got.text, False) or source.path.stem
@@ -592,6 +598,8 @@ def parse_jsonl_record(line: str, where: Any, number: int) -> dict:
         record = json.loads(line)
     except json.JSONDecodeError as exc:
         raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", path=where, line=number) from None
+    except RecursionError:
+        raise InputError("invalid JSON: nested too deep to read", path=where, line=number) from None
     if not isinstance(record, dict):
         raise InputError(f"expected a JSON object per line, got {_json_type(record)}", path=where, line=number)
     if _SURROGATE_ESCAPE.search(line):
@@ -675,6 +683,7 @@ def _record_to_document(record: dict, default_id: str, where: str, number: int, 
         title = ""
     elif not isinstance(title, str):
         raise fail(f"'title' must be a string, got {_json_type(title)}")
+    title = cap_title(title)
 
     metadata = record.pop("metadata", None)
     if metadata is None:
@@ -694,13 +703,15 @@ def _read_text(source: _Source, text: str, *, markdown: bool) -> Document:
     metadata: dict[str, Any] = {}
     if markdown:
         text, metadata = _front_matter(text)
+        text = strip_inline_data(text)  # an image's base64 bytes are not text
         if not text.strip():
             raise InputError("file has front matter but no text", path=source.display)
     title = metadata.pop("title", None)
     if not isinstance(title, str) or not title.strip():
         title = _title(text, markdown) or source.path.stem
-    return Document(id=source.rel_id, title=title, text=text, metadata=metadata, source=source.display,
-                    location={"file": source.rel_id}, positions=heading_positions(text) if markdown else ())
+    positions = cap_positions(heading_positions(text)) if markdown else ()
+    return Document(id=source.rel_id, title=cap_title(title), text=text, metadata=metadata, source=source.display,
+                    location={"file": source.rel_id}, positions=positions)
 
 
 def _title(text: str, markdown: bool) -> str | None:

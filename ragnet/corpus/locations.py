@@ -31,6 +31,7 @@ from __future__ import annotations
 import bisect
 from typing import Any, Mapping
 
+from ragnet.corpus.limits import cap_title
 from ragnet.corpus.types import Document
 from ragnet.errors import InputError
 
@@ -114,5 +115,5 @@ class Locator:
                 out["page_end"] = end_page
         headings = first.get("headings")
         if headings:
-            out["headings"] = list(headings)
+            out["headings"] = [cap_title(h) for h in headings]  # copied into every chunk: capped
         return out
