@@ -27,6 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Iterator
 
+from ragnet._printable import printable_name
 from ragnet.errors import DiskFullError, InputError, is_disk_full
 
 
@@ -424,7 +425,8 @@ def atomic_dir(path: str | Path, owned: Callable[[Path], set[str] | None] | None
                 target = tmp / name
                 if target.exists() or target.is_symlink():
                     raise InputError(
-                        f"{name} in {path} is not part of the old version, but the new one writes a file of that "
+                        f"{printable_name(name)} in {printable_name(path)} is not part of the old version, but the "
+                        "new one writes a file of that "
                         "name; move it elsewhere and run again (nothing was changed)",
                         path=path,
                     )

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import List, Optional
 
 import typer
 
+from ragnet._printable import printable_json, printable_name
 from ragnet.cli.common import console, say, text_line
 from ragnet.errors import InputError
 
@@ -61,9 +61,10 @@ def index(
     # importing torch (Index.embedder, backend "auto").
     emb.prepare_onnx_export()
     skipped = f" ({len(report.skipped)} unreadable file(s) skipped, listed above)" if report.skipped else ""
-    typer.echo(f"indexed {len(docs)} documents as {len(idx)} chunks -> {out}{skipped}")
+    typer.echo(f"indexed {len(docs)} documents as {len(idx)} chunks -> {printable_name(out)}{skipped}")
     if idx.kept_files:
-        say(f"kept {len(idx.kept_files)} file(s) in {out} that are not part of the index: " + ", ".join(idx.kept_files))
+        say(f"kept {len(idx.kept_files)} file(s) in {printable_name(out)} that are not part of the index: "
+            + ", ".join(printable_name(name) for name in idx.kept_files))
 
 
 def search(
@@ -82,7 +83,7 @@ def search(
 
     hits = Index.load(index_dir).search(query, k=k, lam=lam)
     if as_json:
-        typer.echo(json.dumps([h.to_dict() for h in hits], ensure_ascii=False, indent=2))
+        typer.echo(printable_json([h.to_dict() for h in hits], indent=2))
         return
     from rich.table import Table
 
@@ -93,7 +94,7 @@ def search(
         text = h.text if len(h.text) <= 160 else h.text[:157] + "..."
         # document text as plain Text: no markup read from it, no highlighter run over it
         table.add_row(str(rank), f"{h.score:.3f}", f"{(h.dense_score or 0):.3f}", f"{(h.bm25_score or 0):.2f}",
-                      text_line(h.id), text_line(h.title), text_line(text))
+                      text_line(printable_name(h.id)), text_line(printable_name(h.title)), text_line(text))
     console().print(table)
 
 
@@ -106,10 +107,10 @@ def add_sentences(
 
     index = Index.load(index_dir)
     if index.sentences is not None:
-        typer.echo(f"{index_dir} already has sentence data ({len(index.sentences)} sentences)")
+        typer.echo(f"{printable_name(index_dir)} already has sentence data ({len(index.sentences)} sentences)")
         return
     store = index.add_sentences(show_progress=True)
-    typer.echo(f"added {len(store)} sentences of {len(index)} chunks -> {index_dir}")
+    typer.echo(f"added {len(store)} sentences of {len(index)} chunks -> {printable_name(index_dir)}")
 
 
 def fetch_model(

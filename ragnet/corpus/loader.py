@@ -61,6 +61,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Union
 
+from ragnet._printable import printable_name
 from ragnet.corpus.formats.markdown import ATX_HEADING, SETEXT_UNDERLINE, heading_positions, strip_inline_data
 from ragnet.corpus.limits import DEFAULT_MAX_FILE_MB, FileBounds, cap_positions, cap_title
 from ragnet.corpus.outputs import ragnet_output
@@ -121,7 +122,7 @@ class LoadReport:
         """Skipped files grouped by reason (the message up to its details), in order of first appearance."""
         groups: dict[str, list[str]] = {}
         for err in self.skipped:
-            groups.setdefault(_reason(err), []).append(err.path or str(err.argument or "?"))
+            groups.setdefault(_reason(err), []).append(printable_name(err.path or err.argument or "?"))
         return groups
 
     def summary(self) -> str:
@@ -288,7 +289,7 @@ def read_documents(
                          argument="paths")
     report = LoadReport(docs, files_read, problems)
     if not docs:
-        names = ", ".join(str(p) for p in given)
+        names = ", ".join(printable_name(p) for p in given)
         if problems:
             reasons = [line.strip() for line in report.summary().split("\n")[1:]]
             raise InputError(f"no documents left in {names}: every file was skipped\n  " + "\n  ".join(reasons),
@@ -402,15 +403,16 @@ class _OutputFolders:
     def warn(self, where: str | Path) -> None:
         """Say once which folders were skipped (when some files remain to read)."""
         if self.found:
-            warnings.warn(f"{where}: skipped folders ragnet wrote, which are not documents: {self.names()}",
+            warnings.warn(f"{printable_name(where)}: skipped folders ragnet wrote, which are not documents: "
+                          f"{self.names()}",
                           stacklevel=5)
 
 
 def _shown(path: Path, base: Path) -> str:
     try:
-        return path.relative_to(base).as_posix() or "."
+        return printable_name(path.relative_to(base).as_posix() or ".")
     except ValueError:
-        return str(path)
+        return printable_name(path)
 
 
 def _folder_files(folder: Path, pattern: str | None) -> list[_Source]:
@@ -442,8 +444,8 @@ def _folder_files(folder: Path, pattern: str | None) -> list[_Source]:
             elif p.is_file():
                 skipped[suffix or "(no suffix)"] = skipped.get(suffix or "(no suffix)", 0) + 1
     files.sort(key=lambda p: p.relative_to(folder).parts)
-    others = ", ".join(f"{n} {s}" for s, n in sorted(skipped.items()))
-    links = (f"skipped links to folders, which are not followed: {', '.join(sorted(linked))} "
+    others = ", ".join(f"{n} {printable_name(s)}" for s, n in sorted(skipped.items()))
+    links = (f"skipped links to folders, which are not followed: {', '.join(map(printable_name, sorted(linked)))} "
              f"(name a linked folder itself to read it)")
     if not files:
         found = f"; found only {others}" if others else "" if outputs.found or linked else " (the folder is empty)"
@@ -451,9 +453,9 @@ def _folder_files(folder: Path, pattern: str | None) -> list[_Source]:
                          f"{'; ' + links if linked else ''}", path=folder)
     outputs.warn(folder)
     if linked:
-        warnings.warn(f"{folder}: {links}", stacklevel=4)
+        warnings.warn(f"{printable_name(folder)}: {links}", stacklevel=4)
     if skipped:
-        warnings.warn(f"{folder}: skipped files with unsupported suffixes: {others}", stacklevel=4)
+        warnings.warn(f"{printable_name(folder)}: skipped files with unsupported suffixes: {others}", stacklevel=4)
     return [_Source(p, str(p), _rel(p, folder)) for p in files]
 
 
@@ -580,7 +582,7 @@ def _read_formatted(source: _Source, kind: str, bounds: FileBounds) -> Document:
         raise InputError(f"cannot read file: {exc.strerror or exc}", path=source.display) from None
     got = read_file(kind, data, source.display, bounds)
     for note in got.notes:
-        warnings.warn(f"{source.display}: {note}", stacklevel=5)
+        warnings.warn(f"{printable_name(source.display)}: {note}", stacklevel=5)
     title = got.title.strip() or _title(got.text, False) or source.path.stem
     return Document(id=source.rel_id, title=title, text=got.text, metadata=dict(got.metadata),
                     source=source.display, location={"file": source.rel_id}, positions=got.positions)
