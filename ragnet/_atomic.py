@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ragnet._printable import printable_name
+from ragnet._secrets import redact
 from ragnet.errors import DiskFullError, InputError, is_disk_full
 
 
@@ -136,7 +137,9 @@ def scratch_dir(path: str | Path) -> Iterator[Path]:
 
 
 def write_text(path: str | Path, text: str) -> None:
-    """Atomically write ``text`` (UTF-8) to ``path``."""
+    """Atomically write ``text`` (UTF-8) to ``path``, with any API key this process was given
+    redacted (:mod:`ragnet._secrets`)."""
+    text = redact(text)
     with atomic_path(path) as tmp:
         with open(tmp, "w", encoding="utf-8") as fh:
             fh.write(text)

@@ -27,6 +27,7 @@ import typer
 from typer.core import TyperGroup
 
 from ragnet._printable import printable
+from ragnet._secrets import redact_argv
 from ragnet.errors import DiskFullError, InputError, RagnetError, is_disk_full
 
 __all__ = [
@@ -138,7 +139,8 @@ def parse_ints(text: str, argument: str) -> list[int]:
 
 
 def command_line(ctx: typer.Context) -> str:
-    """The command as typed (the options the user set, in declaration order), for reports."""
+    """The command as typed (the options the user set, in declaration order), for reports: the
+    value of ``--api-key`` and a password in a URL are written ``***`` (:mod:`ragnet._secrets`)."""
     # The root is "ragnet" however it was invoked (`python -m ragnet` names it "python -m ragnet").
     names, node = [], ctx
     while node.parent is not None:
@@ -160,7 +162,7 @@ def command_line(ctx: typer.Context) -> str:
                 parts.append(max(param.secondary_opts, key=len))
             continue
         for v in value if isinstance(value, (list, tuple)) else [value]:
-            parts += [flag, shlex.quote(str(v))]
+            parts += [flag, shlex.quote(redact_argv([flag, str(v)])[1])]
     return " ".join(parts)
 
 
