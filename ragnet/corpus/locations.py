@@ -34,7 +34,13 @@ from typing import Any, Mapping
 from ragnet.corpus.types import Document
 from ragnet.errors import InputError
 
-__all__ = ["Locator", "check_positions"]
+__all__ = ["Locator", "check_positions", "section_title", "SECTION_SEPARATOR"]
+
+#: Joins a section path's parts, in chunk titles and citations ("libtasn1 › 2 Usage › 2.5 Memory").
+SECTION_SEPARATOR = " › "
+#: Innermost headings a chunk title keeps after the document's title.
+TITLE_HEADINGS = 2
+_MAX_HEADING_CHARS = 80
 
 _WHITESPACE = " \t\n\r\f\v"
 
@@ -90,8 +96,13 @@ class Locator:
         i = bisect.bisect_right(self.offsets, offset) - 1
         return self.places[i] if i >= 0 else {}
 
-    def span(self, start: int, end: int) -> dict[str, Any]:
+    def span(self, start: int, end: int, at: int | None = None) -> dict[str, Any]:
         """The location of ``text[start:end]`` (leading and trailing whitespace ignored).
+
+        Args:
+            start, end: the span.
+            at: the offset whose heading path names the span (default: where it starts); a
+                chunk that opens with a bare heading line is named by the section after it.
 
         Returns:
             A new dict: the document's ``location`` plus ``page``/``page_end``/``headings``
@@ -112,7 +123,31 @@ class Locator:
             end_page = self._place(last).get("page")
             if isinstance(end_page, int) and end_page > page:
                 out["page_end"] = end_page
-        headings = first.get("headings")
+        headings = (first if at is None else self._place(at)).get("headings")
         if headings:
             out["headings"] = list(headings)
         return out
+
+
+def section_title(doc_title: str, headings: Any) -> str:
+    """A chunk's title: its document's title and the innermost :data:`TITLE_HEADINGS` headings of
+    its section path, joined by :data:`SECTION_SEPARATOR` (a first heading that repeats the
+    document's title is not shown twice). The document's title alone where no heading is known.
+
+    Prompts, search and citations read this title: "Programming with libbzip2" on every chunk of
+    a manual says nothing about where in it a chunk sits, its section does.
+
+    Example:
+        >>> section_title("GNU sed", ["3 sed scripts", "3.2 Commands", "3.2.1 Common commands"])
+        'GNU sed › 3.2 Commands › 3.2.1 Common commands'
+        >>> section_title("Ninja", ["Ninja", "Variables"]), section_title("Paris", None)
+        ('Ninja › Variables', 'Paris')
+    """
+    if not isinstance(headings, (list, tuple)):
+        return doc_title
+    path = [" ".join(str(h).split()) for h in headings]
+    path = [h if len(h) <= _MAX_HEADING_CHARS else h[:_MAX_HEADING_CHARS - 1].rstrip() + "…" for h in path if h]
+    if path and doc_title and path[0].casefold() == " ".join(doc_title.split()).casefold():
+        path = path[1:]
+    parts = ([doc_title] if doc_title else []) + path[-TITLE_HEADINGS:]
+    return SECTION_SEPARATOR.join(parts) if parts else doc_title
