@@ -285,6 +285,10 @@ def hops(
     program: Optional[Path] = typer.Option(None, "--program", help="A compiled program (ragnet optimize --step rewrite): its rewrite step serves the LM policies of its form."),
     data_dir: Optional[Path] = data_dir_option(),
     index_dir: Optional[Path] = index_dir_option(),
+    docs: Optional[Path] = typer.Option(None, "--docs", help="A folder of your own documents; --data is then a "
+                                        "questions file with gold places (see `ragnet eval --docs`): a place the "
+                                        "first context misses is the hop's target."),
+    kind: Optional[str] = typer.Option(None, "--kind", help="Only questions of this kind (type), e.g. two-part."),
     out: Optional[Path] = _out_option(),
     fresh: bool = _fresh_option(),
     *,
@@ -292,8 +296,9 @@ def hops(
 ) -> None:
     """Hop recall: how often follow-up searches find the gold document the first context missed; no answer call."""
     from ragnet.eval.datasets import load_questions
+    from ragnet.eval.doc_questions import load_doc_questions
     from ragnet.eval.hops import HopEvaluator, parse_policies
-    from ragnet.eval.indexes import load_pooled
+    from ragnet.eval.indexes import docs_index, load_pooled
     from ragnet.eval.run_folder import claim_folder
 
     _check_split(split)
@@ -301,8 +306,17 @@ def hops(
     if out is not None:
         claim_folder(out)
     step = _rewrite_step(program) if program is not None else None  # before the index, too
-    idx, ev = load_pooled(data, data_dir=data_dir, path=index_dir, log=say)
-    evaluator = HopEvaluator(idx, load_questions(ev.path, split=split, limit=n),
+    if docs is not None:
+        questions = load_doc_questions(Path(data))
+        idx = docs_index(docs, log=say)
+    else:
+        idx, ev = load_pooled(data, data_dir=data_dir, path=index_dir, log=say)
+        questions = load_questions(ev.path, split=split)
+    if kind is not None:
+        questions = [q for q in questions if q.type == kind]
+        if not questions:
+            raise InputError(f"no questions of kind {kind!r}", argument="kind")
+    evaluator = HopEvaluator(idx, questions[:n] if n else questions,
                              policies=chosen, budget=budget, searches=searches, k=k, n_queries=n_queries,
                              rewrite_step=step, program=str(program) if program else None,
                              command=command_line(ctx), log=say)

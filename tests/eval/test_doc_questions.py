@@ -140,3 +140,18 @@ def test_gold_places_are_the_gold_documents_of_a_docs_question(folder, tmp_path)
     gold = gold_chunks(q2, index)
     assert list(gold) == ["manual.md › Tool manual › Options", "manual.md › Tool manual › Defaults"]
     assert all(len(ids) == 1 for ids in gold.values())
+
+
+def test_eval_hops_over_documents_counts_the_places_the_first_context_misses(folder, tmp_path, monkeypatch):
+    docs, questions = folder
+    monkeypatch.setenv("RAGNET_HOME", str(tmp_path / "home"))
+    out = tmp_path / "hops"
+    result = CliRunner().invoke(app, ["eval", "hops", "--docs", str(docs), "--data", str(questions),
+                                      "--kind", "two-part", "--budget", "450", "--out", str(out)],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in rows] == ["d2"]  # the two-part question only
+    assert set(rows[0]["missing"]) <= {"manual.md › Tool manual › Options", "manual.md › Tool manual › Defaults"}
+    bad = CliRunner().invoke(app, ["eval", "hops", "--docs", str(docs), "--data", str(questions), "--kind", "nope"])
+    assert bad.exit_code == 2 and "no questions of kind 'nope'" in bad.output
