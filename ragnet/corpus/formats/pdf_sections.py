@@ -32,9 +32,11 @@ MAX_SECTIONS = 5000
 #: Longest section title kept; a longer one is cut at a word.
 MAX_TITLE_CHARS = 160
 
-# "2.5 Memory management", "2.5. MEMORY MANAGEMENT", "3 Sorting", "Appendix A Copying", "A.1 Licence":
-# a number of one to four parts (an appendix letter first), then a capitalised title on a line of its own
-_NUMBERED = re.compile(r"^(Appendix[ \t]+[A-Z]|[A-Z](?:\.\d{1,2}){1,3}|\d{1,2}(?:\.\d{1,2}){0,3})\.?[ \t]+([A-Z][^\n]{0,98})$")
+# "2.5 Memory management", "2.5. MEMORY MANAGEMENT", "3 Sorting", "Appendix A Copying", "A.1 Licence",
+# "7.2 d_type Optimisation", "2.1 'find' Expressions": a number of one to four parts (an appendix letter
+# first), then a title that starts with a letter or a quote, on a line of its own
+_NUMBERED = re.compile(r"^(Appendix[ \t]+[A-Z]|[A-Z](?:\.\d{1,2}){1,3}|\d{1,2}(?:\.\d{1,2}){0,3})\.?[ \t]+"
+                       r"([A-Za-z'‘’\"“`(][^\n]{0,98})$")
 _APPENDIX = 100  # appendix letters number after every chapter: A is 100, B 101, ...
 _TOC_LINE = re.compile(r"(?:\.\s*){3,}\d*$|\s\d{1,4}$")  # dot leaders or a trailing page number
 _MAX_HEADING_WORDS = 12
@@ -111,8 +113,8 @@ def numbered_headings(pages: list[str]) -> list[tuple[int, int, str]]:
     """``(page index, level, title)`` of the numbered heading lines of ``pages`` (level = the
     number's parts: "2.5" is level 2), for a PDF without an outline.
 
-    A heading line is a number and a capitalised title of at most a dozen words that does not end
-    like a sentence. Lines ending in a page number or dot leaders (a table of contents) are not
+    A heading line is a number and a title of at most a dozen words that does not end like a
+    sentence (a chapter's title, of one number, starts with a capital or a quote). Lines ending in a page number or dot leaders (a table of contents) are not
     headings, nor is a page where most lines look like headings, nor a line whose neighbour
     starts with the same number (rows of a table); a number that does not follow the last
     heading's (a numbered list inside a section, a stray number) is skipped.
@@ -131,6 +133,8 @@ def numbered_headings(pages: list[str]) -> list[tuple[int, int, str]]:
             if not m:
                 continue
             title, lead = m.group(2), line.split(None, 1)[0]
+            if title[0].islower() and "." not in m.group(1):
+                continue  # "3 modify (change the file's contents)": a list item; a chapter title is capitalised
             if (title[-1] in ".,;:" or len(title.split()) > _MAX_HEADING_WORDS or _TOC_LINE.search(line)
                     or not any(ch.isalpha() for ch in title)
                     or any(0 <= j < len(lines) and lines[j].split(None, 1)[0] == lead for j in (i - 1, i + 1))):
