@@ -52,11 +52,13 @@ MIN_CHARS = 4  # shorter names ("It", "Up", "USA") match by accident
 
 # Identifiers in technical text, in one pass (earliest first): a long option, a call, a dotted code
 # name, an environment variable, a name with an underscore. Each part of a dotted name has two
-# characters at least, so "e.g." is no identifier.
+# characters at least and the parts after the first start lower case, so neither "e.g." nor a
+# sentence run together ("television.Besides") is one; a call has no space before its "()", so a
+# name before a Wikipedia page's emptied pronunciation ("Doctor Stranger () is ...") is not one.
 _IDENTIFIER = re.compile(
     r"(?<![\w-])(--[A-Za-z][\w-]*\w)"  # --log-file
-    r"|\b([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*)\s?\(\)"  # asn1_create_element(), os.path.join()
-    r"|\b([a-z][A-Za-z0-9_]+(?:\.[A-Za-z_][A-Za-z0-9_]+)+)\b(?!\()"  # fs.readFile, mime.cache
+    r"|\b([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*)\(\)"  # asn1_create_element(), os.path.join()
+    r"|\b([a-z][A-Za-z0-9_]+(?:\.[a-z_][A-Za-z0-9_]+)+)\b(?!\()"  # fs.readFile, mime.cache
     r"|\$\{?([A-Za-z_][A-Za-z0-9_]*)"  # $HOME, ${XDG_DATA_HOME}
     r"|\b([A-Za-z][A-Za-z0-9]*_[A-Za-z0-9_]*[A-Za-z0-9])\b"  # ASN1_SUCCESS, max_jobs
 )

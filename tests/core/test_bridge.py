@@ -69,3 +69,9 @@ def test_an_identifier_the_question_names_is_not_a_bridge():
 
 def test_section_references_are_found_in_order():
     assert section_references("See Section 2.6, section 3 and § 4.1; not version 2.6.") == ["2.6", "3", "4.1"]
+
+
+def test_wikipedia_artefacts_are_not_identifiers():
+    # an emptied pronunciation "()" after a name, and two sentences run together
+    assert identifiers("Doctor Stranger () is a 2014 South Korean series.") == []
+    assert identifiers("He worked in television.Besides, he wrote.") == []
