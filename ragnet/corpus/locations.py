@@ -10,6 +10,8 @@ the keys that are known:
 * ``"line"``: the 1-based line of a JSONL record;
 * ``"page"``: the 1-based page where the chunk starts (PDF);
 * ``"page_end"``: the page where it ends, only when that is a later page;
+* ``"page_label"``, ``"page_label_end"``: the page numbers printed on those pages where they
+  differ from the page's place in the file (a PDF's page labels: "iv", "16" on the 19th page);
 * ``"headings"``: the heading path in force where the chunk starts, outermost first (HTML,
   DOCX, Markdown); absent before the first heading.
 
@@ -120,9 +122,15 @@ class Locator:
         page = first.get("page")
         if isinstance(page, int):
             out["page"] = page
-            end_page = self._place(last).get("page")
+            end = self._place(last)
+            end_page = end.get("page")
             if isinstance(end_page, int) and end_page > page:
                 out["page_end"] = end_page
+            labels = [place.get("label") for place in (first, end if "page_end" in out else {})]
+            if isinstance(labels[0], str):
+                out["page_label"] = labels[0]
+                if isinstance(labels[1], str):
+                    out["page_label_end"] = labels[1]
         headings = (first if at is None else self._place(at)).get("headings")
         if headings:
             out["headings"] = list(headings)

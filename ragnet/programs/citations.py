@@ -6,9 +6,10 @@ program's caller read them without a ragnet type:
 
 ``id``, ``doc_id``, ``title``
     the chunk, its document and the document's title.
-``file``, ``page``, ``page_end``, ``headings``, ``line``
+``file``, ``page``, ``page_end``, ``page_label``, ``page_label_end``, ``headings``, ``line``
     where in the source, each only when the index knows it (``chunk.metadata["location"]``,
-    written at ingestion: the source file, the PDF page or page range, the heading path of an
+    written at ingestion: the source file, the PDF page or page range (and the page numbers the
+    PDF prints there, where they differ), the heading path of an
     HTML, DOCX or Markdown section, the line of a JSONL record). An index built before locations
     were recorded, or from documents made in Python, gives none of them.
 ``sentences``
@@ -59,7 +60,7 @@ __all__ = ["LOCATION_FIELDS", "MAX_CITED", "SHOWN_SENTENCES", "citation", "citat
 MAX_CITED = 3
 
 #: The location fields a citation copies from ``chunk.metadata["location"]``, in output order.
-LOCATION_FIELDS = ("file", "page", "page_end", "headings", "line")
+LOCATION_FIELDS = ("file", "page", "page_end", "page_label", "page_label_end", "headings", "line")
 
 #: The metadata key under which sentence packing records what it kept of a chunk:
 #: ``{"text": the cropped text, "sentences": [the kept sentences, in document order]}``. Only
@@ -122,6 +123,8 @@ def _location(metadata: Any) -> dict[str, Any]:
         elif key == "headings":
             ok = isinstance(value, (list, tuple)) and bool(value) and all(isinstance(h, str) for h in value)
             value = list(value) if ok else value
+        elif key in ("page_label", "page_label_end"):
+            ok = isinstance(value, str) and value != ""
         else:  # page, page_end, line: positive integers
             ok = isinstance(value, int) and not isinstance(value, bool) and value >= 1
         if ok:
@@ -190,8 +193,8 @@ def supported_evidence(answer: str, question: str, context: Sequence[Chunk], cit
 
 def source_line(cite: Mapping[str, Any]) -> str:
     """Where a citation is from, in one line: ``file › Section › Subsection, p. 4–5`` where the
-    source has sections, else ``Title — file, p. 4–5`` (each part only when known; ``line N``
-    for a JSONL record).
+    source has sections, else ``Title — file, p. 4–5`` (each part only when known; the page
+    numbers the document prints where it has them; ``line N`` for a JSONL record).
 
     Example:
         >>> source_line({"title": "Notes", "file": "notes.jsonl", "line": 12})
@@ -202,7 +205,7 @@ def source_line(cite: Mapping[str, Any]) -> str:
         'Paris'
     """
     place = []
-    page, page_end = cite.get("page"), cite.get("page_end")
+    page, page_end = cite.get("page_label") or cite.get("page"), cite.get("page_label_end") or cite.get("page_end")
     if page:
         place.append(f"p. {page}–{page_end}" if page_end and page_end != page else f"p. {page}")
     if cite.get("line"):

@@ -118,3 +118,27 @@ def test_a_section_not_found_on_its_page_starts_at_the_page():
 def test_section_count_is_bounded():
     pages = ["\n".join(f"{i} Section {i}" for i in range(1, 50)) + "\nText."] * 3
     assert len(numbered_headings(pages)) <= MAX_SECTIONS
+
+
+def test_printed_page_numbers_are_kept_beside_the_page_and_cited(tmp_path):
+    """A manual numbers its front matter i, ii and its body from 1: citations print what the reader sees."""
+    from fpdf import FPDF
+
+    from ragnet.programs.citations import citation, source_line
+
+    pdf = FPDF()
+    pdf.set_font("Helvetica", size=11)
+    for i, text in enumerate(["Title page of the manual.", "Preface: how to read this manual.",
+                              "Chapter one starts here and explains the tool.", "Chapter one goes on."]):
+        pdf.add_page()
+        if i == 0:
+            pdf.set_page_label("r")  # i, ii
+        elif i == 2:
+            pdf.set_page_label("D", label_start=1)  # 1, 2
+        pdf.multi_cell(0, 6, text, new_x="LMARGIN", new_y="NEXT")
+    [doc] = load_documents([write(tmp_path / "m.pdf", bytes(pdf.output()))])
+    assert [place.get("label") for _, place in doc.positions] == ["i", "ii", "1", "2"]
+    [last] = [c for c in chunk_documents([doc], chunk_tokens=16, overlap=0) if "goes on" in c.text]
+    loc = last.metadata["location"]
+    assert (loc["page"], loc.get("page_end"), loc["page_label"], loc.get("page_label_end")) == (3, 4, "1", "2")
+    assert source_line(citation(last)).endswith("p. 1–2")

@@ -141,6 +141,10 @@ def _pypdf_pages(data: bytes, where: str) -> tuple[list[str], dict[str, Any]]:
         except Exception:
             info = {}
         info["outline"] = outline_entries(reader)
+        try:  # the page numbers the document prints ("iv", "16"), when they are not the page's index
+            info["labels"] = [str(label)[:16] for label in reader.page_labels[:len(pages)]]
+        except Exception:
+            info["labels"] = []
     return pages, info
 
 
@@ -290,8 +294,14 @@ def running_head(pages: list[str]) -> str:
     return best[0] if best[1] >= max(_RUNNING_MIN_PAGES, len(pages) / 2) else ""
 
 
-def _place(page: int, headings: list[str]) -> dict[str, Any]:
-    return {"page": page, "headings": headings} if headings else {"page": page}
+def _place(page: int, headings: list[str], labels: list[str]) -> dict[str, Any]:
+    place: dict[str, Any] = {"page": page}
+    label = labels[page - 1] if page <= len(labels) else None
+    if label and label != str(page):
+        place["label"] = label
+    if headings:
+        place["headings"] = headings
+    return place
 
 
 def read_pdf(data: bytes, where: str, engine: str = "pypdf") -> Extracted:
@@ -320,8 +330,10 @@ def read_pdf(data: bytes, where: str, engine: str = "pypdf") -> Extracted:
     pages = [TextBuilder.clean(page) for page in join_hyphenated(strip_running_lines(pages))]
     sections = info.get("outline") or numbered_headings(pages)
     builder = TextBuilder()
+    labels = info.get("labels") or []
     empty = [n for n, (page, marks) in enumerate(zip(pages, section_marks(pages, sections)), start=1)
-             if not builder.add(page, _place(n, marks[0][1]), marks=tuple((at, _place(n, path)) for at, path in marks[1:]))]
+             if not builder.add(page, _place(n, marks[0][1], labels),
+                                marks=tuple((at, _place(n, path, labels)) for at, path in marks[1:]))]
     if len(empty) == len(pages):
         what = "its page has" if len(pages) == 1 else f"none of its {len(pages)} pages has"
         raise InputError(f"no text layer: {what} extractable text (a scan or images only?); run OCR first "
