@@ -72,7 +72,11 @@ def identifiers(text: str) -> list[str]:
         >>> identifiers("Use --jobs (or -j) to set max_jobs, e.g. 4; see the jobs() call.")
         ['--jobs', 'max_jobs', 'jobs']
     """
-    found = (next(g for g in m.groups() if g) for m in _IDENTIFIER.finditer(text))
+    found = []
+    for m in _IDENTIFIER.finditer(text):
+        if m.group(3) and (text[m.start() - 1:m.start()] in "/@:" and m.start() > 0 or text[m.end():m.end() + 1] == "/"):
+            continue  # a host or a file in a URL or an address ("example.org/view.php"), not code
+        found.append(next(g for g in m.groups() if g))
     return list(dict.fromkeys(name.rstrip(".") for name in found if len(name) >= MIN_CHARS - 1))
 
 

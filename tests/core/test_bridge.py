@@ -75,3 +75,8 @@ def test_wikipedia_artefacts_are_not_identifiers():
     # an emptied pronunciation "()" after a name, and two sentences run together
     assert identifiers("Doctor Stranger () is a 2014 South Korean series.") == []
     assert identifiers("He worked in television.Besides, he wrote.") == []
+
+
+def test_hosts_and_files_in_urls_are_not_identifiers():
+    text = "See http://austingroupbugs.net/view.php?id=528 or ftp://fly.srk.fer.hr/ and mail bug@gnu.org; edit mime.cache."
+    assert identifiers(text) == ["mime.cache"]
