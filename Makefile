@@ -9,6 +9,17 @@ export HF_HUB_OFFLINE = 1
 export TRANSFORMERS_OFFLINE = 1
 export LITELLM_LOCAL_MODEL_COST_MAP = True
 
+# llama.cpp is built for this CPU's vector extensions but never for AMX: a -march=native build on a
+# CPU that reports AMX segfaults on its first token in a VM that does not grant the AMX tile state
+# (seen on the reference machine, 2026-11-28). CMAKE_ARGS set in the environment wins.
+X86_FLAG = $(shell grep -qw $(1) /proc/cpuinfo 2>/dev/null && echo ON || echo OFF)
+CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=$(call X86_FLAG,avx) -DGGML_AVX2=$(call X86_FLAG,avx2) \
+	-DGGML_FMA=$(call X86_FLAG,fma) -DGGML_F16C=$(call X86_FLAG,f16c) -DGGML_BMI2=$(call X86_FLAG,bmi2) \
+	-DGGML_AVX512=$(call X86_FLAG,avx512f) -DGGML_AVX512_VBMI=$(call X86_FLAG,avx512vbmi) \
+	-DGGML_AVX512_VNNI=$(call X86_FLAG,avx512_vnni) -DGGML_AVX512_BF16=$(call X86_FLAG,avx512_bf16) \
+	-DGGML_AVX_VNNI=$(call X86_FLAG,avx_vnni) -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
+export CMAKE_ARGS
+
 .PHONY: install install-test model demo test test-fast bench clean
 
 $(BIN)/python:

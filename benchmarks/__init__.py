@@ -1,1 +1,1 @@
-"""Timing runs and studies outside the package (not in the wheel): commands that print figures."""
+"""Studies and timing runs outside the ragnet package (not part of the wheel)."""

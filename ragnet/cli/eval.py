@@ -64,6 +64,10 @@ def evaluate(
     ctx: typer.Context,
     data: str = data_option(),
     data_dir: Optional[Path] = data_dir_option(),
+    docs: Optional[Path] = typer.Option(None, "--docs", help="A folder of your own documents to answer over "
+                                        "(indexed once, cached by content); --data is then a questions file with "
+                                        "gold places (file, page or section): right answers, gold page in context "
+                                        "and cited are reported."),
     split: str = typer.Option("dev", help="dev (develop/tune here) | acceptance (final measurement only) | all."),
     n: Optional[int] = typer.Option(None, "-n", help="At most this many questions (file order)."),
     ids: Optional[str] = typer.Option(None, help="Question ids: comma list or @file."),
@@ -100,6 +104,11 @@ def evaluate(
     plan = plan_strategies(spec_list, budget=budget, budgets=parse_ints(budgets, "budgets") if budgets else None,
                            programs=programs)
     choose_baseline([r.label for r in plan], baseline)  # a --baseline that names no strategy fails now, not after the run
+    if docs is not None:
+        _evaluate_docs(ctx, docs, data, plan, n=n, ids=ids, out=out, fresh=fresh, retry_errors=retry_errors,
+                       no_judge=no_judge, judge_lm=judge_lm, threads=threads, no_plots=no_plots, baseline=baseline,
+                       lms=lms)
+        return
     ev = load_eval_set(data, data_dir=data_dir, split=None if split == "all" else split, n=n, ids=ids, mode=mode)
     target = out or Path(".ragnet-cache") / "eval" / (f"{ev.name}-{split}" + ("" if mode == "pooled" else f"-{mode}"))
     claim_folder(target)  # before any index or LM work
@@ -113,6 +122,39 @@ def evaluate(
     summary = run_eval(ev, plan, out_dir=target, judge=not no_judge, judge_lm=judge, answer_lm=reader, threads=threads,
                        command=command_line(ctx), fresh=fresh, retry_errors=retry_errors, plots=not no_plots,
                        baseline=baseline, log=say)
+    _print_table(summary)
+    typer.echo(f"wrote {target / 'report.md'}, {target / 'report.html'}, {target / 'summary.json'} and "
+               f"{target / 'results.jsonl'}")
+
+
+def _evaluate_docs(ctx: typer.Context, docs: Path, data: str, plan: list, *, n: Optional[int], ids: Optional[str],
+                   out: Optional[Path], fresh: bool, retry_errors: bool, no_judge: bool, judge_lm: Optional[str],
+                   threads: int, no_plots: bool, baseline: Optional[str], lms: LMOptions) -> None:
+    """``ragnet eval --docs FOLDER --data FILE``: the strategies over a folder of documents, scored
+    on right answers (primary) and where the evidence and the citations point."""
+    from ragnet._threads import pin_threads
+    from ragnet.eval.datasets import parse_ids
+    from ragnet.eval.doc_questions import PLACE_METRICS, load_doc_questions, place_scores
+    from ragnet.eval.indexes import docs_index
+    from ragnet.eval.run_folder import claim_folder
+    from ragnet.eval.runner import run_eval
+
+    questions = load_doc_questions(Path(data), ids=parse_ids(ids), limit=n)
+    name = f"{Path(docs).name}-{Path(data).stem}"
+    target = out or Path(".ragnet-cache") / "eval" / name
+    claim_folder(target)  # before any index or LM work
+    pin_threads(max(1, (os.cpu_count() or 2) // threads))
+    index = docs_index(docs, log=say)
+    program_lm = lms.configure()
+    judge = lms.make(judge_lm) if not no_judge and judge_lm is not None and judge_lm != lms.lm else None
+    reader = lms.reader_lm()
+    say(f"{name}: {len(questions)} questions over {docs} ({len(index):,} chunks); strategies "
+        f"{', '.join(r.label for r in plan)}; LM {getattr(program_lm, 'model', program_lm)}"
+        + (f", answers {reader.name}" if reader is not None else "") + f" -> {target}")
+    summary = run_eval(questions, plan, out_dir=target, index=index, name=name, judge=not no_judge, judge_lm=judge,
+                       answer_lm=reader, threads=threads, command=command_line(ctx), fresh=fresh,
+                       retry_errors=retry_errors, plots=not no_plots, baseline=baseline, log=say,
+                       scorers=[place_scores], extra_metrics=PLACE_METRICS, primary_metric="contains")
     _print_table(summary)
     typer.echo(f"wrote {target / 'report.md'}, {target / 'report.html'}, {target / 'summary.json'} and "
                f"{target / 'results.jsonl'}")
@@ -243,6 +285,10 @@ def hops(
     program: Optional[Path] = typer.Option(None, "--program", help="A compiled program (ragnet optimize --step rewrite): its rewrite step serves the LM policies of its form."),
     data_dir: Optional[Path] = data_dir_option(),
     index_dir: Optional[Path] = index_dir_option(),
+    docs: Optional[Path] = typer.Option(None, "--docs", help="A folder of your own documents; --data is then a "
+                                        "questions file with gold places (see `ragnet eval --docs`): a place the "
+                                        "first context misses is the hop's target."),
+    kind: Optional[str] = typer.Option(None, "--kind", help="Only questions of this kind (type), e.g. two-part."),
     out: Optional[Path] = _out_option(),
     fresh: bool = _fresh_option(),
     *,
@@ -250,8 +296,9 @@ def hops(
 ) -> None:
     """Hop recall: how often follow-up searches find the gold document the first context missed; no answer call."""
     from ragnet.eval.datasets import load_questions
+    from ragnet.eval.doc_questions import load_doc_questions
     from ragnet.eval.hops import HopEvaluator, parse_policies
-    from ragnet.eval.indexes import load_pooled
+    from ragnet.eval.indexes import docs_index, load_pooled
     from ragnet.eval.run_folder import claim_folder
 
     _check_split(split)
@@ -259,8 +306,17 @@ def hops(
     if out is not None:
         claim_folder(out)
     step = _rewrite_step(program) if program is not None else None  # before the index, too
-    idx, ev = load_pooled(data, data_dir=data_dir, path=index_dir, log=say)
-    evaluator = HopEvaluator(idx, load_questions(ev.path, split=split, limit=n),
+    if docs is not None:
+        questions = load_doc_questions(Path(data))
+        idx = docs_index(docs, log=say)
+    else:
+        idx, ev = load_pooled(data, data_dir=data_dir, path=index_dir, log=say)
+        questions = load_questions(ev.path, split=split)
+    if kind is not None:
+        questions = [q for q in questions if q.type == kind]
+        if not questions:
+            raise InputError(f"no questions of kind {kind!r}", argument="kind")
+    evaluator = HopEvaluator(idx, questions[:n] if n else questions,
                              policies=chosen, budget=budget, searches=searches, k=k, n_queries=n_queries,
                              rewrite_step=step, program=str(program) if program else None,
                              command=command_line(ctx), log=say)

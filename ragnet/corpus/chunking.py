@@ -14,6 +14,12 @@ How a text is cut (``chunk_text``):
    ended, at a word boundary, at a sentence start when one is close; the overlap shrinks
    when the next sentence would otherwise not fit.
 
+A document with sections (heading paths in its ``positions``: PDF outlines and numbered
+headings, HTML, DOCX and Markdown headings) is cut at every section start first, and each
+section is chunked as above; a chunk's title is then its document's title followed by its
+section path (:func:`ragnet.corpus.locations.section_title`), and the document's title stays
+in its metadata under ``["doc"]["title"]``.
+
 Token counts come from ``ragnet.corpus.tokens`` (tiktoken ``cl100k_base``). Each sentence is
 counted once and every chunk once more to check it, so chunking is linear in the text.
 
@@ -31,7 +37,7 @@ import re
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from ragnet.corpus.limits import cap_title
-from ragnet.corpus.locations import Locator, check_positions
+from ragnet.corpus.locations import Locator, check_positions, section_title
 from ragnet.corpus.sentences import sentence_spans
 from ragnet.corpus.metadata import Gazetteer, _check_gazetteer, extract_with_title, title_parts
 from ragnet.corpus.tokens import MAX_TOKEN_CHARS, count_tokens, count_tokens_batch, count_within, token_prefix
@@ -316,6 +322,52 @@ def chunk_text(text: str, chunk_tokens: int = 256, overlap: int = 32) -> list[st
 # ------------------------------------------------------------------ documents
 
 
+def _section_starts(doc: Document) -> list[int]:
+    """Offsets where ``doc``'s heading path changes (its positions), the text's start first."""
+    starts, current = [0], None
+    for offset, place in doc.positions:
+        headings = place.get("headings") if isinstance(place, dict) else None
+        headings = list(headings) if isinstance(headings, (list, tuple)) else None
+        if headings != current:
+            current = headings
+            if offset > starts[-1]:
+                starts.append(offset)
+    return starts
+
+
+def _document_spans(doc: Document, chunk_tokens: int, overlap: int, total: int,
+                    progress: Callable[[int], None] | None) -> list[tuple[int, int, int, int | None]]:
+    """The chunks of a document as ``(start, end, tokens, at)``: sections (where its heading path
+    changes) are chunked apart, so a chunk never runs from one section into the next and its
+    title and citation name one section; a section that is a bare heading line joins the
+    section after it, and ``at`` then names the offset whose section names the chunk (None:
+    where it starts)."""
+    starts = _section_starts(doc)
+    if len(starts) == 1:
+        return [(a, b, n, None) for a, b, n in _chunk_spans(doc.text, chunk_tokens, overlap, total, progress)]
+    bounds = list(zip(starts, starts[1:] + [len(doc.text)]))
+    out: list[tuple[int, int, int, int | None]] = []
+    lead = None  # start of bare heading lines waiting for their section's text
+    for a, b in bounds:
+        body = doc.text[a:b].strip()
+        if "\n" not in body and b < len(doc.text):  # a heading with no text of its own
+            lead = a if lead is None else lead
+            continue
+        start = a if lead is None else lead
+        segment = doc.text[start:b]
+        spans = _chunk_spans(segment, chunk_tokens, overlap, None, progress)
+        for i, (x, y, n) in enumerate(spans):
+            out.append((start + x, start + y, n, a if i == 0 and lead is not None else None))
+        lead = None
+    return out
+
+
+def _chunk_title(doc: Document, location: dict[str, Any] | None) -> str:
+    # copied into every chunk: capped whatever the document's title and section path
+    return cap_title(section_title(cap_title(doc.title), (location or {}).get("headings")))
+
+
+
 def _declared_years(metadata: dict[str, Any]) -> set[int]:
     """Ints (or digit strings) under the document's ``year``/``years`` metadata keys."""
     found: set[int] = set()
@@ -388,19 +440,25 @@ def chunk_documents(
     totals = [count_within(doc.text, chunk_tokens) for doc in docs]  # exact when a text fits one chunk
     chunks: list[Chunk] = []
     for doc, total in zip(docs, totals):
-        title = cap_title(doc.title)  # copied into every chunk: a few hundred characters at most
-        parts = title_parts(title, gazetteer)
+        parts_of: dict[str, tuple] = {}
+        doc_title = cap_title(doc.title)  # copied into every chunk: a few hundred characters at most
         declared = _declared_years(doc.metadata or {})
         locator = Locator(doc)
-        spans = _chunk_spans(doc.text, chunk_tokens, overlap, total, progress)
-        for position, (start, end, tokens) in enumerate(spans):
+        for position, (start, end, tokens, at) in enumerate(_document_spans(doc, chunk_tokens, overlap, total,
+                                                                            progress)):
             text = doc.text[start:end]
-            meta = extract_with_title(text, parts, gazetteer)
+            location = locator.span(start, end, at) if locator else None
+            title = _chunk_title(doc, location)
+            if title not in parts_of:
+                parts_of[title] = title_parts(title, gazetteer)
+            meta = extract_with_title(text, parts_of[title], gazetteer)
             if declared:
                 meta["title_years"] = sorted(declared.union(meta["title_years"]))
             meta["doc"] = dict(doc.metadata or {})
-            if locator:
-                meta["location"] = locator.span(start, end)
+            if title != doc_title:  # the chunk is titled by its section; the document's title stays here
+                meta["doc"]["title"] = doc_title
+            if location is not None:
+                meta["location"] = location
             chunks.append(
                 Chunk(
                     id=f"{doc.id}#{position}",

@@ -10,6 +10,8 @@ the keys that are known:
 * ``"line"``: the 1-based line of a JSONL record;
 * ``"page"``: the 1-based page where the chunk starts (PDF);
 * ``"page_end"``: the page where it ends, only when that is a later page;
+* ``"page_label"``, ``"page_label_end"``: the page numbers printed on those pages where they
+  differ from the page's place in the file (a PDF's page labels: "iv", "16" on the 19th page);
 * ``"headings"``: the heading path in force where the chunk starts, outermost first (HTML,
   DOCX, Markdown); absent before the first heading.
 
@@ -35,7 +37,13 @@ from ragnet.corpus.limits import cap_title
 from ragnet.corpus.types import Document
 from ragnet.errors import InputError
 
-__all__ = ["Locator", "check_positions"]
+__all__ = ["Locator", "check_positions", "section_title", "SECTION_SEPARATOR"]
+
+#: Joins a section path's parts, in chunk titles and citations ("libtasn1 › 2 Usage › 2.5 Memory").
+SECTION_SEPARATOR = " › "
+#: Innermost headings a chunk title keeps after the document's title.
+TITLE_HEADINGS = 2
+_MAX_HEADING_CHARS = 80
 
 _WHITESPACE = " \t\n\r\f\v"
 
@@ -91,8 +99,13 @@ class Locator:
         i = bisect.bisect_right(self.offsets, offset) - 1
         return self.places[i] if i >= 0 else {}
 
-    def span(self, start: int, end: int) -> dict[str, Any]:
+    def span(self, start: int, end: int, at: int | None = None) -> dict[str, Any]:
         """The location of ``text[start:end]`` (leading and trailing whitespace ignored).
+
+        Args:
+            start, end: the span.
+            at: the offset whose heading path names the span (default: where it starts); a
+                chunk that opens with a bare heading line is named by the section after it.
 
         Returns:
             A new dict: the document's ``location`` plus ``page``/``page_end``/``headings``
@@ -110,10 +123,40 @@ class Locator:
         page = first.get("page")
         if isinstance(page, int):
             out["page"] = page
-            end_page = self._place(last).get("page")
+            end = self._place(last)
+            end_page = end.get("page")
             if isinstance(end_page, int) and end_page > page:
                 out["page_end"] = end_page
-        headings = first.get("headings")
+            labels = [place.get("label") for place in (first, end if "page_end" in out else {})]
+            if isinstance(labels[0], str):
+                out["page_label"] = labels[0]
+                if isinstance(labels[1], str):
+                    out["page_label_end"] = labels[1]
+        headings = (first if at is None else self._place(at)).get("headings")
         if headings:
             out["headings"] = [cap_title(h) for h in headings]  # copied into every chunk: capped
         return out
+
+
+def section_title(doc_title: str, headings: Any) -> str:
+    """A chunk's title: its document's title and the innermost :data:`TITLE_HEADINGS` headings of
+    its section path, joined by :data:`SECTION_SEPARATOR` (a first heading that repeats the
+    document's title is not shown twice). The document's title alone where no heading is known.
+
+    Prompts, search and citations read this title: "Programming with libbzip2" on every chunk of
+    a manual says nothing about where in it a chunk sits, its section does.
+
+    Example:
+        >>> section_title("GNU sed", ["3 sed scripts", "3.2 Commands", "3.2.1 Common commands"])
+        'GNU sed › 3.2 Commands › 3.2.1 Common commands'
+        >>> section_title("Ninja", ["Ninja", "Variables"]), section_title("Paris", None)
+        ('Ninja › Variables', 'Paris')
+    """
+    if not isinstance(headings, (list, tuple)):
+        return doc_title
+    path = [" ".join(str(h).split()) for h in headings]
+    path = [h if len(h) <= _MAX_HEADING_CHARS else h[:_MAX_HEADING_CHARS - 1].rstrip() + "…" for h in path if h]
+    if path and doc_title and path[0].casefold() == " ".join(doc_title.split()).casefold():
+        path = path[1:]
+    parts = ([doc_title] if doc_title else []) + path[-TITLE_HEADINGS:]
+    return SECTION_SEPARATOR.join(parts) if parts else doc_title

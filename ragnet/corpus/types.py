@@ -49,7 +49,9 @@ class Chunk:
     Attributes:
         id: stable chunk id, ``"{doc_id}#{position}"``.
         doc_id: id of the parent document.
-        title: parent document title.
+        title: the parent document's title, followed by the chunk's section path when the
+            document has sections (``"GNU sed › 3.2 Commands"``,
+            :func:`ragnet.corpus.locations.section_title`).
         text: chunk text.
         tokens: length of ``text`` in LM tokens (``ragnet.corpus.tokens.count_tokens``).
         position: 0-based index of the chunk within its document.

@@ -122,8 +122,9 @@ class _Keys:
 def gold_chunks(record: Any, index: Any = None) -> dict[str, set[str]]:
     """Gold documents of ``record`` and the chunk ids that hold them: ``{gold key: {chunk ids}}``.
 
-    Gold documents are ``gold_passage_ids`` when given and present in the index, else
-    ``gold_titles`` (matched against chunk ``doc_id``, then title; see :func:`gold_chunk_ids`).
+    Gold documents are the gold places of a question over documents (``record.places``: the
+    chunks located at each, :mod:`ragnet.eval.doc_questions`), else ``gold_passage_ids`` when
+    given and present in the index, else ``gold_titles`` (matched against chunk ``doc_id``, then title; see :func:`gold_chunk_ids`).
     Without an index every set is empty and :func:`gold_present` matches the keys against the
     document part of chunk ids instead (exact for sets whose document id is the title or the
     passage id).
@@ -132,6 +133,11 @@ def gold_chunks(record: Any, index: Any = None) -> dict[str, set[str]]:
         >>> gold_chunks({"gold_titles": ["Paris"]})
         {'Paris': set()}
     """
+    places = getattr(record, "places", None)
+    if places:  # a question over documents: its gold places (ragnet.eval.doc_questions)
+        from ragnet.eval.doc_questions import place_chunk_ids
+
+        return {p.key(): (set(place_chunk_ids(index, p)) if index is not None else set()) for p in places}
     passages = [str(p) for p in get_field(record, "gold_passage_ids", None) or []]
     titles = [str(t) for t in get_field(record, "gold_titles", None) or []]
     if index is None:

@@ -28,7 +28,7 @@ from typing import Any
 
 from ragnet.errors import InputError, RagnetError
 
-__all__ = ["EvalIndexes", "NoIndex", "load_pooled", "pooled_index"]
+__all__ = ["EvalIndexes", "NoIndex", "docs_index", "load_pooled", "pooled_index"]
 
 
 def pooled_index(eval_set: Any, *, path: str | Path | None = None, embedder: Any = None,
@@ -66,6 +66,22 @@ def pooled_index(eval_set: Any, *, path: str | Path | None = None, embedder: Any
     if log is not None:
         log(f"building pooled index for {eval_set.name} at {path} (one-off)")
     return Index.build(eval_set.documents, path, embedder=embedder, show_progress=show_progress)
+
+
+def docs_index(folder: str | Path, *, embedder: Any = None, root: str | Path | None = None,
+               show_progress: bool = True, log: Callable[[str], None] | None = None):
+    """The index of a folder of documents (``ragnet eval --docs``): its files read as ``ragnet
+    index`` reads them (a file that cannot be read stops the run, naming it), indexed once and
+    cached by content under ``root``, as a benchmark's pooled index is."""
+    from ragnet.corpus.loader import load_documents
+    from ragnet.eval.index_cache import cached_index
+
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise InputError("not a folder of documents", path=folder, argument="docs")
+    documents = load_documents([folder])
+    return cached_index(documents, f"docs-{folder.name}", embedder=embedder, root=root,
+                        show_progress=show_progress, log=log)
 
 
 def load_pooled(data: str | Path, *, data_dir: str | Path | None = None, path: str | Path | None = None,

@@ -9,6 +9,10 @@ and :class:`~ragnet.eval.runner.QAEvaluator` builds it with the questions it eva
 The gold context of a question (:func:`gold_context`), one ``[cN] Title: text`` block per gold
 document as the one-shot shows its selected sentences:
 
+``passages``
+    a question over a folder of documents (:mod:`ragnet.eval.doc_questions`) whose gold places
+    quote their words: each quote, under the title and with the id and location of the index
+    chunk that holds it (the chunk of its file, and page or section, whose text contains it).
 ``sentences``
     the gold supporting sentences (``gold_sentences``: ``[title, sentence index]``), read from
     the sentence lists of the question's own paragraphs (the dataset's split), or, for a
@@ -72,7 +76,7 @@ __all__ = ["MODES", "ORACLE", "GoldContext", "OracleRAG", "build_oracle", "gold_
 #: The strategy name ``ragnet eval --strategies`` knows the oracle by.
 ORACLE = "oracle"
 #: What an oracle row's context was built from, best first.
-MODES = ("sentences", "documents", "none")
+MODES = ("passages", "sentences", "documents", "none")
 
 
 # --------------------------------------------------------------------------- the gold context
@@ -209,6 +213,29 @@ def _document_chunks(record: Any, index: Any) -> tuple[list[Chunk], list[str]]:
     return [d[j] for j in range(longest) for d in docs if j < len(d)], keys
 
 
+def _passage_chunks(record: Any, index: Any) -> tuple[list[Chunk], list[dict]]:
+    """The quotes of a document question's gold places, each in the index chunk that holds it
+    (see the module docstring), and the trace's record of each: its file and the chunk found."""
+    from ragnet.eval.doc_questions import at_place
+
+    chunks, record_out = [], []
+    for place in getattr(record, "places", ()) or ():
+        quote = " ".join(place.quote.split())
+        if not quote:
+            continue
+        base = None
+        for chunk in index.chunks:
+            if at_place(chunk.metadata.get("location"), place) and _norm(quote) in _norm(chunk.text):
+                base = chunk
+                break
+        if base is None:
+            base = Chunk(id=f"{place.file}#gold", doc_id=place.file, title=place.file, text="", tokens=0,
+                         metadata={"location": {"file": place.file, **({"page": place.page} if place.page else {})}})
+        chunks.append(showing(base, quote, count_tokens(quote), [quote]))
+        record_out.append({"file": place.file, "role": place.role, "id": base.id})
+    return chunks, record_out
+
+
 def gold_context(record: Any, index: Any) -> GoldContext:
     """The context the oracle shows the reader for ``record`` (see the module docstring): its
     gold sentences, else its gold documents, else nothing.
@@ -230,6 +257,9 @@ def gold_context(record: Any, index: Any) -> GoldContext:
         ('documents', 'none')
     """
     detail: dict[str, Any] = {}
+    passages, found_in = _passage_chunks(record, index)
+    if passages:
+        return GoldContext("passages", passages, {"passages": found_in})
     found, missing = _sentences(record, index)
     if found and not missing:
         chunks, sentences = _sentence_chunks(found, index)

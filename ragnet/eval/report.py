@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ragnet.errors import InputError
+from ragnet.eval.oracle import MODES as ORACLE_MODES
 from ragnet.eval.stats import aggregate, call_prices, paired_comparison, priced_latency
 from ragnet.eval.tables import DASH, markdown_table, number, percent
 
@@ -41,7 +42,7 @@ OVERHEAD_TARGET = 0.05
 
 def _small(rows: Sequence[dict[str, Any]], extra: Sequence[str] = ()) -> dict[str, Any]:
     agg = aggregate(rows, extra)
-    return {k: agg[k] for k in ("n", "errors", "em", "f1", "llm_match", "gold_all", "gold_fraction", *extra)}
+    return {k: agg[k] for k in ("n", "errors", "em", "f1", "contains", "llm_match", "gold_all", "gold_fraction", *extra)}
 
 
 def _group(rows: Sequence[dict[str, Any]], key: str) -> dict[str, list[dict[str, Any]]]:
@@ -127,6 +128,45 @@ def _overhead(rows_new: Sequence[dict[str, Any]], loop_s: float, report_s: float
     return out
 
 
+#: The question kind whose answer needs two places of a document (``ragnet eval --docs``).
+TWO_PART = "two-part"
+
+
+def documents_figures(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """What a team asks of ragnet over its own documents, for one strategy's rows (``ragnet eval
+    --docs``, :mod:`ragnet.eval.doc_questions`): right answers, and of the two-part questions;
+    how often a right answer's citation (its first citation) is at the place that states it;
+    and of the misses, how many had the answer's place (the answer itself) in front of the reader.
+    LM outages are left out, as in every accuracy figure.
+
+    Example:
+        >>> rows = [{"contains": 1.0, "gold_cited": 1.0, "gold_cited_first": 0.0, "gold_place_in_context": 1.0,
+        ...          "answer_in_context": 1.0, "type": "lookup", "f1": 1.0, "em": 1.0},
+        ...         {"contains": 0.0, "gold_cited": 0.0, "gold_cited_first": 0.0, "gold_place_in_context": 1.0,
+        ...          "answer_in_context": 0.0, "type": "two-part", "f1": 0.0, "em": 0.0}]
+        >>> d = documents_figures(rows)
+        >>> d["right"], d["two_part_right"], d["cited_of_right"], d["misses_with_gold_place"]
+        (0.5, 0.0, 1.0, 1.0)
+    """
+    scored = [r for r in rows if r.get("error_kind") != "lm"]
+    right = [r for r in scored if (r.get("contains") or 0) >= 1]
+    missed = [r for r in scored if (r.get("contains") or 0) < 1]
+    two = [r for r in scored if r.get("type") == TWO_PART]
+
+    def share(part: Sequence[dict[str, Any]], key: str | None = None) -> float | None:
+        return None if not part else round(sum(float(r.get(key) or 0) if key else 1.0 for r in part) / len(part), 6)
+
+    return {
+        "n": len(scored), "right": share(scored, "contains"), "right_count": len(right),
+        "f1": share(scored, "f1"), "em": share(scored, "em"),
+        "two_part": len(two), "two_part_right": share(two, "contains"),
+        "cited_of_right": share(right, "gold_cited"), "cited_first_of_right": share(right, "gold_cited_first"),
+        "gold_place_in_context": share(scored, "gold_place_in_context"),
+        "misses": len(missed), "misses_with_gold_place": share(missed, "gold_place_in_context"),
+        "misses_with_answer_shown": share(missed, "answer_in_context"),
+    }
+
+
 def build_summary(rows: Sequence[dict[str, Any]], meta: dict[str, Any], timing: dict[str, Any] | None = None,
                   *, extra: Sequence[str] = (), primary: str | None = None) -> dict[str, Any]:
     """Every aggregate of a run, JSON-ready (written as ``summary.json``).
@@ -163,7 +203,7 @@ def build_summary(rows: Sequence[dict[str, Any]], meta: dict[str, Any], timing: 
     for lb in labels:  # the oracle's rows say what each question's gold context was built from
         modes = [r["oracle"] for r in by_label[lb] if r.get("oracle")]
         if modes:
-            summary["strategies"][lb]["oracle"] = {m: modes.count(m) for m in ("sentences", "documents", "none")}
+            summary["strategies"][lb]["oracle"] = {m: modes.count(m) for m in ORACLE_MODES}
     if baseline is not None:
         for lb in labels:
             if lb == baseline:
@@ -188,6 +228,8 @@ def build_summary(rows: Sequence[dict[str, Any]], meta: dict[str, Any], timing: 
             curves[s["spec"]].append({"budget": s["budget"], "label": s["label"], primary: agg[primary],
                                       "gold_all": agg["gold_all"], "input_tokens": agg["input_tokens"]})
     summary["budget_curves"] = {k: sorted(v, key=lambda p: p["budget"]) for k, v in curves.items() if len(v) > 1}
+    if any("gold_cited" in r for r in rows):  # questions over documents (ragnet eval --docs)
+        summary["documents"] = {lb: documents_figures(by_label[lb]) for lb in labels}
     for lb in labels:  # RouterRAG records each question's route in its trace
         routes = [e.get("route") for r in by_label[lb] for e in r.get("trace") or () if e.get("step") == "route"]
         if routes:
@@ -225,6 +267,27 @@ def _priced_latency_lines(summary: dict[str, Any], labels: Sequence[str]) -> lis
             + "; ".join(cells) + ".", ""]
 
 
+def _documents_section(docs: dict[str, dict[str, Any]], labels: Sequence[str]) -> list[str]:
+    lines = ["### Over your documents", "",
+             ("Right = a gold answer occurs in the answer (case, punctuation and number formatting aside). Cited = "
+              "a citation (the first citation) is at the page or section that states the answer, of the right "
+              "answers. Misses with the gold place = the reader had a chunk from that place (the answer itself) "
+              "in its context and still missed."), ""]
+    table = []
+    for lb in labels:
+        d = docs.get(lb)
+        if d is None:
+            continue
+        table.append([lb, str(d["n"]), f"{d['right_count']} ({percent(d['right'])})", percent(d["f1"]),
+                      f"{percent(d['two_part_right'])} of {d['two_part']}", percent(d["cited_of_right"]),
+                      percent(d["cited_first_of_right"]), percent(d["gold_place_in_context"]),
+                      f"{percent(d['misses_with_gold_place'])} ({percent(d['misses_with_answer_shown'])}) of "
+                      f"{d['misses']}"])
+    lines += markdown_table(["strategy", "n", "right", "F1", "two-part right", "cited", "cited first",
+                             "gold place in context", "misses with the gold place (answer shown)"], table)
+    return lines + [""]
+
+
 def format_report(summary: dict[str, Any]) -> str:
     """``report.md``: command, side-by-side accuracy with deltas vs basic, verdicts, by type and
     level, chunk retention by stage, cost, budgets, and the evaluation overhead."""
@@ -233,7 +296,7 @@ def format_report(summary: dict[str, Any]) -> str:
     aggs = summary["strategies"]
     primary = summary["primary_metric"]
     baseline = summary["baseline"]
-    pname = {"llm_match": "LLM match", "em": "EM"}.get(primary, primary)
+    pname = {"llm_match": "LLM match", "em": "EM", "contains": "right (answer contained)"}.get(primary, primary)
     extra = [k for k in summary.get("extra_metrics") or ()]
     lines = [f"# ragnet eval: {meta['set']} ({meta.get('split') or 'all'} split, {meta['mode']} corpus)", ""]
     if meta.get("command"):
@@ -280,11 +343,15 @@ def format_report(summary: dict[str, Any]) -> str:
     lines += markdown_table(["strategy", "n", "EM", "F1", "LLM match", *extra, f"Δ {pname}", "all-gold recall",
                              "Δ gold", "gold fraction", "redundancy", "chunks", "errors", "LM failures"], table)
     lines.append("")
+    if summary.get("documents"):
+        lines += _documents_section(summary["documents"], labels)
     oracles = {lb: aggs[lb]["oracle"] for lb in labels if aggs[lb].get("oracle")}
     if oracles:
         lines += [("Oracle context, in questions (the reader given only each question's gold evidence: the "
                    "ceiling that separates what retrieval loses from what the reader gets wrong): "
-                   + "; ".join(f"{lb}: gold sentences {c['sentences']}, gold documents {c['documents']} (no usable "
+                   + "; ".join(f"{lb}: " + (f"gold passages {c['passages']} (the quotes of the gold places), "
+                                              if c.get("passages") else "")
+                               + f"gold sentences {c['sentences']}, gold documents {c['documents']} (no usable "
                                f"sentence-level gold), none {c['none']} (no gold evidence: not answered, counted "
                                "wrong)" for lb, c in oracles.items()) + "."), ""]
     suspicious = {lb: aggs[lb].get("judge_zero_f1_matches", 0) for lb in labels}

@@ -2,10 +2,12 @@
 ``dspy.Prediction`` every program returns (``answer``, ``evidence``, ``context`` ids,
 ``passages`` as the reader saw them, ``citations``, ``notes``, ``trace``, ``usage``).
 
-``citations`` is one plain dict per ``evidence`` id, in that order: the chunk's ``id``,
-``doc_id`` and ``title``, where in the source it is from when the index knows it (``file``,
-``page``, ``page_end``, ``headings``, ``line``), and the ``sentences`` of it the reader saw (the
-selected ones for a sentence-packed context). A failed answer has no evidence and no citations.
+``evidence`` names the chunks that support the answer, chosen after it without an LM (those
+whose sentences state it, the reader's own cited ones first). ``citations`` is one plain dict
+per ``evidence`` id, in that order: the chunk's ``id``, ``doc_id`` and ``title``, where in the
+source it is from when the index knows it (``file``, ``page``, ``page_end``, ``headings``,
+``line``), and the ``sentences`` of it the reader saw (the selected ones for a sentence-packed
+context), the one supporting the answer first. A failed answer has no evidence and no citations.
 See :mod:`ragnet.programs.citations`.
 
 Programs subclass :class:`RAGProgram` and implement ``_run(question, trace) -> RunResult``.
@@ -25,7 +27,7 @@ import dspy
 from ragnet.corpus.types import Chunk
 from ragnet.errors import InputError
 from ragnet.lm.usage import track_usage
-from ragnet.programs.citations import citations
+from ragnet.programs.citations import citations, supported_evidence
 from ragnet.programs.packing import PromptBudget
 from ragnet.programs.trace import Trace
 from ragnet.signatures import AnswerStep, Step, recording
@@ -173,7 +175,7 @@ class RAGProgram(dspy.Module):
             # the context as the reader saw it (sentence selection and crops shorten chunk texts)
             passages=[{"id": c.id, "title": c.title, "text": c.text} for c in result.context],
             # where each evidence chunk is from and the sentences of it the reader saw
-            citations=citations(result.evidence, result.context),
+            citations=citations(result.evidence, result.context, result.answer, question),
             notes=result.notes,
             trace=trace.to_list(),
             usage=usage,
@@ -198,15 +200,19 @@ class RAGProgram(dspy.Module):
         return hits
 
     def _answer(self, question: str, chunks: list[Chunk], trace: Trace, *, notes: str = "") -> tuple[str, list[str]]:
-        """Run GenerateAnswer; evidence = cited ids, or the whole context when nothing valid was
-        cited, and none when the answer step failed (there is no answer to support)."""
+        """Run GenerateAnswer; evidence = the chunks whose sentences state the answer (the reader's
+        cited ones first), else the cited ids, or the whole context when nothing valid was cited
+        (:func:`ragnet.programs.citations.supported_evidence`, no LM call); none when the answer
+        step failed (there is no answer to support)."""
         pred = self.answer(question=question, context=chunks, notes=notes)
         failed = bool(getattr(pred, "fallback", False))
         cited = [cid for cid in (pred.evidence_ids or []) if cid in {c.id for c in chunks}]
-        evidence = [] if failed else cited or [c.id for c in chunks]
+        answer = str(pred.answer or "")
+        evidence = [] if failed else supported_evidence(answer, question, chunks, cited)
         trace.add(
             "answer",
             evidence=evidence,
+            reader_cited=cited,
             cited=bool(cited),
             fallback=failed,
             context=[c.id for c in chunks],
@@ -214,7 +220,7 @@ class RAGProgram(dspy.Module):
             **({"reasoning": str(getattr(pred, "reasoning", "") or "")} if self.answer.reasoning else {}),
             **_layout_fields(self.answer, question),
         )
-        return str(pred.answer or ""), evidence
+        return answer, evidence
 
 
 def _layout_fields(step: Any, question: str) -> dict[str, Any]:

@@ -6,15 +6,26 @@ program's caller read them without a ragnet type:
 
 ``id``, ``doc_id``, ``title``
     the chunk, its document and the document's title.
-``file``, ``page``, ``page_end``, ``headings``, ``line``
+``file``, ``page``, ``page_end``, ``page_label``, ``page_label_end``, ``headings``, ``line``
     where in the source, each only when the index knows it (``chunk.metadata["location"]``,
-    written at ingestion: the source file, the PDF page or page range, the heading path of an
+    written at ingestion: the source file, the PDF page or page range (and the page numbers the
+    PDF prints there, where they differ), the heading path of an
     HTML, DOCX or Markdown section, the line of a JSONL record). An index built before locations
     were recorded, or from documents made in Python, gives none of them.
 ``sentences``
     what of the chunk was in front of the reader: for a sentence-packed context exactly the
     selected sentences (sentence packing records them, :func:`shown_sentences`), otherwise the
-    passage as shown (whole, or cropped by an LM) split with ragnet's one sentence splitter.
+    passage as shown (whole, or cropped by an LM) split with ragnet's one sentence splitter;
+    the sentence that best supports the answer first (:func:`ragnet.core.support.support_scores`).
+``states_answer``
+    whether that first sentence states the answer (it occurs in it, as whole words).
+
+Which chunks are cited is decided after the answer, without an LM (:func:`supported_evidence`):
+the chunks whose sentences state the answer, the reader's own cited ones first, at most
+:data:`MAX_CITED`; when no sentence states it (a yes/no answer, a paraphrase), the reader's
+cited chunks (all it read when it cited none), best-supporting first. A small reader often
+cites a neighbour of the chunk that holds its answer, and a user who checks the citation
+should find the answer there.
 
 A failed answer has no evidence, so it cites nothing.
 
@@ -28,7 +39,7 @@ Example:
     >>> cite["page"], cite["headings"], cite["sentences"]
     (4, ['Results', 'Revenue'], ['Revenue rose in 2023.', 'Costs fell.'])
     >>> source_line(cite)
-    'Annual report — report.pdf, p. 4–5 · Results > Revenue'
+    'report.pdf › Results › Revenue, p. 4–5'
 """
 
 from __future__ import annotations
@@ -37,14 +48,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from ragnet.core.support import STATES_ANSWER, support_scores
+from ragnet.corpus.locations import SECTION_SEPARATOR
 from ragnet.corpus.sentences import split_sentences
 from ragnet.corpus.types import Chunk
 
-__all__ = ["LOCATION_FIELDS", "SHOWN_SENTENCES", "citation", "citations", "showing", "shown_sentences",
-           "source_line"]
+__all__ = ["LOCATION_FIELDS", "MAX_CITED", "SHOWN_SENTENCES", "citation", "citations", "showing", "shown_sentences",
+           "source_line", "supported_evidence"]
+
+#: Most chunks cited for an answer that the context states (the reader's own and the others).
+MAX_CITED = 3
 
 #: The location fields a citation copies from ``chunk.metadata["location"]``, in output order.
-LOCATION_FIELDS = ("file", "page", "page_end", "headings", "line")
+LOCATION_FIELDS = ("file", "page", "page_end", "page_label", "page_label_end", "headings", "line")
 
 #: The metadata key under which sentence packing records what it kept of a chunk:
 #: ``{"text": the cropped text, "sentences": [the kept sentences, in document order]}``. Only
@@ -107,6 +123,8 @@ def _location(metadata: Any) -> dict[str, Any]:
         elif key == "headings":
             ok = isinstance(value, (list, tuple)) and bool(value) and all(isinstance(h, str) for h in value)
             value = list(value) if ok else value
+        elif key in ("page_label", "page_label_end"):
+            ok = isinstance(value, str) and value != ""
         else:  # page, page_end, line: positive integers
             ok = isinstance(value, int) and not isinstance(value, bool) and value >= 1
         if ok:
@@ -114,25 +132,69 @@ def _location(metadata: Any) -> dict[str, Any]:
     return out
 
 
-def citation(chunk: Chunk) -> dict[str, Any]:
-    """The citation of one context chunk (see the module docstring for its fields)."""
-    return {"id": chunk.id, "doc_id": chunk.doc_id, "title": chunk.title, **_location(chunk.metadata),
-            "sentences": shown_sentences(chunk)}
+def _supporting_first(sentences: list[str], answer: str, question: str) -> tuple[list[str], float]:
+    """``sentences`` with the one that best supports ``answer`` moved first, and its score."""
+    if not sentences or not answer:
+        return sentences, 0.0
+    scores = support_scores(answer, question, sentences)
+    best = max(range(len(sentences)), key=lambda i: (scores[i], -i))
+    return [sentences[best]] + sentences[:best] + sentences[best + 1:], scores[best]
 
 
-def citations(evidence: Sequence[str], context: Sequence[Chunk]) -> list[dict[str, Any]]:
+def citation(chunk: Chunk, answer: str = "", question: str = "") -> dict[str, Any]:
+    """The citation of one context chunk (see the module docstring for its fields); with
+    ``answer``, the sentence that best supports it comes first."""
+    sentences, score = _supporting_first(shown_sentences(chunk), answer, question)
+    out = {"id": chunk.id, "doc_id": chunk.doc_id, "title": chunk.title, **_location(chunk.metadata),
+           "sentences": sentences}
+    if answer:
+        out["states_answer"] = score >= STATES_ANSWER
+    return out
+
+
+def citations(evidence: Sequence[str], context: Sequence[Chunk], answer: str = "",
+              question: str = "") -> list[dict[str, Any]]:
     """One citation per evidence id, in ``evidence`` order, from the context chunk with that id
-    (the chunk as the reader saw it). An id with no context chunk is left out: the answer step
-    keeps only cited ids that are in its context, so it does not happen in ragnet's programs."""
+    (the chunk as the reader saw it), its sentence supporting ``answer`` first. An id with no
+    context chunk is left out: the answer step keeps only cited ids that are in its context, so
+    it does not happen in ragnet's programs."""
     by_id: dict[str, Chunk] = {}
     for chunk in context:
         by_id.setdefault(chunk.id, chunk)
-    return [citation(by_id[cid]) for cid in evidence if cid in by_id]
+    return [citation(by_id[cid], answer, question) for cid in evidence if cid in by_id]
+
+
+def supported_evidence(answer: str, question: str, context: Sequence[Chunk], cited: Sequence[str]) -> list[str]:
+    """The chunk ids an answer cites (see the module docstring): the chunks whose shown sentences
+    state ``answer``, the reader's ``cited`` ones first and then by support, at most
+    :data:`MAX_CITED`; else ``cited`` (all of ``context`` when empty) by support, best first.
+
+    Example:
+        >>> chunks = [Chunk(id="a#0", doc_id="a", title="Opts", text="Use -j N to run N jobs.", tokens=9),
+        ...           Chunk(id="a#4", doc_id="a", title="Defaults", text="By default -j is 8.", tokens=7)]
+        >>> supported_evidence("8", "How many jobs by default?", chunks, cited=["a#0"])
+        ['a#4']
+        >>> supported_evidence("yes", "Can it run jobs?", chunks, cited=[])
+        ['a#0', 'a#4']
+    """
+    best: dict[str, float] = {}
+    for chunk in context:
+        if chunk.id not in best:
+            best[chunk.id] = _supporting_first(shown_sentences(chunk), answer, question)[1]
+    order = {cid: i for i, cid in reversed(list(enumerate(best)))}
+    holders = [cid for cid in best if best[cid] >= STATES_ANSWER]
+    if holders:
+        own = [cid for cid in dict.fromkeys(cited) if cid in holders]
+        rest = sorted((cid for cid in holders if cid not in own), key=lambda cid: (-best[cid], order[cid]))
+        return (own + rest)[:MAX_CITED]
+    base = [cid for cid in dict.fromkeys(cited) if cid in best] or list(best)
+    return sorted(base, key=lambda cid: (-best[cid], order[cid]))
 
 
 def source_line(cite: Mapping[str, Any]) -> str:
-    """Where a citation is from, in one line: ``Title — file, p. 4–5 · Outer > Inner`` (each part
-    only when known; ``line N`` for a JSONL record).
+    """Where a citation is from, in one line: ``file › Section › Subsection, p. 4–5`` where the
+    source has sections, else ``Title — file, p. 4–5`` (each part only when known; the page
+    numbers the document prints where it has them; ``line N`` for a JSONL record).
 
     Example:
         >>> source_line({"title": "Notes", "file": "notes.jsonl", "line": 12})
@@ -143,15 +205,15 @@ def source_line(cite: Mapping[str, Any]) -> str:
         'Paris'
     """
     place = []
-    if cite.get("file"):
-        place.append(str(cite["file"]))
-    page, page_end = cite.get("page"), cite.get("page_end")
+    page, page_end = cite.get("page_label") or cite.get("page"), cite.get("page_label_end") or cite.get("page_end")
     if page:
         place.append(f"p. {page}–{page_end}" if page_end and page_end != page else f"p. {page}")
     if cite.get("line"):
         place.append(f"line {cite['line']}")
-    where = ", ".join(place)
-    if cite.get("headings"):
-        where = " · ".join(part for part in (where, " > ".join(cite["headings"])) if part)
     title = str(cite.get("title") or "")
+    if cite.get("headings"):
+        head = str(cite["file"]) if cite.get("file") else title
+        path = SECTION_SEPARATOR.join([part for part in (head, *map(str, cite["headings"])) if part])
+        return ", ".join([path, *place])
+    where = ", ".join(([str(cite["file"])] if cite.get("file") else []) + place)
     return " — ".join(part for part in (title, where) if part)

@@ -22,16 +22,18 @@ import numpy as np
 
 from ragnet.core import rules
 from ragnet.core.calibrate import TRANSFORMS
+from ragnet.core.support import answer_key, states_answer
 from ragnet.corpus.metadata import extract_query_metadata
 from ragnet.corpus.tokens import count_tokens
 from ragnet.corpus.types import Chunk
 from ragnet.errors import InputError
 from ragnet.programs.base import RAGProgram, RunResult, check_fraction, check_positive_int
 from ragnet.programs.bridge import bridge_searches
+from ragnet.programs.citations import shown_sentences
 from ragnet.programs.packing import DEFAULT_NOTES_SHARE, PromptBudget, answer_notes, pack
 from ragnet.programs.sentence_packing import pack_sentences
 from ragnet.programs.trace import Trace
-from ragnet.signatures import AnswerStep, ContextualizeStep, CropStep, FilterStep
+from ragnet.signatures import AnswerStep, ContextualizeStep, CropStep, FilterStep, recording
 
 # Selection and relevance calibration chosen with `ragnet eval retrieval`: "protected" + exp(T=0.1)
 # is the knapsack variant that never falls below rank-order filling (docs/design.md#selection-and-budgets).
@@ -84,6 +86,12 @@ class OneShotRAG(RAGProgram):
             filled again around them, so the answer prompt keeps its size. What the agents' notes
             bought without their search turns (preset ``notes``, e.g. ``oneshot:sentences+hops+notes``).
         notes_share: the largest share of ``budget`` the notes may take.
+        recheck: when no sentence of the context states the answer (an LM-free check,
+            :func:`ragnet.core.support.states_answer`; yes/no answers aside), ask once more from
+            a denser context, the best sentences of the same candidates at ``recheck_share`` of
+            the budget, and keep that answer when its context states it (preset ``recheck``; one
+            more LM call on the questions it flags).
+        recheck_share: the share of ``budget`` the denser context is packed into.
         transform, temperature: relevance calibration (``ragnet.core.calibrate``).
         method: ``"protected"`` (rank prefix kept, exact knapsack on the leftover budget),
             ``"exact"`` / ``"greedy"`` knapsack, or ``"rank"`` (rank-order filling, the baseline);
@@ -120,6 +128,8 @@ class OneShotRAG(RAGProgram):
         hop_k: int = 5,
         notes: bool = False,
         notes_share: float = DEFAULT_NOTES_SHARE,
+        recheck: bool = False,
+        recheck_share: float = 0.5,
         transform: str = DEFAULT_TRANSFORM,
         temperature: float = DEFAULT_TEMPERATURE,
         method: str = DEFAULT_METHOD,
@@ -137,6 +147,8 @@ class OneShotRAG(RAGProgram):
         self.hops = check_positive_int(hops, "hops", minimum=0)
         self.hop_k = check_positive_int(hop_k, "hop_k")
         self.notes_share = check_fraction(notes_share, "notes_share")
+        self.recheck = bool(recheck)
+        self.recheck_share = check_fraction(recheck_share, "recheck_share", low=0.05)
         self.transform, self.temperature, self.method = check_selection(transform, temperature, method)
         self.filter = FilterStep(retries=self.retries, enabled=filter)
         self.crop = CropStep(retries=self.retries, enabled=crop)
@@ -175,7 +187,7 @@ class OneShotRAG(RAGProgram):
 
     def max_lm_calls(self) -> int:
         return (1 + int(self.filter.enabled) + (self.max_crops if self.crop.enabled else 0)
-                + int(self.contextualize.enabled))
+                + int(self.contextualize.enabled) + int(self.recheck))
 
     def _untraced_pack(self, question: str, candidates: list[Chunk], budget: PromptBudget) -> list[Chunk]:
         """The pack :meth:`_fill` would select, not recorded: what the bridge hops and the notes start from."""
@@ -198,15 +210,35 @@ class OneShotRAG(RAGProgram):
         return added
 
     def _run(self, question: str, trace: Trace) -> RunResult:
-        if not self.contextualize.enabled:
-            selected = self.retrieve(question, trace)
-            answer, evidence = self._answer(question, selected, trace)
-            return RunResult(answer=answer, evidence=evidence, context=selected)
         candidates, budget = self._candidates(question, trace)
-        notes = self._notes(question, candidates, budget, trace)
-        selected = self._fill(question, candidates, self._answer_budget(question, self.budget, notes), trace)
+        notes = self._notes(question, candidates, budget, trace) if self.contextualize.enabled else ""
+        if notes:
+            budget = self._answer_budget(question, self.budget, notes)
+        selected = self._fill(question, candidates, budget, trace)
         answer, evidence = self._answer(question, selected, trace, notes=notes)
+        if self.recheck and answer and not stated_in(answer, selected):
+            return self._recheck(question, candidates, notes, trace, RunResult(answer, evidence, selected, notes))
         return RunResult(answer=answer, evidence=evidence, context=selected, notes=notes)
+
+    def _recheck(self, question: str, candidates: list[Chunk], notes: str, trace: Trace,
+                 first: RunResult) -> RunResult:
+        """The answer from a denser pack (``recheck_share`` of the budget) when its context states
+        it, else ``first``; recorded as a ``recheck`` event."""
+        dense_budget = max(1, int(self.recheck_share * self.budget))
+        try:
+            dense = self._fill(question, candidates, self._answer_budget(question, dense_budget, notes), Trace())
+        except InputError:  # the smaller budget cannot hold one sentence: nothing denser to ask from
+            trace.add("recheck", kept=False, reason="the denser budget holds no sentence")
+            return first
+        second = Trace()  # the second answer's events join the trace only when it is kept
+        with recording(second):
+            answer, evidence = self._answer(question, dense, second, notes=notes)
+        kept = bool(answer) and stated_in(answer, dense)
+        if kept:
+            trace.events.extend(second.events)
+        trace.add("recheck", first=first.answer, second=answer, kept=kept, context=[c.id for c in dense],
+                  budget=dense_budget, lm_errors=[e.get("error") for e in second.errors()])
+        return RunResult(answer, evidence, dense, notes) if kept else first
 
     def _notes(self, question: str, candidates: list[Chunk], budget: PromptBudget, trace: Trace) -> str:
         """The Contextualize step's notes on the chunks a first, untraced pack selects, read whole
@@ -281,6 +313,20 @@ class OneShotRAG(RAGProgram):
         )
         return result.chunks
 
+
+
+def stated_in(answer: str, context: list[Chunk]) -> bool:
+    """Whether a sentence the reader saw states ``answer`` (yes/no answers always count as stated:
+    they are never words of the context). LM-free.
+
+    Example:
+        >>> c = Chunk(id="d#0", doc_id="d", title="T", text="The default is 8 jobs.", tokens=6)
+        >>> stated_in("8", [c]), stated_in("16", [c]), stated_in("No", [c])
+        (True, False, True)
+    """
+    if answer_key(answer) in (["yes"], ["no"]):
+        return True
+    return any(states_answer(answer, sentence) for chunk in context for sentence in shown_sentences(chunk))
 
 
 def apply_metadata_rules(

@@ -47,6 +47,8 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "hops": {"hops": 3},
         # one Contextualize call writes notes from the selected chunks, read whole, above the pack
         "notes": {"notes": True},
+        # no shown sentence states the answer: ask once more from a denser pack (half the budget)
+        "recheck": {"recheck": True},
     },
     "iterative": {
         "no-fallback": {"fallback": False},

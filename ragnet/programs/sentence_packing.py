@@ -3,7 +3,8 @@
 Each candidate chunk is split into its sentences (read from the index's sentence store, so
 nothing is re-embedded per question); every sentence is valued by
 :func:`ragnet.core.sentences.values` (its chunk's hybrid score plus the bridge-link bonus of
-:mod:`ragnet.core.links`, its own cosine and BM25 match, the lead-sentence floor) and the exact
+:mod:`ragnet.core.links`, its own cosine and BM25 match, the lead-sentence floor, and in a
+chunk of a document with sections the floor of the sentence before it) and the exact
 knapsack packs the best into the answer prompt's budget (:func:`ragnet.core.sentences.pack`).
 
 The reader sees coherent passages: each chunk keeps its id and title, its chosen sentences
@@ -138,6 +139,12 @@ class SentenceSelection:
     headers: np.ndarray
 
 
+def _sectioned(chunk: Chunk) -> bool:
+    """Whether ``chunk`` comes from a document with sections (its location has a heading path)."""
+    location = chunk.metadata.get("location") if isinstance(chunk.metadata, dict) else None
+    return bool(isinstance(location, dict) and location.get("headings"))
+
+
 def select_sentences(
     chunks: Sequence[Chunk],
     question: str,
@@ -166,7 +173,8 @@ def select_sentences(
     scores = np.asarray([c.score or 0.0 for c in chunks], dtype=np.float64)
     scores = scores + links.mention_bonus([c.title for c in chunks], [c.text for c in chunks], question,
                                           top=link_top, bonus=link_bonus)
-    values = core_sentences.values(scores, cands.chunk_of, cands.position == 0, cands.cos, cands.bm25, weights)
+    values = core_sentences.values(scores, cands.chunk_of, cands.position == 0, cands.cos, cands.bm25, weights,
+                                   follows=np.asarray([_sectioned(c) for c in chunks], dtype=bool))
     headers = np.asarray(count_tokens_batch([chunk_header(f"c{i + 1}", c.title) for i, c in enumerate(chunks)]),
                          dtype=np.int64) + 2
     picked = core_sentences.pack(values, cands.tokens + 1, cands.chunk_of, headers, context_budget).tolist()

@@ -117,7 +117,7 @@ def test_evidence_says_where_it_is_from_and_quotes_its_sentences_as_plain_text(l
         result = _ask(located_index, server, tmp_path)
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
-    at = lines.index("  atlas#0  World atlas — maps/atlas.pdf, p. 3–4 · Europe > France")
+    at = lines.index("  atlas#0  maps/atlas.pdf › Europe › France, p. 3–4")
     assert lines[at + 1:at + 6] == [
         "      “Paris is the capital of France.”",
         "      “It holds [bold]x[/bold] in its name.”",  # rich markup prints as written
@@ -161,7 +161,7 @@ def test_the_json_prediction_carries_the_citations(located_index, tmp_path):
                                   "sentences": ["Paris is the capital of France.",
                                                 "It holds [bold]x[/bold] in its name.", ESC_SENTENCE,
                                                 "Paris has many museums.", "Paris hosts a marathon.",
-                                                "Paris has old bridges."]}]
+                                                "Paris has old bridges."], "states_answer": True}]
 
 
 def test_a_failed_answer_cites_nothing_in_the_json_prediction(located_index, tmp_path):

@@ -164,3 +164,42 @@ def test_notes_share_caps_the_notes_and_a_failed_step_answers_without_them(yearb
     with pytest.raises(InputError) as err:
         OneShotRAG(yearbook_index, notes=True, notes_share=1.5)
     assert err.value.argument == "notes_share"
+
+
+def test_recheck_asks_once_more_from_a_denser_pack_when_no_sentence_states_the_answer(yearbook_index, run_with):
+    answers = iter(["Zanzibar", "2021"])  # the first answer is in no sentence, the second is
+
+    def reader(prompt: str, n: int):
+        return {"answer": next(answers), "evidence_ids": ["c1"]}
+
+    with run_with(ProgramLM(answer=reader)) as lm:
+        prog = OneShotRAG(yearbook_index, budget=1000, sentences=True, recheck=True)
+        pred = prog(question=Q)
+    assert lm.steps() == ["answer", "answer"] and prog.max_lm_calls() == 2
+    first_prompt, second_prompt = (p for _, p in lm.calls)
+    assert count_tokens(second_prompt) < count_tokens(first_prompt) <= 1000  # the denser pack
+    (event,) = [e for e in pred.trace if e["step"] == "recheck"]
+    assert event["first"] == "Zanzibar" and event["second"] == "2021" and event["kept"]
+    assert pred.answer == "2021" and pred.context == event["context"]
+
+
+def test_recheck_keeps_the_first_answer_when_the_second_is_not_stated_either_or_fails(yearbook_index, run_with):
+    answers = iter(["Zanzibar", "Atlantis"])
+    with run_with(ProgramLM(answer=lambda p, n: {"answer": next(answers), "evidence_ids": []})):
+        pred = OneShotRAG(yearbook_index, budget=1000, sentences=True, recheck=True)(question=Q)
+    assert pred.answer == "Zanzibar" and [e["kept"] for e in pred.trace if e["step"] == "recheck"] == [False]
+    calls = iter([{"answer": "Zanzibar", "evidence_ids": []}, {"wrong": "field"}, {"wrong": "field"}])
+    with run_with(ProgramLM(answer=lambda p, n: next(calls))):
+        pred = OneShotRAG(yearbook_index, budget=1000, sentences=True, recheck=True)(question=Q)
+    # the failed second ask is recorded in the recheck event; the answer and its trace stand
+    from ragnet.lm.failures import answer_failure
+
+    assert pred.answer == "Zanzibar" and answer_failure(pred.trace) is None
+    (event,) = [e for e in pred.trace if e["step"] == "recheck"]
+    assert not event["kept"] and event["lm_errors"]
+
+
+def test_recheck_is_not_asked_when_the_answer_is_stated(yearbook_index, run_with):
+    with run_with(ProgramLM(answer=lambda p, n: {"answer": "2021", "evidence_ids": []})) as lm:
+        pred = OneShotRAG(yearbook_index, budget=1000, sentences=True, recheck=True)(question=Q)
+    assert lm.steps() == ["answer"] and not [e for e in pred.trace if e["step"] == "recheck"]

@@ -61,19 +61,35 @@ def test_whole_chunks_are_cited_in_evidence_order_with_their_location_and_senten
     assert pred.context.index("report#0") < pred.context.index("notes#0")  # cited order, not context order
     notes, report = pred.citations
     assert notes == {"id": "notes#0", "doc_id": "notes", "title": "Field notes", "file": "notes.jsonl",
-                     "line": 12, "sentences": _sentences(index, "notes#0")}
+                     "line": 12, "sentences": _sentences(index, "notes#0"), "states_answer": True}
+    # the sentence that states the answer comes first, the others in document order after it
+    whole = _sentences(index, "report#0")
     assert report == {"id": "report#0", "doc_id": "report", "title": "Annual report", "file": "reports/acme.pdf",
                       "page": 4, "page_end": 5, "headings": ["Results", "Revenue"],
-                      "sentences": _sentences(index, "report#0")}
+                      "sentences": [whole[4], *whole[:4], whole[5]], "states_answer": True}
     assert len(report["sentences"]) == 6  # the splitter's sentences of the whole chunk
     assert json.loads(json.dumps(pred.citations)) == pred.citations
 
 
 def test_a_chunk_without_a_location_cites_its_id_title_and_sentences_only(index, run_with):
-    with run_with(ProgramLM(answer=citing("Tea"))):
+    def britain(prompt: str, n: int):
+        return {"answer": "Britain", "evidence_ids": re.findall(r"\[(c\d+)\] Tea: ", prompt)}
+
+    with run_with(ProgramLM(answer=britain)):
         pred = BasicRAG(index, k=3)(question="Where is tea popular?")
-    assert pred.citations == [{"id": "tea#0", "doc_id": "tea", "title": "Tea",
-                               "sentences": ["Tea is a drink made from leaves.", "It is popular in Britain."]}]
+    assert pred.citations == [{"id": "tea#0", "doc_id": "tea", "title": "Tea", "states_answer": True,
+                               "sentences": ["It is popular in Britain.", "Tea is a drink made from leaves."]}]
+
+
+def test_an_answer_no_sentence_states_keeps_the_readers_ids(index, run_with):
+    def tea_yes(prompt: str, n: int):
+        return {"answer": "yes", "evidence_ids": re.findall(r"\[(c\d+)\] Tea: ", prompt)}
+
+    with run_with(ProgramLM(answer=tea_yes)):
+        pred = BasicRAG(index, k=3)(question="Is tea popular in Britain?")
+    assert pred.evidence == ["tea#0"]
+    assert pred.citations[0]["states_answer"] is False
+    assert pred.citations[0]["sentences"][0] == "It is popular in Britain."  # the question's words, best first
 
 
 def test_sentence_packing_cites_exactly_the_selected_sentences(index, run_with):
@@ -87,7 +103,9 @@ def test_sentence_packing_cites_exactly_the_selected_sentences(index, run_with):
     # cropped with a gap: re-splitting the shown text would glue the gap mark to a sentence
     assert len(kept["report#0"]) < 6 and kept["report#0"] != list(range(kept["report#0"][0], kept["report#0"][-1] + 1))
     for cite in pred.citations:
-        assert cite["sentences"] == [_sentences(index, cite["id"])[p] for p in kept[cite["id"]]]
+        shown = [_sentences(index, cite["id"])[p] for p in kept[cite["id"]]]
+        assert sorted(cite["sentences"]) == sorted(shown) and cite["states_answer"]
+        assert "exports to Brazil doubled".casefold() in cite["sentences"][0].casefold()
     prompt = lm.calls[-1][1]
     assert all(s in prompt for c in pred.citations for s in c["sentences"])
     # the packed chunk kept its metadata: the location survives the crop
@@ -114,8 +132,23 @@ def test_a_failed_answer_cites_nothing(index, run_with, spec):
 def test_every_strategy_cites_its_evidence(index, run_with, spec):
     with run_with(ProgramLM(answer=citing("Annual report"))):
         pred = build_program(spec, index, budget=600)(question=QUESTION)
-    assert pred.evidence == ["report#0"]
-    [cite] = pred.citations
+    # the reader's own chunk first; the field notes state the answer too, so they are cited after it
+    assert pred.evidence[0] == "report#0" and set(pred.evidence) <= {"report#0", "notes#0"}
+    cite = pred.citations[0]
     assert cite["id"] == "report#0" and cite["page"] == 4 and cite["headings"] == ["Results", "Revenue"]
     [shown] = [p["text"] for p in pred.passages if p["id"] == "report#0"]
     assert cite["sentences"] and all(s in shown for s in cite["sentences"])
+
+
+def test_a_reader_that_cites_a_neighbour_is_corrected_to_the_chunk_that_states_the_answer(index, run_with):
+    def cites_tea(prompt: str, n: int):
+        tea = re.findall(r"\[(c\d+)\] Tea: ", prompt)
+        return {"answer": "12 percent", "evidence_ids": tea}
+
+    with run_with(ProgramLM(answer=cites_tea)):
+        pred = BasicRAG(index, k=3)(question="By how much did Acme revenue rise in 2023?")
+    assert pred.evidence == ["report#0"]
+    [answer] = [e for e in pred.trace if e["step"] == "answer"]
+    assert answer["reader_cited"] == ["tea#0"]
+    [cite] = pred.citations
+    assert cite["sentences"][0].startswith("Revenue at Acme rose by 12 percent") and cite["states_answer"]

@@ -57,3 +57,27 @@ def test_chunks_whose_text_changed_are_split_and_embedded_on_the_fly(yearbook_in
     assert adhoc.texts[:n] == stored.texts[:n] and (adhoc.cos[:n] == stored.cos[:n]).all()
     assert adhoc.texts[n:] == stored.texts[n:] + ["Extra."]
     assert abs(adhoc.cos[n] - stored.cos[n]) < 1e-2  # fresh embedding of the same sentence (float16 store)
+
+
+def test_in_a_sectioned_document_the_sentence_after_a_chosen_one_keeps_a_share_of_its_value(tmp_path):
+    """A manual states a fact over two short sentences; the second shares no word with the question,
+    the third does. With room for the first and one more, a sectioned chunk shows the second."""
+    import ragnet
+    from ragnet.programs.sentence_packing import select_sentences
+
+    body = ("Adjust the maximum depth of the template stack before the loop check. The default is 3000. "
+            "Each stack holds nested templates.")
+    sectioned = ragnet.Document(id="tool", title="Tool", text=body, location={"file": "tool.md"},
+                                positions=((0, {"headings": ["Limits"]}),))
+    flat = ragnet.Document(id="flat", title="Tool", text=body)
+    index = ragnet.Index.build([sectioned, flat], tmp_path / "idx", show_progress=False)
+    question = "What is the maximum depth of the template stack?"
+    by_id = {c.id: c for c in index.search(question, k=5)}
+    for cid, expect in (("tool#0", True), ("flat#0", False)):  # sectioned, then the same text without sections
+        whole = select_sentences([by_id[cid]], question, index, context_budget=10_000)
+        texts, tokens = whole.candidates.texts, whole.candidates.tokens
+        first = texts.index(next(t for t in texts if t.startswith("Adjust")))
+        room = int(whole.headers[0] + tokens[first] + 1 + max(tokens[j] + 1 for j in range(len(texts)) if j != first))
+        choice = select_sentences([by_id[cid]], question, index, context_budget=room)
+        shown = [choice.candidates.texts[j] for j in choice.picked]
+        assert len(shown) == 2 and ("The default is 3000." in shown) is expect, shown

@@ -92,16 +92,27 @@ class TextBuilder:
                 out.append(line)
         return "\n".join(out).strip("\n")
 
-    def add(self, text: str, place: dict[str, Any] | None = None, *, separator: str = "\n\n") -> bool:
-        """Append a block (after ``separator`` unless it is the first); False when it was empty."""
+    def add(self, text: str, place: dict[str, Any] | None = None, *, separator: str = "\n\n",
+            marks: tuple[tuple[int, dict[str, Any]], ...] = ()) -> bool:
+        """Append a block (after ``separator`` unless it is the first); False when it was empty.
+
+        ``marks`` are places that start inside the block: ``(offset, place)`` pairs, the offset
+        into the block's cleaned text (:meth:`clean`), in ascending order (a PDF page's sections).
+        """
         text = self.clean(text)
         if not text:
             return False
         if self._parts:
             self._parts.append(separator)
             self._size += len(separator)
-        if place is not None and (not self._positions or self._positions[-1][1] != place):
-            self._positions.append((self._size, dict(place)))
+        for offset, where in ((0, place), *marks):
+            if where is None or not 0 <= offset < len(text):
+                continue
+            at = self._size + offset
+            if self._positions and self._positions[-1][0] == at:
+                self._positions[-1] = (at, dict(where))  # a section starting where its page starts
+            elif not self._positions or self._positions[-1][1] != where:
+                self._positions.append((at, dict(where)))
         self._parts.append(text)
         self._size += len(text)
         return True

@@ -66,6 +66,8 @@ _LINES = {"li", "tr", "dt", "dd"}  # consecutive ones are lines of one paragraph
 _DATE_META = (("name", "date"), ("name", "dcterms.date"), ("name", "DC.date"), ("property", "article:published_time"),
               ("itemprop", "datePublished"))
 _WS = re.compile(r"\s+")
+# a heading's permalink mark ("Timers #", "Install ¶"): part of the page's chrome, not of its title
+_PERMALINK = re.compile(r"\s*[#¶§🔗]$")
 _BR = "\x00"  # a <br> among inline text (NUL never survives the parser)
 
 
@@ -271,7 +273,7 @@ class _Walker:
             elif name in _HEADINGS:
                 self.flush()
                 level = _HEADINGS[name]
-                text = _WS.sub(" ", child.get_text(" ")).strip()
+                text = _PERMALINK.sub("", _WS.sub(" ", child.get_text(" ")).strip())
                 if text:
                     while self.headings and self.headings[-1][0] >= level:
                         self.headings.pop()

@@ -4,7 +4,10 @@ One document per file. Running heads and footers (a title or page number printed
 :func:`strip_running_lines`) are removed, words hyphenated across a line break are joined
 (:func:`join_hyphenated`), pages are joined by a blank line, and ``positions``
 holds each page's offset as ``{"page": n}`` (1-based); a page without text adds no text and no
-position. The author and creation date come from the document information dictionary
+position. Where the PDF has sections (its outline, else numbered heading lines:
+:mod:`ragnet.corpus.formats.pdf_sections`), each place also holds the heading path in force,
+``{"page": 8, "headings": ["2 Usage", "2.5 Memory management"]}``, and a section that starts
+mid-page gets a position of its own at its heading. The author and creation date come from the document information dictionary
 (``/Author``, ``/CreationDate``, kept as ``date``: see :func:`ragnet.corpus.formats.date_metadata`
 for why it is not the document's ``year``); the title from ``/Title``, else the running head
 (:func:`running_head`), else the first line of text.
@@ -40,6 +43,7 @@ import warnings
 from typing import Any, Iterator
 
 from ragnet.corpus.formats import Extracted, TextBuilder, date_metadata, require_reader
+from ragnet.corpus.formats.pdf_sections import numbered_headings, outline_entries, section_marks
 from ragnet.corpus.limits import FileBounds
 from ragnet.errors import InputError
 
@@ -139,6 +143,11 @@ def _pypdf_pages(data: bytes, where: str, bounds: FileBounds | None = None) -> t
                     info["created"] = None
         except Exception:
             info = {}
+        info["outline"] = outline_entries(reader)
+        try:  # the page numbers the document prints ("iv", "16"), when they are not the page's index
+            info["labels"] = [str(label)[:16] for label in reader.page_labels[:len(pages)]]
+        except Exception:
+            info["labels"] = []
     return pages, info
 
 
@@ -288,8 +297,19 @@ def running_head(pages: list[str]) -> str:
     return best[0] if best[1] >= max(_RUNNING_MIN_PAGES, len(pages) / 2) else ""
 
 
+def _place(page: int, headings: list[str], labels: list[str]) -> dict[str, Any]:
+    place: dict[str, Any] = {"page": page}
+    label = labels[page - 1] if page <= len(labels) else None
+    if label and label != str(page):
+        place["label"] = label
+    if headings:
+        place["headings"] = headings
+    return place
+
+
 def read_pdf(data: bytes, where: str, engine: str = "pypdf", bounds: FileBounds | None = None) -> Extracted:
-    """The text of a PDF's pages, with each page's offset as ``{"page": n}`` positions.
+    """The text of a PDF's pages, with each page's and each section's offset as ``{"page": n}`` /
+    ``{"page": n, "headings": [...]}`` positions.
 
     Args:
         data: the file's bytes.
@@ -311,9 +331,13 @@ def read_pdf(data: bytes, where: str, engine: str = "pypdf", bounds: FileBounds 
     if not pages:
         raise InputError("PDF has no pages", path=where)
     head = running_head(pages)
-    pages = join_hyphenated(strip_running_lines(pages))
+    pages = [TextBuilder.clean(page) for page in join_hyphenated(strip_running_lines(pages))]
+    sections = info.get("outline") or numbered_headings(pages)
     builder = TextBuilder()
-    empty = [n for n, page in enumerate(pages, start=1) if not builder.add(page, {"page": n})]
+    labels = info.get("labels") or []
+    empty = [n for n, (page, marks) in enumerate(zip(pages, section_marks(pages, sections)), start=1)
+             if not builder.add(page, _place(n, marks[0][1], labels),
+                                marks=tuple((at, _place(n, path, labels)) for at, path in marks[1:]))]
     if len(empty) == len(pages):
         what = "its page has" if len(pages) == 1 else f"none of its {len(pages)} pages has"
         raise InputError(f"no text layer: {what} extractable text (a scan or images only?); run OCR first "
@@ -332,5 +356,7 @@ def read_pdf(data: bytes, where: str, engine: str = "pypdf", bounds: FileBounds 
         metadata["author"] = " ".join(author.split())
     metadata.update(date_metadata(info.get("created")))
     metadata["pages"] = len(pages)
+    if sections:
+        metadata["sections"] = "outline" if info.get("outline") else "numbered headings"
     return Extracted(text=builder.text(), title=title, metadata=metadata, positions=builder.positions(),
                      notes=notes)

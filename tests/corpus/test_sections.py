@@ -1,0 +1,144 @@
+"""Document structure in every chunk: PDF outlines and numbered headings become heading paths, chunks
+are cut at section starts, and a chunk's title names its section (issue 46, item 2)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragnet.corpus.chunking import chunk_documents
+from ragnet.corpus.formats.pdf_sections import MAX_SECTIONS, numbered_headings, section_marks
+from ragnet.corpus.loader import load_documents
+from ragnet.corpus.locations import section_title
+from ragnet.corpus.types import Document
+from tests.corpus.make_files import write
+
+INTRO = "This library parses definitions. " * 6
+MEMORY = "Memory is freed by the caller with asn1_delete_structure. " * 4
+USAGE = "Call the init function first. " * 5
+
+
+def _outlined_pdf(outline: bool = True) -> bytes:
+    """Three pages; the second holds the end of one section and the start of the next, each with its
+    heading line. With ``outline``, the sections are bookmarks too (fpdf2's start_section)."""
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.set_font("Helvetica", size=11)
+    pdf.set_title("Libfoo manual")
+
+    def para(text: str) -> None:
+        pdf.multi_cell(0, 6, text, new_x="LMARGIN", new_y="NEXT")
+
+    def heading(text: str, level: int) -> None:
+        if outline:
+            pdf.start_section(text, level=level)
+        para(text)
+
+    pdf.add_page()
+    heading("1 Introduction", 0)
+    para(INTRO)
+    pdf.add_page()
+    heading("2 Usage", 0)
+    para(USAGE)
+    heading("2.1 Memory management", 1)
+    para(MEMORY)
+    pdf.add_page()
+    para("More on memory: buffers are never shared.")
+    return bytes(pdf.output())
+
+
+@pytest.mark.parametrize("outline", [True, False], ids=["outline", "numbered-headings"])
+def test_pdf_sections_become_heading_paths_at_their_heading_lines(tmp_path, outline):
+    [doc] = load_documents([write(tmp_path / "foo.pdf", _outlined_pdf(outline))])
+    assert doc.metadata["sections"] == ("outline" if outline else "numbered headings")
+    places = [(doc.text[offset:].split("\n", 1)[0], place) for offset, place in doc.positions]
+    assert places == [
+        ("1 Introduction", {"page": 1, "headings": ["1 Introduction"]}),
+        ("2 Usage", {"page": 2, "headings": ["2 Usage"]}),
+        ("2.1 Memory management", {"page": 2, "headings": ["2 Usage", "2.1 Memory management"]}),
+        ("More on memory: buffers are never shared.", {"page": 3, "headings": ["2 Usage", "2.1 Memory management"]}),
+    ]
+
+
+def test_chunks_are_cut_at_sections_and_titled_by_them(tmp_path):
+    [doc] = load_documents([write(tmp_path / "foo.pdf", _outlined_pdf())])
+    chunks = chunk_documents([doc], chunk_tokens=256, overlap=32)
+    # every chunk lies in one section (one chunk per section here: each is short)
+    assert [c.title for c in chunks] == ["Libfoo manual › 1 Introduction", "Libfoo manual › 2 Usage",
+                                         "Libfoo manual › 2 Usage › 2.1 Memory management"]
+    assert chunks[1].text.startswith("2 Usage") and "Memory is freed" not in chunks[1].text
+    assert chunks[2].metadata["location"] == {"file": "foo.pdf", "page": 2, "page_end": 3,
+                                              "headings": ["2 Usage", "2.1 Memory management"]}
+    assert all(c.metadata["doc"]["title"] == "Libfoo manual" for c in chunks)
+
+
+def test_a_bare_heading_line_joins_the_section_after_it():
+    text = "Guide\n\nSetup\n\nInstall it with pip and run the tests before you start."
+    doc = Document(id="g.md", title="Guide", text=text, location={"file": "g.md"},
+                   positions=((0, {"headings": ["Guide"]}), (7, {"headings": ["Guide", "Setup"]})))
+    [chunk] = chunk_documents([doc], chunk_tokens=64, overlap=8)
+    assert chunk.text == text and chunk.title == "Guide › Setup"  # named by the section with the text
+    assert chunk.metadata["location"]["headings"] == ["Guide", "Setup"]
+
+
+def test_documents_without_sections_keep_their_title_and_chunks():
+    doc = Document(id="d", title="Paris", text="Paris is the capital of France. " * 30)
+    chunks = chunk_documents([doc], chunk_tokens=64, overlap=8)
+    assert len(chunks) > 1 and {c.title for c in chunks} == {"Paris"}
+    assert all("title" not in c.metadata["doc"] for c in chunks)
+
+
+def test_section_title_keeps_the_document_and_the_two_innermost_headings():
+    assert section_title("Doc", ["A", "B", "C"]) == "Doc › B › C"
+    assert section_title("Doc", ["doc", "B"]) == "Doc › B"
+    assert section_title("Doc", []) == "Doc"
+    assert len(section_title("Doc", ["x" * 500])) < 100
+
+
+def test_numbered_headings_skip_contents_pages_lists_and_table_rows():
+    pages = [
+        "Contents\n1 Scope 3\n2 Terms 4\n2.1 Keys 4",  # a table of contents: trailing page numbers
+        "1 Scope\nThe rules apply.\n1. Read them first.\n2 Apply them.",  # "2 Apply them." ends like a sentence
+        "2 Terms\n2.1 Keys\nLayout:\n4 CARD32 OFFSET\n4 CARD32 LENGTH\n9 Index\n2.2 Values",
+    ]
+    assert numbered_headings(pages) == [(1, 1, "1 Scope"), (2, 1, "2 Terms"), (2, 2, "2.1 Keys"),
+                                        (2, 2, "2.2 Values")]
+
+
+def test_numbered_headings_take_appendices_after_chapters():
+    pages = ["1 Intro\nText.", "Appendix A Copying\nA.1 Licence\nText."]
+    assert numbered_headings(pages) == [(0, 1, "1 Intro"), (1, 1, "Appendix A Copying"), (1, 2, "A.1 Licence")]
+
+
+def test_a_section_not_found_on_its_page_starts_at_the_page():
+    marks = section_marks(["Intro.", "Text without the heading."], [(1, 1, "Usage")])
+    assert marks == [[(0, [])], [(0, ["Usage"])]]
+
+
+def test_section_count_is_bounded():
+    pages = ["\n".join(f"{i} Section {i}" for i in range(1, 50)) + "\nText."] * 3
+    assert len(numbered_headings(pages)) <= MAX_SECTIONS
+
+
+def test_printed_page_numbers_are_kept_beside_the_page_and_cited(tmp_path):
+    """A manual numbers its front matter i, ii and its body from 1: citations print what the reader sees."""
+    from fpdf import FPDF
+
+    from ragnet.programs.citations import citation, source_line
+
+    pdf = FPDF()
+    pdf.set_font("Helvetica", size=11)
+    for i, text in enumerate(["Title page of the manual.", "Preface: how to read this manual.",
+                              "Chapter one starts here and explains the tool.", "Chapter one goes on."]):
+        pdf.add_page()
+        if i == 0:
+            pdf.set_page_label("r")  # i, ii
+        elif i == 2:
+            pdf.set_page_label("D", label_start=1)  # 1, 2
+        pdf.multi_cell(0, 6, text, new_x="LMARGIN", new_y="NEXT")
+    [doc] = load_documents([write(tmp_path / "m.pdf", bytes(pdf.output()))])
+    assert [place.get("label") for _, place in doc.positions] == ["i", "ii", "1", "2"]
+    [last] = [c for c in chunk_documents([doc], chunk_tokens=16, overlap=0) if "goes on" in c.text]
+    loc = last.metadata["location"]
+    assert (loc["page"], loc.get("page_end"), loc["page_label"], loc.get("page_label_end")) == (3, 4, "1", "2")
+    assert source_line(citation(last)).endswith("p. 1–2")
