@@ -129,6 +129,24 @@ def scale(
     typer.echo(json.dumps(result, indent=2))
 
 
+def update(
+    pdfs: int = typer.Option(115, help="Generated PDFs in the folder (about 17 chunks each: ~2,000 chunks)."),
+    pages: int = typer.Option(10, help="Pages per PDF; one PDF gets one page rewritten."),
+    paragraphs: int = typer.Option(4, help="Corpus paragraphs per page."),
+    threads: int = typer.Option(1, help="Threads for torch / ONNX Runtime / FAISS (pinned)."),
+    check: bool = typer.Option(False, help="Also build the changed folder anew and compare the top-10 of 50 queries."),
+    workdir: Path = typer.Option(Path("update-bench"), help="Where the PDFs and indexes are written."),
+) -> None:
+    """An index of generated PDFs built, then updated after one PDF changed: seconds of each, the
+    update's share of the full build, what it embedded and reused, as JSON. Needs fpdf2."""
+    from ragnet._threads import pin_threads
+    from ragnet.bench.update import run_update_bench
+
+    pin_threads(threads)
+    result = run_update_bench(workdir, pdfs=pdfs, pages=pages, paragraphs=paragraphs, check=check, log=say)
+    typer.echo(json.dumps({"threads": threads, **result}, indent=2))
+
+
 def register(app: typer.Typer) -> None:
     """The ``ragnet bench`` group."""
     group = new_app("Benchmarks that print median timings as JSON.")
@@ -137,4 +155,5 @@ def register(app: typer.Typer) -> None:
     group.command("embed")(embed)
     group.command("ray")(ray)
     group.command("scale")(scale)
+    group.command("update")(update)
     app.add_typer(group, name="bench")
