@@ -85,6 +85,27 @@ def test_serve_refuses_an_unset_key_variable_in_one_line(index_copy, monkeypatch
         "error: argument 'api-key-env': environment variable RAGNET_NO_SUCH_KEY is not set or empty"]
 
 
+def test_the_openai_client_against_ragnet_serve_with_a_served_lm(serve_index, tmp_path):
+    """The whole path without the local model: the openai client, the `ragnet serve` process, and
+    its LM behind a real OpenAI-compatible HTTP server."""
+    openai = pytest.importorskip("openai")
+    from tests.lm.fault_server import FaultServer
+
+    with FaultServer("ok") as lm_server:
+        proc, url = start(serve_index.path, "--lm", "openai/test-model", "--api-base", lm_server.url,
+                          "--answer-lm", "none", "--lm-api-key-env", "RAGNET_TEST_LM_KEY",
+                          env={"RAGNET_TEST_LM_KEY": "lm-key", "RAGNET_CACHE_DIR": str(tmp_path / "cache")})
+        try:
+            client = openai.OpenAI(base_url=f"{url}/v1", api_key="not-needed", max_retries=0, timeout=60)
+            reply = client.chat.completions.create(
+                model="ragnet-basic", messages=[{"role": "user", "content": "Which river runs through Paris?"}])
+            assert reply.choices[0].message.content.startswith("Paris\n\nSources:\n[1] ")
+            assert reply.model_extra["citations"][0]["doc_id"] == "paris"
+            assert lm_server.requests >= 1
+        finally:
+            stop(proc)
+
+
 @pytest.mark.live
 def test_the_openai_client_against_ragnet_serve_on_the_local_models(serve_index, live_model_path, tmp_path):
     openai = pytest.importorskip("openai")
