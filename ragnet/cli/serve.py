@@ -55,8 +55,7 @@ def serve(
         say(f"warning: serving on {host} with no API key: anyone who can reach this port can ask (give --api-key-env)")
     say(f"ragnet serve: http://{host}:{port}/  (index {index_dir}: {len(snap.index):,} chunks; "
         f"strategy {health_spec[0]}{f' at {health_spec[1]:,} tokens' if health_spec[1] else ''})")
-    uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=5,
-                                  limit_concurrency=options.concurrency + options.queue + 64)).run()
+    uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=5)).run()
 
 
 def register(app: typer.Typer) -> None:

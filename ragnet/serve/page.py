@@ -1,7 +1,7 @@
 """The page ``GET /`` serves: ask a question, read the answer and the passages it cites.
 
 The HTML is fixed text: nothing a document, a question or an LM wrote is ever put into it by the
-server. The script (``/static/app.js``) builds the answer with ``textContent`` and
+server. ``/?q=QUESTION`` (and ``&strategy=SPEC``) asks on load: a link to an answer. The script (``/static/app.js``) builds the answer with ``textContent`` and
 ``createElement`` only (no ``innerHTML``, ``insertAdjacentHTML``, ``document.write`` or
 ``eval``), so a passage holding ``<script>`` or ``<img onerror=...>`` shows as the text it is; the
 page is sent with a Content-Security-Policy that allows only its own script and style files
@@ -100,8 +100,19 @@ SCRIPT = r"""
       $("strategy").appendChild(option);
     }
   }).catch(() => {});
-  $("ask").addEventListener("submit", async (event) => {
-    event.preventDefault();
+  $("ask").addEventListener("submit", (event) => { event.preventDefault(); ask(); });
+  const given = new URLSearchParams(window.location.search);  // /?q=...&strategy=...: a link that asks
+  if (given.get("q")) {
+    $("question").value = given.get("q");
+    if (given.get("strategy")) {
+      const option = document.createElement("option");
+      option.value = given.get("strategy"); option.textContent = given.get("strategy");
+      $("strategy").appendChild(option);
+      $("strategy").value = given.get("strategy");
+    }
+    ask();
+  }
+  async function ask() {
     const question = $("question").value.trim();
     if (!question) return;
     $("go").disabled = true;
@@ -120,7 +131,7 @@ SCRIPT = r"""
     } finally {
       $("go").disabled = false;
     }
-  });
+  }
   function show(body) {
     $("answer").textContent = body.answer;
     const list = $("sources");

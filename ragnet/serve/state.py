@@ -37,7 +37,7 @@ class Snapshot:
 
     def describe(self) -> dict[str, Any]:
         m = self.index.manifest
-        return {"path": str(self.index.path), "chunks": len(self.index), "documents": m.get("doc_count"),
+        return {"name": self.index.path.name, "chunks": len(self.index), "documents": m.get("doc_count"),
                 "embedder": m.get("embedder"), "created": m.get("created"), "generation": self.generation,
                 "loaded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.loaded_at))}
 
