@@ -4,13 +4,16 @@ An update (:mod:`ragnet.index.update`) compares these hashes with the documents 
 given, so it reads, chunks and embeds only what changed. The file sits in the index folder,
 listed with its checksum in the manifest like every other file::
 
-    {"format": "ragnet-sources", "version": 1,
+    {"format": "ragnet-sources", "version": 1, "code": sha256 of ragnet's reading and chunking code,
      "docs":  [[doc id, sha256 of the document, first chunk row, chunk count], ...],   # row order
      "files": [[file key, sha256 of the file's bytes, [doc id, ...]], ...]}            # ragnet index only
 
 A document's hash covers everything chunking reads from it (id, title, text, metadata, location,
 positions); a file's hash covers its bytes, so a changed file is found by its content, never by its
-modification time. ``files`` is empty for an index built from documents made in Python.
+modification time. ``files`` is empty for an index built from documents made in Python. ``code``
+(:func:`code_fingerprint`) says which ragnet read and chunked them: after an upgrade that changed
+how files are read or chunked, an unchanged file would no longer give the chunks the index holds,
+so an update then reads every file again (reusing the vectors of passages that did not change).
 
 Example:
     >>> import tempfile
@@ -35,12 +38,33 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-__all__ = ["DocRecord", "FileRecord", "SOURCES", "Sources", "document_hash"]
+__all__ = ["DocRecord", "FileRecord", "SOURCES", "Sources", "code_fingerprint", "document_hash"]
 
 SOURCES = "sources.json"
 FORMAT = "ragnet-sources"
 VERSION = 1
 _MAX_BYTES = 1 << 31  # a sources file larger than this is not one ragnet wrote
+
+
+_CODE: list[str] = []
+
+
+def code_fingerprint() -> str:
+    """SHA-256 (hex) of the source of what turns files into chunks: the ``ragnet.corpus`` package
+    (readers, chunking, metadata, sentence splitting), the passage text and the sentence store.
+
+    Example:
+        >>> len(code_fingerprint()), code_fingerprint() == code_fingerprint()
+        (64, True)
+    """
+    if not _CODE:
+        root = Path(__file__).resolve().parents[1]
+        digest = hashlib.sha256()
+        for path in [*sorted((root / "corpus").rglob("*.py")), root / "index" / "passages.py",
+                     root / "index" / "sentences.py"]:
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+        _CODE.append(digest.hexdigest())
+    return _CODE[0]
 
 
 def document_hash(doc: Any) -> str:
@@ -89,6 +113,7 @@ class Sources:
 
     docs: dict[str, DocRecord] = field(default_factory=dict)
     files: dict[str, FileRecord] = field(default_factory=dict)
+    code: str = field(default_factory=code_fingerprint)
 
     @classmethod
     def of(cls, docs: Sequence[Any], chunks: Sequence[Any], files: Mapping[str, FileRecord] | None = None,
@@ -110,7 +135,7 @@ class Sources:
     def save(self, folder: str | os.PathLike) -> Path:
         """Write ``sources.json`` into ``folder`` (an index being written, before its checksums)."""
         path = Path(folder) / SOURCES
-        data = {"format": FORMAT, "version": VERSION,
+        data = {"format": FORMAT, "version": VERSION, "code": self.code,
                 "docs": [[i, r.sha256, r.row, r.chunks] for i, r in self.docs.items()],
                 "files": [[k, r.sha256, list(r.docs)] for k, r in self.files.items()]}
         path.write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n", encoding="utf-8")
@@ -145,9 +170,12 @@ class Sources:
                         and all(isinstance(i, str) for i in ids)) or key in files:
                     return None
                 files[key] = FileRecord(sha, tuple(ids))
+            code = data.get("code", "")
+            if not isinstance(code, str):
+                return None
         except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError):
             return None
-        return cls(docs, files)
+        return cls(docs, files, code)
 
     def file_of(self) -> dict[str, str]:
         """Document id -> the key of the file it was read from (documents of recorded files only)."""
@@ -158,4 +186,4 @@ class Sources:
         by the next ``ragnet index`` run, which puts its documents back if the file still has them)."""
         gone = set(doc_ids)
         return Sources({i: r for i, r in self.docs.items() if i not in gone},
-                       {k: r for k, r in self.files.items() if not gone.intersection(r.docs)})
+                       {k: r for k, r in self.files.items() if not gone.intersection(r.docs)}, self.code)

@@ -59,7 +59,7 @@ from ragnet.index.options import BuildEngine, DenseOptions
 from ragnet.index.passages import passage_text
 from ragnet.index.sentences import FOLDER as SENTENCES_DIR
 from ragnet.index.sentences import SentenceStore, VectorSpill, chunk_sentences, embed_unique
-from ragnet.index.sources import DocRecord, FileRecord, Sources, document_hash
+from ragnet.index.sources import DocRecord, FileRecord, Sources, code_fingerprint, document_hash
 
 __all__ = ["UpdateReport", "remove_from_index", "sync_folder", "update_index"]
 
@@ -166,10 +166,13 @@ def _updating(path: Path) -> Iterator[None]:
 
 def _sources_of(old: Any) -> Sources:
     """The old index's sources, checked against its chunk ids; derived from the chunk ids (no
-    hashes, so nothing counts as unchanged) when ``sources.json`` is missing or does not match."""
+    hashes, so nothing counts as unchanged) when ``sources.json`` is missing or does not match,
+    and without its hashes when another version of ragnet's reading or chunking wrote it."""
     sources = Sources.load(old.path)
     store = old.chunks
     n = len(store)
+    if sources is not None and sources.code != code_fingerprint():
+        sources = Sources({i: DocRecord("", r.row, r.chunks) for i, r in sources.docs.items()}, {})
     if sources is not None:
         row, ok = 0, True
         for doc_id, rec in sources.docs.items():
@@ -341,8 +344,9 @@ def sync_folder(cls: type, paths: Any, path: Path, *, chunk_tokens: int | None =
                                  gazetteer=gazetteer)
             sources = _sources_of(old) if old is not None else Sources()
             if old is not None and not sources.files:
-                note = ("the index records no file hashes (built before ragnet recorded them, or from Python): "
-                        "every file was read again; vectors of unchanged passages were reused")
+                note = ("the index records no file hashes (built from Python, by an older ragnet, or by one that "
+                        "read or chunked files differently): every file was read again; vectors of unchanged "
+                        "passages were reused")
             t_read = time.perf_counter()
             plan, files, report, skipped, files_read = _scan(paths, sources, max_file_mb=max_file_mb,
                                                              on_error=on_error, show_progress=show_progress)
@@ -661,7 +665,7 @@ def _rewrite(cls: type, path: Path, old: Any, plan: Sequence[_Item], sources: So
         if count:
             docs[doc_id] = DocRecord(sha, row, count)
         row += count
-    new_sources = Sources(docs, files)
+    new_sources = Sources(docs, files)  # with this ragnet's code fingerprint
 
     settings = {"chunk_tokens": m["chunk_tokens"], "overlap": m["overlap"], "doc_count": len(plan),
                 "gazetteer": names}

@@ -218,6 +218,22 @@ def test_update_and_remove_in_python(tmp_path, embedder):
         idx.update([final[0], final[0]], show_progress=False)
 
 
+def test_another_ragnet_s_chunking_means_every_file_is_read_again(tmp_path, embedder):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    write_folder(folder, {"a.md": "# A\n\n" + FACTS[0], "b.md": "# B\n\n" + FACTS[1]})
+    sync(folder, tmp_path / "idx", embedder)
+    path = tmp_path / "idx" / "sources.json"
+    data = json.loads(path.read_text())
+    data["code"] = "0" * 64  # as an older ragnet, whose readers or chunking differ, would have written
+    path.write_text(json.dumps(data))
+    idx, report = sync(folder, tmp_path / "idx", embedder)
+    assert report.changed == 2 and report.unchanged == 0 and report.load.files_read == 2  # read again
+    assert report.chunks_embedded == 0 and "read or chunked files differently" in report.note  # vectors reused
+    assert Sources.load(idx.path).files  # recorded again, with this ragnet's fingerprint
+    assert not sync(folder, tmp_path / "idx", embedder)[1].written
+
+
 def test_an_index_without_sources_is_updated_reusing_vectors(tmp_path, embedder):
     docs = [Document(id=f"d{i}", title=t, text=x) for i, (t, x) in enumerate(_FACTS[:5])]
     idx = Index.build(docs, tmp_path / "idx", embedder=embedder, show_progress=False)
