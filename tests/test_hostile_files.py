@@ -49,7 +49,7 @@ def test_an_index_inside_the_folder_it_indexes_is_not_read_back_on_rebuild(tmp_p
         with pytest.warns(UserWarning, match=r"skipped folders ragnet wrote, which are not documents: idx \(a ragnet index\)"):
             again = index_cli(str(docs), "--out", str(out))
         assert again.exit_code == 0, again.output
-        assert "indexed 3 documents as 3 chunks" in again.output
+        assert "(3 unchanged); 0 chunks embedded, 3 reused" in again.output  # an update: nothing read back
     from ragnet.index import Index
     from ragnet.index.index import index_files
 

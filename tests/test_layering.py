@@ -26,7 +26,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("ragnet.programs",),
     ("ragnet.eval",),
     ("ragnet.optimize",),
-    ("ragnet.demo", "ragnet.bench"),
+    ("ragnet.demo", "ragnet.bench", "ragnet.serve"),
     ("ragnet.cli",),
 )
 EXEMPT = ("ragnet", "ragnet.__main__")

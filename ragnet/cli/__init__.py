@@ -20,13 +20,13 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from ragnet.cli import ask, bench, demo, eval, index, optimize  # noqa: E402
+from ragnet.cli import ask, bench, demo, eval, index, optimize, serve  # noqa: E402
 from ragnet.cli.common import TruncationNotes, new_app  # noqa: E402
 
 __all__ = ["app", "main"]
 
 app = new_app("ragnet: retrieval strategies that beat plain top-k RAG, as optimizable DSPy programs.")
-for _group in (index, ask, demo, eval, optimize, bench):
+for _group in (index, ask, demo, eval, optimize, bench, serve):
     _group.register(app)
 
 

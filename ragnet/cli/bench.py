@@ -129,6 +129,46 @@ def scale(
     typer.echo(json.dumps(result, indent=2))
 
 
+def update(
+    pdfs: int = typer.Option(115, help="Generated PDFs in the folder (about 17 chunks each: ~2,000 chunks)."),
+    pages: int = typer.Option(10, help="Pages per PDF; one PDF gets one page rewritten."),
+    paragraphs: int = typer.Option(4, help="Corpus paragraphs per page."),
+    threads: int = typer.Option(1, help="Threads for torch / ONNX Runtime / FAISS (pinned)."),
+    check: bool = typer.Option(False, help="Also build the changed folder anew and compare the top-10 of 50 queries."),
+    workdir: Path = typer.Option(Path("update-bench"), help="Where the PDFs and indexes are written."),
+) -> None:
+    """An index of generated PDFs built, then updated after one PDF changed: seconds of each, the
+    update's share of the full build, what it embedded and reused, as JSON. Needs fpdf2."""
+    from ragnet._threads import pin_threads
+    from ragnet.bench.update import run_update_bench
+
+    pin_threads(threads)
+    result = run_update_bench(workdir, pdfs=pdfs, pages=pages, paragraphs=paragraphs, check=check, log=say)
+    typer.echo(json.dumps({"threads": threads, **result}, indent=2))
+
+
+def serve(
+    index_dir: Path = typer.Option(..., "--index", "-i", help="Index directory built by `ragnet index`."),
+    clients: int = typer.Option(8, help="Concurrent clients."),
+    questions: int = typer.Option(25, help="Questions each client asks, one after another."),
+    warm: int = typer.Option(3, help="Questions asked alone first: the warm time per question."),
+    ask_runs: int = typer.Option(2, help="Cold `ragnet ask` processes timed on the same questions."),
+    questions_file: Optional[Path] = typer.Option(None, help="Questions, one a line (default: made from document titles)."),
+    timeout: float = typer.Option(3600.0, help="The server's --timeout (a question's queue wait counts)."),
+) -> None:
+    """8 clients x 25 questions against `ragnet serve` on the local models: answered, failed and lost
+    requests, p50/p95 latency, throughput, and the warm time per question against `ragnet ask`, as JSON.
+    Pin it to the cores it may use (taskset) and set RAGNET_LM_THREADS to match."""
+    from ragnet.bench.serve_load import run_serve_bench
+
+    listed = None
+    if questions_file is not None:
+        listed = [line.strip() for line in questions_file.read_text(encoding="utf-8").splitlines() if line.strip()]
+    result = run_serve_bench(index_dir, clients=clients, questions=questions, warm=warm, ask_runs=ask_runs,
+                             timeout=timeout, questions_list=listed, log=say)
+    typer.echo(json.dumps(result, indent=2))
+
+
 def register(app: typer.Typer) -> None:
     """The ``ragnet bench`` group."""
     group = new_app("Benchmarks that print median timings as JSON.")
@@ -137,4 +177,6 @@ def register(app: typer.Typer) -> None:
     group.command("embed")(embed)
     group.command("ray")(ray)
     group.command("scale")(scale)
+    group.command("update")(update)
+    group.command("serve")(serve)
     app.add_typer(group, name="bench")

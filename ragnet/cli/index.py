@@ -14,54 +14,63 @@ from ragnet.errors import InputError
 
 def index(
     paths: List[str] = typer.Argument(..., help="Files (.jsonl .txt .md .pdf .html .docx), folders or globs to index."),
-    out: Path = typer.Option(..., "--out", "-o", help="Directory to write the index to: new, empty, or a ragnet index (replaced atomically; other files in it are kept)."),
-    chunk_tokens: int = typer.Option(256, help="Chunk size in LM tokens (cl100k)."),
-    overlap: int = typer.Option(32, help="Overlap between consecutive chunks, in tokens."),
-    embedder: Optional[str] = typer.Option(None, help="sentence-transformers model name or path (default: bundled all-MiniLM-L6-v2)."),
-    faiss_index: str = typer.Option("auto", help="auto | flat | hnsw | ivf | ivfpq (compressed, on disk; auto picks it from 200k chunks)."),
-    nprobe: int = typer.Option(32, help="ivfpq: inverted lists scanned per query."),
+    out: Path = typer.Option(..., "--out", "-o", help="Directory to write the index to: new, empty, or a ragnet index (updated: only added and changed files are read and embedded, removed ones leave it; written atomically; other files in it are kept)."),
+    rebuild: bool = typer.Option(False, "--rebuild", help="Build the index anew from every file instead of updating it (needed to change its chunk size, embedder or index kind)."),
+    chunk_tokens: Optional[int] = typer.Option(None, help="Chunk size in LM tokens (cl100k); default 256, or the index's when updating."),
+    overlap: Optional[int] = typer.Option(None, help="Overlap between consecutive chunks, in tokens; default 32, or the index's."),
+    embedder: Optional[str] = typer.Option(None, help="sentence-transformers model name or path (default: bundled all-MiniLM-L6-v2, or the index's)."),
+    faiss_index: Optional[str] = typer.Option(None, help="auto | flat | hnsw | ivf | ivfpq (compressed, on disk; auto picks it from 200k chunks); default auto, or the index's."),
+    nprobe: Optional[int] = typer.Option(None, help="ivfpq: inverted lists scanned per query (default 32)."),
     embed_backend: Optional[str] = typer.Option(None, help="torch | onnx | onnx-int8 | auto (default: $RAGNET_EMBED_BACKEND, else the model's fp32 ONNX export, made here once per model and machine: torch's vectors, faster to embed; torch when the model cannot be exported)."),
     ray: Optional[str] = typer.Option(None, "--ray", help="Build on a Ray cluster: 'local' starts one on this machine, 'auto' or ray://HOST:10001 joins one (needs ragnet[scale])."),
     workers: Optional[int] = typer.Option(None, help="With --ray: embedding workers (default: the cluster's CPUs)."),
     gazetteer: Optional[Path] = typer.Option(None, help="File of place names, one per line, for chunk metadata."),
-    sentences: bool = typer.Option(True, "--sentences/--no-sentences", help="Also embed every sentence, for sentence-level context selection (about doubles the embedding time)."),
+    sentences: Optional[bool] = typer.Option(None, "--sentences/--no-sentences", help="Also embed every sentence, for sentence-level context selection (about doubles the embedding time); default on, or as the index has it."),
     max_file_mb: float = typer.Option(20.0, "--max-file-mb", help="Work bound per file, in MB: refuse a file larger than this on disk, a DOCX that unpacks to more, a PDF whose pages hold more than a tenth of it in drawing instructions on one page (3x in all), an HTML page of more than 20,000 elements per MB. Chunking takes 1-2 s per MB of unbroken text."),
     on_error: str = typer.Option("fail", "--on-error", help="A file that cannot be read (encrypted or scanned PDF, damaged file, bad JSON line...): 'fail' lists every such file and indexes nothing (exit 2); 'skip' leaves them out and says which and why."),
 ) -> None:
-    """Load documents, chunk, embed and build the hybrid (FAISS + BM25) index."""
-    from ragnet.corpus.loader import ON_ERROR, read_documents
+    """Load documents, chunk, embed and build the hybrid (FAISS + BM25) index, or update the index
+    built from them: only files added or changed (by content hash) are read and embedded."""
+    from ragnet.corpus.loader import ON_ERROR
     from ragnet.corpus.metadata import Gazetteer
-    from ragnet.index import BuildEngine, DenseOptions, Index, IVFPQParams
+    from ragnet.index import BuildEngine, DenseOptions, Index
     from ragnet.index.dense import KINDS
-    from ragnet.index.embedder import Embedder, build_embedder
+    from ragnet.index.embedder import Embedder
     from ragnet.index.index import check_output_folder
 
     if on_error not in ON_ERROR:
         raise InputError(f"choose one of {', '.join(ON_ERROR)}, got {on_error!r}", argument="on-error")
     check_output_folder(out)  # before reading or embedding anything
-    if faiss_index not in KINDS:
+    if faiss_index is not None and faiss_index not in KINDS:
         raise InputError(f"choose one of {', '.join(KINDS)}, got {faiss_index!r}", argument="faiss-index")
-    if nprobe < 1:
+    if nprobe is not None and nprobe < 1:
         raise InputError("must be at least 1", argument="nprobe")
-    dense = DenseOptions(kind=faiss_index, ivfpq=IVFPQParams(nprobe=nprobe))
+    dense = DenseOptions(kind=faiss_index) if faiss_index else None
     engine = BuildEngine("ray", address=ray, workers=workers) if ray else BuildEngine()
-    # Documents before the model: a bad file is reported in a second, not after loading torch.
-    # Folders ragnet wrote (this index kept inside the folder it indexes) are skipped there.
-    report = read_documents(paths, max_file_mb=max_file_mb, on_error=on_error)
-    docs = report.documents
-    if report.skipped:  # before the slow part, so the user can stop and fix the files
-        say(report.summary())
     gaz = Gazetteer.from_file(gazetteer) if gazetteer else None
-    # No backend named: the model's fp32 ONNX export (torch's vectors, faster), see build_embedder
-    emb = build_embedder(embedder) if embed_backend is None else Embedder(embedder, backend=embed_backend)
-    idx = Index.build(docs, out, chunk_tokens=chunk_tokens, overlap=overlap, embedder=emb,
-                      dense=dense, engine=engine, sentences=sentences, gazetteer=gaz, show_progress=True)
-    # Once per model and machine (already done unless a backend was named): later `ask`/`search`
-    # processes then query through ONNX Runtime (the same vectors) instead of spending 8-10 s
-    # importing torch (Index.embedder, backend "auto").
-    emb.prepare_onnx_export()
-    skipped = f" ({len(report.skipped)} unreadable file(s) skipped, listed above)" if report.skipped else ""
-    typer.echo(f"indexed {len(docs)} documents as {len(idx)} chunks -> {printable_name(out)}{skipped}")
+
+    def read(load) -> None:  # files are read before the model loads: a bad file is reported in a second
+        if load.skipped:  # before the slow part, so the user can stop and fix the files
+            say(load.summary())
+
+    # Folders ragnet wrote (this index kept inside the folder it indexes) are skipped. With no
+    # backend named, new passages are embedded by the model's fp32 ONNX export (torch's vectors,
+    # faster; see build_embedder), made once per model and machine, so that later `ask`/`search`
+    # processes query through ONNX Runtime instead of spending 8-10 s importing torch.
+    idx, report = Index.sync(paths, out, rebuild=rebuild, chunk_tokens=chunk_tokens, overlap=overlap,
+                             embedder=embedder, embed_backend=embed_backend, dense=dense, nprobe=nprobe,
+                             sentences=sentences, gazetteer=gaz, engine=engine, max_file_mb=max_file_mb,
+                             on_error=on_error, show_progress=True, on_read=read)
+    if report.chunks_embedded:
+        Embedder(idx.manifest["embedder"]).prepare_onnx_export()
+    skipped = f" ({len(report.load.skipped)} unreadable file(s) skipped, listed above)" if report.load.skipped else ""
+    if report.note:
+        say(report.note)
+    if report.full_build:
+        typer.echo(f"indexed {idx.manifest['doc_count']} documents as {len(idx)} chunks -> {printable_name(out)}{skipped}")
+    else:
+        state = f"{len(idx):,} chunks, {report.seconds:.1f}s" if report.written else f"unchanged, {len(idx):,} chunks"
+        typer.echo(f"{report.line()} -> {printable_name(out)} ({state}){skipped}")
     if idx.kept_files:
         say(f"kept {len(idx.kept_files)} file(s) in {printable_name(out)} that are not part of the index: "
             + ", ".join(printable_name(name) for name in idx.kept_files))

@@ -259,9 +259,6 @@ def read_documents(
         except InputError as err:  # report every bad file together, after reading the others
             problems.append(err)
             continue
-        except RecursionError:  # a structure nested too deep for a parser: this file's problem only
-            problems.append(InputError("malformed file: nested too deep to read", path=source.display))
-            continue
         clashes: list[InputError] = []
         mine: dict[str, str] = {}
         for doc, line in found:
@@ -561,8 +558,18 @@ def _check_size(source: _Source, size: int, max_file_mb: float | None) -> None:
                          "the limit (--max-file-mb, load_documents(max_file_mb=...))", path=source.display)
 
 
-def _read(source: _Source, codec: str, encoding: str, bounds: FileBounds) -> list[tuple[Document, int | None]]:
-    """The documents of one file, each with its line number (None but for JSONL)."""
+def _read(source: _Source, codec: str, encoding: str,
+          bounds: FileBounds | None = None) -> list[tuple[Document, int | None]]:
+    """The documents of one file, each with its line number (None but for JSONL), read within
+    ``bounds`` (default: those of the default ``max_file_mb``); whatever goes wrong is an
+    InputError naming the file (a structure nested too deep for a parser too)."""
+    try:
+        return _read_kind(source, codec, encoding, bounds if bounds is not None else FileBounds())
+    except RecursionError:  # this file's problem only, never the run's
+        raise InputError("malformed file: nested too deep to read", path=source.display) from None
+
+
+def _read_kind(source: _Source, codec: str, encoding: str, bounds: FileBounds) -> list[tuple[Document, int | None]]:
     kind = SUFFIXES[source.path.suffix.lower()]
     if kind in _BINARY_FORMATS:
         return [(_read_formatted(source, kind, bounds), None)]

@@ -62,6 +62,7 @@ from ragnet.index.sentences import SPLITTER as SENTENCES_SPLITTER
 from ragnet.index.sentences import SentenceStore, VectorSpill, embed_unique, idf_of
 from ragnet.index.sparse import FILES as BM25_FILES
 from ragnet.index.sparse import SparseIndex
+from ragnet.index.sources import Sources
 from ragnet.index.untrusted import member, npy_header
 
 FORMAT_VERSION = 2
@@ -217,7 +218,8 @@ class Index:
 
     @classmethod
     def _build_locked(cls, docs: list[Document], path: Path, emb: Embedder, settings: dict[str, Any],
-                      dense: DenseOptions, gazetteer: Any, sentences: bool, show_progress: bool) -> "Index":
+                      dense: DenseOptions, gazetteer: Any, sentences: bool, show_progress: bool,
+                      files: dict[str, Any] | None = None) -> "Index":
         from tqdm.auto import tqdm
 
         from ragnet.corpus.chunking import chunk_documents
@@ -254,8 +256,11 @@ class Index:
             stats["sentences_s"] = time.perf_counter() - t0
             return store.info
 
+        # sources.json: each document's hash and rows (and each file's, from `ragnet index`), for updates
+        sources = Sources.of(docs, chunks, files)
         return cls._write(path, [(chunks, embeddings, passages)], len(chunks), emb, dense, settings,
-                          sentences_from=sentences_from if sentences else None, stats=stats, t_all=t_all)
+                          sentences_from=sentences_from if sentences else None, stats=stats, t_all=t_all,
+                          extra=sources.save)
 
     @classmethod
     def _build_ray(cls, docs: list[Document], path: Path, emb: Embedder, settings: dict[str, Any],
@@ -347,9 +352,12 @@ class Index:
                count: int, emb: Embedder, dense: DenseOptions, settings: dict[str, Any], *,
                sentences_from: Callable[[SparseIndex, Path], dict[str, Any]] | None = None,
                stats: dict[str, float] | None = None, t_all: float | None = None,
-               show_progress: bool = False) -> "Index":
+               show_progress: bool = False, extra: Callable[[Path], Any] | None = None,
+               trained: Any = None) -> "Index":
         """Stream ``shards`` through an :class:`~ragnet.index.writer.IndexWriter` into a
-        temporary folder, write the manifest, and swap the folder into place."""
+        temporary folder, write the manifest, and swap the folder into place. ``extra(folder)``
+        writes more files into it before the checksums (``sources.json``); ``trained`` is an empty
+        IVF-PQ index already trained (an update keeps the index's quantizers)."""
         from tqdm.auto import tqdm
 
         from ragnet import __version__
@@ -365,7 +373,7 @@ class Index:
             with tqdm(total=count, desc="Writing", unit="chunk", disable=not show_progress, mininterval=0.5) as bar:
                 for chunks, vectors, passages in shards:
                     if writer is None:
-                        writer = IndexWriter(tmp, count, np.shape(vectors)[1], kind, dense.ivfpq)
+                        writer = IndexWriter(tmp, count, np.shape(vectors)[1], kind, dense.ivfpq, trained=trained)
                     writer.add(chunks, vectors, passages)
                     bar.update(len(chunks))
             if writer is None:
@@ -377,6 +385,8 @@ class Index:
             stats["finish_s"] = time.perf_counter() - t0
             # the sentence store needs the corpus BM25 vocabulary: written once BM25 is merged
             sentence_info = sentences_from(sparse, tmp) if sentences_from is not None else None
+            if extra is not None:
+                extra(tmp)
             manifest = {
                 "format": MANIFEST_FORMAT,
                 "format_version": FORMAT_VERSION,
@@ -651,6 +661,129 @@ class Index:
             self.manifest = manifest
         self._sentences = SentenceStore.load(target, len(self), self.dimension)
         return self._sentences
+
+    # -- updating ----------------------------------------------------------------------
+    @classmethod
+    def sync(cls, paths: Any, path: str | os.PathLike, **options: Any) -> tuple["Index", Any]:
+        """Build the index at ``path`` from files, or bring it up to date with them: what
+        ``ragnet index PATHS --out PATH`` runs.
+
+        With no index at ``path`` (or ``rebuild=True``) this is a full build. Otherwise only
+        the files added or changed since (by the SHA-256 of their bytes) are read, only
+        documents whose content changed are chunked, and only passages the index did not hold
+        are embedded; removed files' chunks leave every store. The result equals a full build
+        of the same files (:mod:`ragnet.index.update`), and is written atomically under the
+        folder's lock.
+
+        Args:
+            paths: files, folders or glob patterns, as for ``ragnet.load_documents``.
+            path: the index folder.
+            **options: ``chunk_tokens``, ``overlap``, ``embedder`` (name), ``embed_backend``,
+                ``dense`` (``DenseOptions``), ``nprobe``, ``sentences``, ``gazetteer``: None
+                (the default) keeps the index's setting (or ragnet's default for a new index);
+                one that differs from the index's is refused with an ``InputError`` naming the
+                ``ragnet index`` option, unless ``rebuild``. Also ``engine``
+                (``BuildEngine``, for full builds), ``rebuild``, ``max_file_mb``, ``on_error``,
+                ``show_progress``, and ``on_read`` (called with the ``LoadReport`` once the
+                files are read, before any embedding).
+
+        Returns:
+            ``(index, report)``: the index and an
+            :class:`~ragnet.index.update.UpdateReport` (``report.line()``:
+            ``+3 files, ~1 changed, -2 removed (40 unchanged); 41 chunks embedded, 1,865 reused``).
+
+        Raises:
+            InputError: bad files or options, a changed setting, or another process updating
+                the index.
+
+        Example:
+            >>> import tempfile, pathlib
+            >>> folder = pathlib.Path(tempfile.mkdtemp())
+            >>> _ = (folder / "a.md").write_text("# Paris\\n\\nParis is the capital of France.\\n")
+            >>> out = pathlib.Path(tempfile.mkdtemp()) / "idx"
+            >>> index, report = Index.sync(folder, out, show_progress=False)
+            >>> _ = (folder / "b.md").write_text("# Rome\\n\\nRome is the capital of Italy.\\n")
+            >>> print(Index.sync(folder, out, show_progress=False)[1].line())
+            +1 file, ~0 changed, -0 removed (1 unchanged); 1 chunks embedded, 1 reused
+        """
+        from ragnet.index.update import sync_folder
+
+        given = Path(path)
+        path = _through_link(given)
+        check_output_folder(path)
+        index, report, load = sync_folder(cls, paths, path, **options)
+        index.path = given
+        report.load = load
+        return index, report
+
+    def update(self, docs: Iterable[Document], *, remove_missing: bool = True, embedder: Embedder | None = None,
+               show_progress: bool = True) -> Any:
+        """Make this index equal to a full build of ``docs``, reusing what did not change.
+
+        A document whose id and content (by hash) the index already holds keeps its chunks and
+        vectors; a changed or new one is chunked, and only its passages the index did not hold
+        are embedded. The folder is rewritten atomically under its lock
+        (:mod:`ragnet.index.update`), and this object then reads the new index.
+
+        Args:
+            docs: the documents.
+            remove_missing: True (like re-running ``ragnet index``): documents not in ``docs``
+                leave the index. False: ``docs`` are added, or replace the documents of the
+                same id, and the others stay.
+            embedder: the embedder for new passages (the index's model); None: the index's.
+            show_progress: progress bars.
+
+        Returns:
+            An :class:`~ragnet.index.update.UpdateReport` (``report.line()``).
+
+        Raises:
+            InputError: not Documents, duplicate ids, nothing left, or another update running.
+
+        Example:
+            >>> report = Index.load(index.path).update([Document(id="rome", title="Rome",
+            ...                                                  text="Rome is the capital of Italy.")],
+            ...                                        remove_missing=False, show_progress=False)
+            >>> report.unchanged, report.written
+            (3, False)
+        """
+        from ragnet.index.update import update_index
+
+        new, report = update_index(type(self), _through_link(self.path), docs, remove_missing=remove_missing,
+                                   embedder=embedder, show_progress=show_progress)
+        if new is not None:
+            self._adopt(new)
+        return report
+
+    def remove(self, names: str | Iterable[str], *, show_progress: bool = True) -> Any:
+        """Remove documents: every document of the named files (as ``ragnet index`` recorded
+        them, e.g. ``"manuals/a.pdf"``, the file a citation names) or the named document ids.
+
+        The folder is rewritten atomically under its lock, without the documents' chunks in any
+        store (chunks, catalog, sentences, BM25, vectors, the dense index); nothing is embedded.
+
+        Returns:
+            An :class:`~ragnet.index.update.UpdateReport`.
+
+        Raises:
+            InputError: a name that is neither a file nor a document of the index (nothing is
+                removed), or removing every document.
+        """
+        from ragnet.index.update import remove_from_index
+
+        new, report = remove_from_index(type(self), _through_link(self.path), names, show_progress=show_progress)
+        self._adopt(new)
+        return report
+
+    def _adopt(self, new: "Index") -> None:
+        """Read ``new`` (the same folder, rewritten) from now on. Not safe while other threads
+        search this object: a server loads a new ``Index`` and swaps it in instead."""
+        old_store = self._chunks
+        path = self.path
+        self.__dict__.update(new.__dict__)
+        self.path = path
+        if old_store is not self._chunks:
+            with contextlib.suppress(Exception):
+                old_store.close()
 
     @property
     def catalog(self) -> Any:

@@ -87,10 +87,13 @@ class IndexWriter:
         ivfpq_params: settings for ``ivfpq`` (defaults resolved from ``count``).
         stemmer: the BM25 stemmer: ``"auto"`` (English when PyStemmer is installed), a
             PyStemmer language, or None.
+        trained: for ``ivfpq``, an empty IVF-PQ index already trained (an update keeps the
+            quantizers of the index it replaces); None trains one on a sample.
     """
 
     def __init__(self, folder: Path, count: int, dimension: int, kind: str,
-                 ivfpq_params: ivfpq.IVFPQParams | None = None, stemmer: str | None = "auto") -> None:
+                 ivfpq_params: ivfpq.IVFPQParams | None = None, stemmer: str | None = "auto",
+                 trained: Any = None) -> None:
         from numpy.lib.format import open_memmap
 
         if count < 1:
@@ -101,6 +104,7 @@ class IndexWriter:
         self.kind = kind
         self.params = (ivfpq_params or ivfpq.IVFPQParams()).resolve(count, dimension) if kind == "ivfpq" else None
         self.stemmer = stemmer
+        self.trained = trained
         self.vector_file = VECTORS_F16 if kind == "ivfpq" else EMBEDDINGS
         dtype = np.float16 if kind == "ivfpq" else np.float32
         self._vectors = open_memmap(self.folder / self.vector_file, mode="w+", dtype=dtype,
@@ -175,9 +179,11 @@ class IndexWriter:
     def _write_ivfpq(self, vectors: np.ndarray) -> DenseIndex:
         params = self.params
         t0 = time.perf_counter()
-        sample = np.asarray(vectors[ivfpq.sample_rows(self.count, params.train_size)], dtype=np.float32)
-        trained = ivfpq.train(sample, params)
-        del sample
+        trained = self.trained
+        if trained is None:
+            sample = np.asarray(vectors[ivfpq.sample_rows(self.count, params.train_size)], dtype=np.float32)
+            trained = ivfpq.train(sample, params)
+            del sample
         self.stats["ivfpq_train_s"] = time.perf_counter() - t0
         parts = self.folder / ".ivfpq-shards"
         parts.mkdir()

@@ -81,6 +81,7 @@ def test_the_skip_summary_and_the_kept_files_note_show_names_escaped(tmp_path):
     assert len(summary) == 1 and all(printable_name(docs / (n + ".md")) in summary[0] for n in NASTY.values())
     for name in NASTY.values():  # the user's own files beside the index are kept on a rebuild, and named
         (out / f"{name}.txt").write_text("mine")
+    (docs / "more.md").write_text("# More\n\nA second good file, so the index is written again.\n")
     again = run("index", str(docs), "--out", str(out), "--on-error", "skip", "--no-sentences")
     assert again.exit_code == 0, again.output
     assert_safe(again.output)

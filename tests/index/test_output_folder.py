@@ -83,7 +83,7 @@ def test_cli_says_which_files_it_kept(tmp_path, embedder):
     runner = CliRunner()
     assert runner.invoke(app, ["index", str(docs), "--out", str(out)]).exit_code == 0
     (out / "NOTES.txt").write_text("keep me")
-    result = runner.invoke(app, ["index", str(docs), "--out", str(out)])
+    result = runner.invoke(app, ["index", str(docs), "--out", str(out), "--rebuild"])  # unchanged files: no rewrite without it
     assert result.exit_code == 0, result.output
     assert "kept 1 file(s)" in result.output and "NOTES.txt" in result.output
     assert (out / "NOTES.txt").read_text() == "keep me"

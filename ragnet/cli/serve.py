@@ -1,0 +1,63 @@
+"""``ragnet serve``: answer questions over an index by HTTP (:mod:`ragnet.serve`)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ragnet.cli.common import api_base_option, answer_lm_option, lm_option, say
+from ragnet.errors import InputError
+
+
+def serve(
+    index_dir: Path = typer.Option(..., "--index", "-i", help="Index directory built by `ragnet index`."),
+    host: str = typer.Option("127.0.0.1", help="Address to bind: 127.0.0.1 answers this machine only; 0.0.0.0 every network (give --api-key-env then)."),
+    port: int = typer.Option(8000, help="TCP port."),
+    api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="Environment variable holding the key every client must send as 'Authorization: Bearer KEY' (not /health or the page itself)."),
+    strategy: str = typer.Option("auto", help="Strategy of model 'ragnet-auto' and of /ask without one (auto: ragnet's recommendation for the reader)."),
+    timeout: float = typer.Option(120.0, help="Seconds a question may take, waiting included; then 504 and the question stops at its next LM call. Also each LM call's limit."),
+    concurrency: int = typer.Option(1, help="Questions answered at once (1 for a local model: llama.cpp runs one call at a time)."),
+    queue: int = typer.Option(32, help="Questions that may wait for a slot; one more gets 503 at once."),
+    max_body_bytes: int = typer.Option(64_000, help="Largest request body (413 beyond)."),
+    max_question_chars: int = typer.Option(4_000, help="Longest question (413 beyond)."),
+    reload_every: float = typer.Option(2.0, help="Seconds between checks for an updated index (`ragnet index` again); 0: only POST /reload or SIGHUP."),
+    lm: Optional[str] = lm_option(),
+    answer_lm: Optional[str] = answer_lm_option("auto"),
+    api_base: Optional[str] = api_base_option(),
+    lm_api_key_env: Optional[str] = typer.Option(None, "--lm-api-key-env", help="Environment variable holding the key of the LM's server (--lm openai/... --api-base ...)."),
+) -> None:
+    """Serve an index over HTTP: OpenAI-compatible /v1/chat/completions, /ask, /search, /health and a web page.
+
+    The index and the LMs load once; `ragnet index` on the same folder while it runs is picked
+    up between requests (or at POST /reload, or on SIGHUP).
+    """
+    import uvicorn
+
+    from ragnet.lm.config import LMOptions
+    from ragnet.serve import ServeOptions, create_app
+
+    key = None
+    if api_key_env is not None:
+        key = os.environ.get(api_key_env)
+        if not key:
+            raise InputError(f"environment variable {api_key_env} is not set or empty", argument="api-key-env")
+    lms = LMOptions(lm=lm, answer_lm=answer_lm, api_base=api_base, api_key_env=lm_api_key_env, timeout=timeout)
+    options = ServeOptions(index=index_dir, host=host, port=port, api_key=key, lm=lms, strategy=strategy,
+                           timeout=timeout, concurrency=concurrency, queue=queue, max_body_bytes=max_body_bytes,
+                           max_question_chars=max_question_chars, reload_every=reload_every)
+    app = create_app(options)
+    inner = getattr(app, "app", app)
+    snap, health_spec = inner.state.holder.current, inner.state.answerer.resolve(None, None)
+    if host not in ("127.0.0.1", "localhost", "::1") and key is None:
+        say(f"warning: serving on {host} with no API key: anyone who can reach this port can ask (give --api-key-env)")
+    say(f"ragnet serve: http://{host}:{port}/  (index {index_dir}: {len(snap.index):,} chunks; "
+        f"strategy {health_spec[0]}{f' at {health_spec[1]:,} tokens' if health_spec[1] else ''})")
+    uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=5)).run()
+
+
+def register(app: typer.Typer) -> None:
+    """``ragnet serve``."""
+    app.command("serve")(serve)

@@ -1,0 +1,35 @@
+"""``ragnet serve``: one long-running process that answers questions over an index by HTTP.
+
+The index, the embedder and the LMs load once; every request then pays only for its own search
+and LM calls. Endpoints (:mod:`ragnet.serve.app`):
+
+* ``POST /v1/chat/completions``: OpenAI-compatible (the model is the strategy: ``ragnet-auto``,
+  ``ragnet-oneshot:sentences+hops`` ...; ``GET /v1/models`` lists them), with the answer's
+  ``citations`` in the response and a Sources list in the message; ``stream: true`` answers
+  as server-sent events.
+* ``POST /ask`` (question, strategy, budget, trace), ``GET /search?q=&k=``, ``GET /health``,
+  ``POST /reload``, and ``GET /``, a small page to ask and read the cited passages.
+
+Safe by default: it binds 127.0.0.1, checks a Bearer key when one is set, limits body and
+question sizes, answers every bad request with one JSON error, and cuts a request at its
+deadline (504). Questions queue for the LM (:mod:`ragnet.serve.answering`); an index updated
+on disk is picked up between requests, never half (:mod:`ragnet.serve.state`).
+
+Example:
+    >>> from ragnet.serve import ServeOptions
+    >>> ServeOptions(index="my-index").host
+    '127.0.0.1'
+"""
+
+from __future__ import annotations
+
+from ragnet.serve.options import ServeOptions
+
+__all__ = ["ServeOptions", "create_app"]
+
+
+def create_app(options: ServeOptions, **kwargs):
+    """The FastAPI application for ``options`` (see :func:`ragnet.serve.app.create_app`)."""
+    from ragnet.serve.app import create_app as make
+
+    return make(options, **kwargs)

@@ -1,0 +1,198 @@
+"""Questions answered one slot at a time, queued, each with a deadline.
+
+A server's questions go to a small pool of worker threads (``concurrency``, 1 for a local model:
+llama.cpp runs one call at a time, so more workers would only interleave the calls and slow every
+answer; the engine's own lock keeps them apart anyway). At most ``queue`` more wait; one more
+gets :class:`Busy` at once (HTTP 503). A question whose deadline passes gets :class:`TimedOut`
+(504), and its program stops at its next LM call or step (:class:`Cancelled`, raised by a DSPy
+callback), so the slot is free again after at most the LM call under way, which the LM's own
+timeout bounds.
+
+Example:
+    >>> import asyncio, dspy
+    >>> from dspy.utils import DummyLM
+    >>> from ragnet.serve.state import IndexHolder
+    >>> dspy.configure(lm=DummyLM([{"answer": "Paris", "evidence_ids": ["c1"]}] * 2))
+    >>> answerer = Answerer(IndexHolder(index.path), timeout=30)
+    >>> result = asyncio.run(answerer.answer("Capital of France?", "basic"))
+    >>> result.prediction.answer, result.spec
+    ('Paris', 'basic')
+    >>> answerer.close()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import dspy
+from dspy.utils.callback import BaseCallback
+
+from ragnet.errors import RagnetError
+
+__all__ = ["Answer", "Answerer", "Busy", "Cancelled", "TimedOut"]
+
+
+class Cancelled(BaseException):
+    """Raised inside a program whose request is over (deadline passed, client gone).
+
+    A ``BaseException``, like ``KeyboardInterrupt``: DSPy and ragnet's steps catch ``Exception``
+    to retry or fall back, and this must get through them and end the program.
+    """
+
+
+class Busy(RagnetError):
+    """Every slot is answering and the queue is full."""
+
+
+class TimedOut(RagnetError):
+    """The question was not answered within the server's timeout."""
+
+
+class _Stop(BaseCallback):
+    """Ends a program at its next module, LM call or adapter step once its request is over."""
+
+    def __init__(self, event: threading.Event, deadline: float) -> None:
+        self.event, self.deadline = event, deadline
+
+    def _check(self, *args: Any, **kwargs: Any) -> None:
+        if self.event.is_set() or time.monotonic() > self.deadline:
+            self.event.set()
+            raise Cancelled()
+
+    on_module_start = on_lm_start = on_adapter_format_start = on_tool_start = _check
+
+
+@dataclass
+class Answer:
+    """A program's prediction for one question, with what answered it."""
+
+    prediction: Any
+    spec: str
+    budget: int | None
+    generation: int
+    seconds: float
+    queued_s: float
+
+
+class Answerer:
+    """Answers questions over the index of ``holder`` (:class:`ragnet.serve.state.IndexHolder`).
+
+    Args:
+        holder: the index.
+        reader: the answer step's LM (an LM spec, a ``dspy.BaseLM`` or a ``LazyLM``); None: the
+            step LM answers too.
+        step_lm: the LM of the other steps, set for each question; None: the configured DSPy LM.
+        strategy: the strategy when a request names none.
+        concurrency: questions answered at once.
+        queue: questions that may wait for a slot.
+        timeout: seconds a question may take, from its arrival.
+        auto_for: the LM (or spec) that ``"auto"`` and the local footing are settled for
+            (:func:`ragnet.programs.registry.resolve_strategy`); default ``reader``, else ``step_lm``.
+    """
+
+    def __init__(self, holder: Any, *, reader: Any = None, step_lm: Any = None, strategy: str = "auto",
+                 concurrency: int = 1, queue: int = 32, timeout: float = 120.0, auto_for: Any = None) -> None:
+        self.holder = holder
+        self.reader = reader
+        self.step_lm = step_lm
+        self.auto_for = auto_for if auto_for is not None else (reader if reader is not None else step_lm)
+        self.strategy = strategy
+        self.concurrency, self.queue, self.timeout = concurrency, queue, timeout
+        self._pool = ThreadPoolExecutor(concurrency, thread_name_prefix="ragnet-answer")
+        self._lock = threading.Lock()
+        self._pending = 0  # admitted and not finished (running or waiting for a slot)
+        self.answered = 0
+        self.timed_out = 0
+
+    def resolve(self, strategy: str | None, budget: int | None) -> tuple[str, int | None]:
+        """The spec and budget a request runs (``InputError`` for a bad spec or budget)."""
+        from ragnet.errors import InputError
+        from ragnet.programs.registry import parse_spec, resolve_strategy
+
+        strategy = (strategy or self.strategy).strip()
+        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
+            raise InputError(f"must be a positive number of tokens, got {budget!r}", argument="budget")
+        spec, budget = resolve_strategy(strategy, budget, self.auto_for)
+        parse_spec(spec)
+        return spec, budget
+
+    def status(self) -> dict[str, int]:
+        """Slots, questions admitted and not finished, and the counts so far."""
+        return {"concurrency": self.concurrency, "queue": self.queue, "pending": self._pending,
+                "answered": self.answered, "timed_out": self.timed_out}
+
+    async def answer(self, question: str, strategy: str | None = None, budget: int | None = None) -> Answer:
+        """Answer ``question``; waits for a slot.
+
+        Raises:
+            Busy: no slot and the queue is full (nothing was started).
+            TimedOut: the deadline passed (the program stops at its next LM call).
+            InputError: a bad strategy or budget.
+        """
+        spec, budget = self.resolve(strategy, budget)
+        with self._lock:
+            if self._pending >= self.concurrency + self.queue:
+                raise Busy(f"{self._pending} questions are being answered or waiting (at most "
+                           f"{self.concurrency + self.queue}); try again shortly")
+            self._pending += 1
+        arrived = time.monotonic()
+        deadline = arrived + self.timeout
+        event = threading.Event()
+        loop = asyncio.get_running_loop()
+        try:
+            future = loop.run_in_executor(self._pool, self._run, question, spec, budget, event, deadline, arrived)
+        except BaseException:
+            self._finished()
+            raise
+        future.add_done_callback(self._done)
+        try:
+            return await asyncio.wait_for(asyncio.shield(future), max(0.0, deadline - time.monotonic()))
+        except asyncio.TimeoutError:
+            event.set()
+            self.timed_out += 1
+            raise TimedOut(f"no answer within the server's {self.timeout:g}s timeout (ragnet serve --timeout); "
+                           "the question was stopped") from None
+        except asyncio.CancelledError:  # the client went away
+            event.set()
+            raise
+        except Cancelled:
+            self.timed_out += 1
+            raise TimedOut(f"no answer within the server's {self.timeout:g}s timeout (ragnet serve --timeout); "
+                           "the question was stopped") from None
+
+    def _done(self, future: Any) -> None:
+        self._finished()
+        if not future.cancelled():
+            future.exception()  # retrieved: a question stopped after its request ended is not an error
+
+    def _finished(self) -> None:
+        with self._lock:
+            self._pending -= 1
+
+    def _run(self, question: str, spec: str, budget: int | None, event: threading.Event, deadline: float,
+             arrived: float) -> Answer:
+        from ragnet.programs.registry import build_program
+
+        started = time.monotonic()
+        if event.is_set() or started > deadline:  # its time ran out in the queue
+            event.set()
+            raise Cancelled()
+        snap = self.holder.current  # one index for the whole question
+        program = build_program(spec, snap.index, budget=budget, reader=self.reader)
+        callbacks = [*(dspy.settings.get("callbacks", None) or []), _Stop(event, deadline)]
+        settings: dict[str, Any] = {"callbacks": callbacks}
+        if self.step_lm is not None:
+            settings["lm"] = self.step_lm
+        with dspy.context(**settings):
+            prediction = program(question=question)
+        self.answered += 1
+        return Answer(prediction, spec, budget, snap.generation, time.monotonic() - started, started - arrived)
+
+    def close(self) -> None:
+        """Stop taking questions; running ones finish."""
+        self._pool.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,81 @@
+"""What ``ragnet serve`` is told: where the index is, how to reach the LMs, and its limits.
+
+Example:
+    >>> options = ServeOptions(index="idx", timeout=30, max_question_chars=500)
+    >>> options.port, options.concurrency, options.queue
+    (8000, 1, 32)
+    >>> ServeOptions(index="idx", port=0).port
+    Traceback (most recent call last):
+    ...
+    ragnet.errors.InputError: argument 'port': must be between 1 and 65535, got 0
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ragnet.errors import InputError
+
+__all__ = ["ServeOptions"]
+
+
+def _positive(value: Any, argument: str, *, number: type = int, low: float = 1) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float) if number is float else int) or value < low:
+        raise InputError(f"must be {'a number' if number is float else 'an integer'} of at least {low:g}, "
+                         f"got {value!r}", argument=argument)
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    """Settings of one ``ragnet serve`` process.
+
+    Attributes:
+        index: the index folder (``ragnet index``).
+        host: the address to bind; 127.0.0.1 (this machine only) unless given.
+        port: the TCP port.
+        api_key: when set, every request but ``GET /health`` and the page itself must carry
+            ``Authorization: Bearer <api_key>`` (``ragnet serve --api-key-env VAR`` reads it).
+        lm: the ragnet LM options (:class:`ragnet.lm.config.LMOptions`): step LM, reader, server.
+        strategy: the strategy ``auto`` and a bare ``ragnet`` model mean (``auto``: ragnet's
+            recommendation for the reader).
+        timeout: seconds a question may take, queue wait included; past it the request gets
+            504 and its program stops at its next LM call (the slot is freed).
+        concurrency: questions answered at once. 1 for a local model: llama.cpp runs one call at a
+            time anyway, so more would only interleave them and slow every answer.
+        queue: questions waiting beyond those; one more gets 503 (busy) at once.
+        max_body_bytes: the largest request body (413 beyond it).
+        max_question_chars: the longest question (413 beyond it).
+        max_k: the most chunks ``/search`` returns.
+        reload_every: seconds between checks of the index folder for an update (0: only on
+            ``POST /reload`` or SIGHUP).
+    """
+
+    index: str | Path
+    host: str = "127.0.0.1"
+    port: int = 8000
+    api_key: str | None = None
+    lm: Any = None
+    strategy: str = "auto"
+    timeout: float = 120.0
+    concurrency: int = 1
+    queue: int = 32
+    max_body_bytes: int = 64_000
+    max_question_chars: int = 4_000
+    max_k: int = 50
+    reload_every: float = 2.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.port, bool) or not isinstance(self.port, int) or not 1 <= self.port <= 65535:
+            raise InputError(f"must be between 1 and 65535, got {self.port!r}", argument="port")
+        _positive(self.timeout, "timeout", number=float, low=0.001)
+        _positive(self.concurrency, "concurrency")
+        _positive(self.queue, "queue", low=0)
+        _positive(self.max_body_bytes, "max-body-bytes", low=256)
+        _positive(self.max_question_chars, "max-question-chars")
+        _positive(self.max_k, "max-k")
+        _positive(self.reload_every, "reload-every", number=float, low=0)
+        if self.api_key is not None and (not isinstance(self.api_key, str) or len(self.api_key) < 8):
+            raise InputError("the API key must be a string of at least 8 characters", argument="api-key-env")

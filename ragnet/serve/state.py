@@ -1,0 +1,104 @@
+"""The index a server answers from, swapped whole when the folder is updated.
+
+``ragnet index`` updates an index by writing a new folder and renaming it into place
+(:mod:`ragnet.index.update`). :class:`IndexHolder` notices the new ``manifest.json`` (its inode
+and modification time change), loads the new index completely (checksums checked, the sentence
+store, catalog and embedder opened), and only then swaps it in: a request holds the snapshot it
+started with to its end, so no request ever sees part of one index and part of another, and a
+failed load leaves the current index serving.
+
+Example:
+    >>> holder = IndexHolder(index.path)
+    >>> snap = holder.current
+    >>> snap.generation, len(snap.index), holder.reload().generation
+    (1, 3, 1)
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["IndexHolder", "Snapshot"]
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One loaded index and what identifies its version on disk."""
+
+    index: Any
+    generation: int
+    stamp: tuple[int, int, int]
+    loaded_at: float
+
+    def describe(self) -> dict[str, Any]:
+        m = self.index.manifest
+        return {"name": self.index.path.name, "chunks": len(self.index), "documents": m.get("doc_count"),
+                "embedder": m.get("embedder"), "created": m.get("created"), "generation": self.generation,
+                "loaded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.loaded_at))}
+
+
+def _stamp(path: Path) -> tuple[int, int, int]:
+    st = os.stat(path / "manifest.json")
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+class IndexHolder:
+    """The current :class:`Snapshot` of the index at ``path``, reloaded when it changes.
+
+    Args:
+        path: the index folder.
+        load: how to open it (default ``Index.load``, checksums checked).
+    """
+
+    def __init__(self, path: str | os.PathLike, load: Any = None) -> None:
+        self.path = Path(path)
+        self._load = load
+        self._lock = threading.Lock()
+        self.last_error: str | None = None
+        self._current = self._open(1)
+
+    @property
+    def current(self) -> Snapshot:
+        """The snapshot to answer a request from (hold on to it for the whole request)."""
+        return self._current
+
+    def _open(self, generation: int) -> Snapshot:
+        from ragnet.index import Index
+
+        stamp = _stamp(self.path)
+        index = (self._load or Index.load)(self.path)
+        # the parts an index opens on first use are opened now, from this version of the folder:
+        # opened later, after an update renamed a new folder into place, they would be the new one's
+        _ = index.catalog, index.sentences, index.embedder
+        index.embed_query("warm up")
+        return Snapshot(index, generation, stamp, time.time())
+
+    def changed(self) -> bool:
+        """Whether the folder holds another version than the current snapshot."""
+        try:
+            return _stamp(self.path) != self._current.stamp
+        except OSError:  # mid-swap (between the two renames): look again later
+            return False
+
+    def reload(self, force: bool = False) -> Snapshot:
+        """Load the folder again if it changed (or ``force``) and swap the new index in.
+
+        Raises:
+            RagnetError: the new version cannot be loaded; the current one keeps serving.
+        """
+        with self._lock:
+            if not force and not self.changed():
+                return self._current
+            try:
+                snap = self._open(self._current.generation + 1)
+            except Exception as exc:
+                self.last_error = f"{type(exc).__name__}: {exc}"
+                raise
+            self.last_error = None
+            self._current = snap
+            return snap

@@ -1,0 +1,128 @@
+"""``ragnet serve`` as a command: a real process, SIGHUP reload, auth from the environment, and
+(live) the official ``openai`` client against it on the local models."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from ragnet.cli import app
+from tests.serve.conftest import free_port
+
+KEY = "cli-test-key-0123"
+
+
+def start(index, *args, env=None, wait=180):
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "ragnet", "serve", "--index", str(index), "--port", str(port), *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, **(env or {})})
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + wait
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"ragnet serve exited {proc.returncode}: {proc.stdout.read()}")
+        try:
+            if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                return proc, url
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    proc.kill()
+    raise AssertionError("ragnet serve did not start")
+
+
+def stop(proc) -> str:
+    proc.send_signal(signal.SIGTERM)
+    try:
+        out, _ = proc.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate()
+        raise AssertionError(f"ragnet serve did not stop on SIGTERM: {out}")
+    return out
+
+
+def test_serve_reloads_on_sighup_and_asks_for_its_key(index_copy):
+    from ragnet.index import Index
+
+    proc, url = start(index_copy, "--reload-every", "0", "--api-key-env", "RAGNET_TEST_SERVE_KEY",
+                      "--lm", "openai/unused", "--api-base", "http://127.0.0.1:9/v1", "--answer-lm", "none",
+                      env={"RAGNET_TEST_SERVE_KEY": KEY})
+    try:
+        auth = {"Authorization": f"Bearer {KEY}"}
+        assert httpx.get(f"{url}/search", params={"q": "Oslofjord"}).status_code == 401
+        assert httpx.get(f"{url}/search", params={"q": "Oslofjord"}, headers=auth).json()["hits"][0]["doc_id"] == "oslo"
+        Index.load(index_copy).remove("oslo", show_progress=False)
+        time.sleep(0.5)
+        assert httpx.get(f"{url}/health").json()["index"]["generation"] == 1  # no polling: only on a signal
+        proc.send_signal(signal.SIGHUP)
+        deadline = time.time() + 30
+        while httpx.get(f"{url}/health").json()["index"]["generation"] < 2 and time.time() < deadline:
+            time.sleep(0.1)
+        health = httpx.get(f"{url}/health").json()
+        assert health["index"]["generation"] == 2 and health["index"]["chunks"] == 3
+        hits = httpx.get(f"{url}/search", params={"q": "Oslofjord", "k": 5}, headers=auth).json()["hits"]
+        assert "oslo" not in {h["doc_id"] for h in hits}
+    finally:
+        out = stop(proc)
+    # uvicorn shuts down gracefully, then ends by the signal it caught (-15), as a shell expects
+    assert proc.returncode in (0, -signal.SIGTERM) and "ragnet serve: http://127.0.0.1:" in out
+    assert "Traceback" not in out
+
+
+def test_serve_refuses_an_unset_key_variable_in_one_line(index_copy, monkeypatch):
+    monkeypatch.delenv("RAGNET_NO_SUCH_KEY", raising=False)
+    result = CliRunner().invoke(app, ["serve", "--index", str(index_copy), "--api-key-env", "RAGNET_NO_SUCH_KEY"])
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines() == [
+        "error: argument 'api-key-env': environment variable RAGNET_NO_SUCH_KEY is not set or empty"]
+
+
+def test_the_openai_client_against_ragnet_serve_with_a_served_lm(serve_index, tmp_path):
+    """The whole path without the local model: the openai client, the `ragnet serve` process, and
+    its LM behind a real OpenAI-compatible HTTP server."""
+    openai = pytest.importorskip("openai")
+    from tests.lm.fault_server import FaultServer
+
+    with FaultServer("ok") as lm_server:
+        proc, url = start(serve_index.path, "--lm", "openai/test-model", "--api-base", lm_server.url,
+                          "--answer-lm", "none", "--lm-api-key-env", "RAGNET_TEST_LM_KEY",
+                          env={"RAGNET_TEST_LM_KEY": "lm-key", "RAGNET_CACHE_DIR": str(tmp_path / "cache")})
+        try:
+            client = openai.OpenAI(base_url=f"{url}/v1", api_key="not-needed", max_retries=0, timeout=60)
+            reply = client.chat.completions.create(
+                model="ragnet-basic", messages=[{"role": "user", "content": "Which river runs through Paris?"}])
+            assert reply.choices[0].message.content.startswith("Paris\n\nSources:\n[1] ")
+            assert reply.model_extra["citations"][0]["doc_id"] == "paris"
+            assert lm_server.requests >= 1
+        finally:
+            stop(proc)
+
+
+@pytest.mark.live
+def test_the_openai_client_against_ragnet_serve_on_the_local_models(serve_index, live_model_path, tmp_path):
+    openai = pytest.importorskip("openai")
+    proc, url = start(serve_index.path, "--timeout", "600",
+                      env={"RAGNET_LM_THREADS": os.environ.get("RAGNET_LM_THREADS", "1"),
+                           "RAGNET_CACHE_DIR": str(tmp_path / "cache")})
+    try:
+        client = openai.OpenAI(base_url=f"{url}/v1", api_key="not-needed", max_retries=0, timeout=600)
+        reply = client.chat.completions.create(
+            model="ragnet-auto", messages=[{"role": "user", "content": "Which river runs through Rome?"}])
+        content = reply.choices[0].message.content
+        assert "tiber" in content.casefold() and "\n\nSources:\n[1] " in content
+        citations = reply.model_extra["citations"]
+        assert citations and citations[0]["doc_id"] == "rome" and citations[0]["sentences"]
+        assert reply.usage.prompt_tokens > 0 and reply.usage.completion_tokens > 0
+        pieces = [chunk.choices[0].delta.content or "" for chunk in client.chat.completions.create(
+            model="ragnet-auto", stream=True, messages=[{"role": "user", "content": "What is the capital of Norway?"}])]
+        assert "oslo" in "".join(pieces).casefold() and len(pieces) > 2
+    finally:
+        stop(proc)

@@ -1,0 +1,45 @@
+"""The page in a real browser (headless Chromium, when installed): it asks, shows the answer and
+the cited passages, and a passage holding markup shows as text (no element is made from it)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from urllib.parse import quote
+
+import pytest
+
+from ragnet.serve import ServeOptions
+from tests.programs.scripted import ProgramLM
+from tests.serve.conftest import running
+
+BROWSERS = ("chromium-headless-shell", "chromium", "chromium-browser", "google-chrome")
+
+
+def browser() -> str:
+    for name in BROWSERS:
+        found = shutil.which(name) or (f"/usr/lib/chromium/{name}" if shutil.os.path.exists(f"/usr/lib/chromium/{name}") else None)
+        if found:
+            return found
+    pytest.skip("no headless Chromium (apt-get install chromium-headless-shell)")
+
+
+def rendered(url: str, *extra: str) -> str:
+    run = subprocess.run([browser(), "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=20000",
+                          *extra, url], capture_output=True, text=True, timeout=120)
+    return run.stdout
+
+
+def test_the_page_asks_and_shows_passages_as_text(serve_index, dspy_state, tmp_path):
+    from ragnet.serve import create_app
+
+    answer = lambda p, n: {"answer": "Paris", "evidence_ids": ["c1", "c2", "c3", "c4"]}  # noqa: E731
+    app = create_app(ServeOptions(index=serve_index.path, reload_every=0), lm=ProgramLM(answer=answer).lm())
+    with running(app) as url:
+        page = f"{url}/?q={quote('script tag onerror alert')}&strategy=basic"
+        dom = rendered(page, "--dump-dom")
+    assert '<p id="answer">Paris</p>' in dom
+    assert "&lt;script&gt;alert(\"pwned\")&lt;/script&gt;" in dom  # the passage, as text
+    assert "&lt;b&gt;Markup&lt;/b&gt; &amp; co" in dom  # its title too
+    assert dom.count("<script") == 1 and "<img" not in dom and "<b>" not in dom  # no element made from a document
+    assert dom.count("<blockquote>") >= 4 and "hostile.md" in dom
