@@ -27,6 +27,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Iterator
 
+from ragnet._printable import printable_name
+from ragnet._secrets import redact
 from ragnet.errors import DiskFullError, InputError, is_disk_full
 
 
@@ -119,23 +121,121 @@ def atomic_path(path: str | Path, suffix: str = "") -> Iterator[Path]:
 
 @contextlib.contextmanager
 def scratch_dir(path: str | Path) -> Iterator[Path]:
-    """A temporary folder beside ``path``, removed on exit, for work that precedes writing ``path``.
+    """A temporary folder beside ``path``, removed on exit, for work that precedes writing ``path``
+    (an index being built is staged in one: gigabytes).
 
-    It is named as :func:`atomic_path` names its temporaries, so if this process is killed,
-    the next :func:`clean_stale` of ``path`` (every atomic write of it) removes it.
+    It is named as :func:`atomic_path` names its temporaries, and its owner is recorded beside it
+    (``NAME.owner``) and in ``$RAGNET_HOME/staging``, so if this process is killed, the next
+    staging folder made anywhere (the next build, whatever its target) removes it
+    (:func:`clean_stale_staging`), as does the next :func:`clean_stale` of ``path``.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     clean_stale(path)
+    clean_stale_staging(path.parent)
     tmp = Path(tempfile.mkdtemp(prefix=_tmp_prefix(path), suffix=".tmp", dir=path.parent))
+    records = _record_owner(tmp)
     try:
         yield tmp
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+        for record in records:
+            with contextlib.suppress(OSError):
+                record.unlink()
+
+
+# -- staging folders of processes that were killed ---------------------------------------
+_OWNER_SUFFIX = ".owner"
+_STAGING_NAME = re.compile(r"^\..+\.\d+\.[A-Za-z0-9_]+\.tmp$")
+
+
+def _ragnet_home() -> Path:
+    """``$RAGNET_HOME``, default ``~/.cache/ragnet`` (as :func:`ragnet.lm.models.ragnet_home`)."""
+    return Path(os.environ.get("RAGNET_HOME") or Path.home() / ".cache" / "ragnet").expanduser()
+
+
+def _process_start(pid: int) -> int | None:
+    """When process ``pid`` started (clock ticks since boot; Linux), or None when unknown."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return int(fh.read().rsplit(b")", 1)[1].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _owner_gone(owner: dict) -> bool:
+    """Whether the process an owner record names has ended (its pid now another process's too)."""
+    pid = owner.get("pid")
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    if not _pid_alive(pid):
+        return True
+    start = owner.get("start")
+    now = _process_start(pid)
+    return isinstance(start, int) and now is not None and now != start
+
+
+def _record_owner(staging: Path) -> list[Path]:
+    """Record this process as the owner of ``staging``, beside it and in ``$RAGNET_HOME/staging``."""
+    owner = {"pid": os.getpid(), "start": _process_start(os.getpid()), "staging": str(staging.absolute())}
+    records = []
+    for record in (staging.with_name(staging.name + _OWNER_SUFFIX),
+                   _ragnet_home() / "staging" / f"{os.getpid()}.{staging.name.strip('.')}.json"):
+        with contextlib.suppress(OSError):  # best effort: the name alone still lets clean_stale find it
+            record.parent.mkdir(parents=True, exist_ok=True)
+            record.write_text(json.dumps(owner), encoding="utf-8")
+            records.append(record)
+    return records
+
+
+def _remove_staging(record: Path) -> str | None:
+    """Remove the staging folder ``record`` names and the record, if its owner has ended."""
+    try:
+        owner = json.loads(record.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(owner, dict) or not _owner_gone(owner):
+        return None
+    staging = Path(str(owner.get("staging", "")))
+    beside = staging.with_name(staging.name + _OWNER_SUFFIX)
+    removed = None
+    if _STAGING_NAME.match(staging.name) and staging.is_dir() and not staging.is_symlink() and beside.is_file():
+        shutil.rmtree(staging, ignore_errors=True)
+        removed = str(staging)
+    for leftover in {record, beside}:
+        with contextlib.suppress(OSError):
+            leftover.unlink()
+    return removed
+
+
+def clean_stale_staging(folder: str | Path | None = None) -> list[str]:
+    """Remove the staging folders of ragnet processes that were killed: those recorded in
+    ``$RAGNET_HOME/staging`` (wherever they are) and those beside their owner record in
+    ``folder``. A folder whose owner still runs is left alone; a folder whose record is gone is
+    never guessed at. Returns the folders removed.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> d = pathlib.Path(tempfile.mkdtemp()); (d / ".idx.99999999.abcdefgh.tmp").mkdir()
+        >>> _ = (d / ".idx.99999999.abcdefgh.tmp.owner").write_text(
+        ...     '{"pid": 99999999, "staging": "%s"}' % (d / ".idx.99999999.abcdefgh.tmp"))
+        >>> [pathlib.Path(p).name for p in clean_stale_staging(d)]
+        ['.idx.99999999.abcdefgh.tmp']
+    """
+    records: list[Path] = []
+    with contextlib.suppress(OSError):
+        records += sorted((_ragnet_home() / "staging").glob("*.json"))
+    if folder is not None:
+        with contextlib.suppress(OSError):
+            records += [p for p in Path(folder).iterdir() if p.name.endswith(_OWNER_SUFFIX)
+                        and _STAGING_NAME.match(p.name[: -len(_OWNER_SUFFIX)])]
+    return [removed for record in records if (removed := _remove_staging(record)) is not None]
 
 
 def write_text(path: str | Path, text: str) -> None:
-    """Atomically write ``text`` (UTF-8) to ``path``."""
+    """Atomically write ``text`` (UTF-8) to ``path``, with any API key this process was given
+    redacted (:mod:`ragnet._secrets`)."""
+    text = redact(text)
     with atomic_path(path) as tmp:
         with open(tmp, "w", encoding="utf-8") as fh:
             fh.write(text)
@@ -257,6 +357,8 @@ def clean_stale(path: str | Path) -> list[str]:
         else:
             with contextlib.suppress(FileNotFoundError):
                 entry.unlink()
+        with contextlib.suppress(OSError):  # a staging folder's owner record (scratch_dir)
+            entry.with_name(entry.name + _OWNER_SUFFIX).unlink()
         done.append(entry.name)
     return done
 
@@ -424,7 +526,8 @@ def atomic_dir(path: str | Path, owned: Callable[[Path], set[str] | None] | None
                 target = tmp / name
                 if target.exists() or target.is_symlink():
                     raise InputError(
-                        f"{name} in {path} is not part of the old version, but the new one writes a file of that "
+                        f"{printable_name(name)} in {printable_name(path)} is not part of the old version, but the "
+                        "new one writes a file of that "
                         "name; move it elsewhere and run again (nothing was changed)",
                         path=path,
                     )

@@ -11,6 +11,8 @@ import errno
 import os
 from pathlib import Path
 
+from ragnet._printable import printable_name
+
 
 class RagnetError(Exception):
     """Base class of all errors ragnet raises on purpose.
@@ -36,9 +38,15 @@ class InputError(RagnetError, ValueError):
         line: 1-based line number inside ``path``, if any.
         argument: the offending argument name (e.g. ``"budget"``), if any.
 
+    The path is written with :func:`ragnet._printable.printable_name`: a control character,
+    a bidirectional control or a newline in a file name is shown escaped, never obeyed by the
+    terminal or taken for the start of another line.
+
     Example:
         >>> str(InputError("missing 'text'", path="docs.jsonl", line=3))
         "docs.jsonl:3: missing 'text'"
+        >>> print(InputError("file is empty", path="a\\nerror: b.md"))
+        a\\nerror: b.md: file is empty
     """
 
     def __init__(
@@ -58,7 +66,8 @@ class InputError(RagnetError, ValueError):
     def _format(self) -> str:
         where = ""
         if self.path is not None:
-            where = self.path if self.line is None else f"{self.path}:{self.line}"
+            path = printable_name(self.path)
+            where = path if self.line is None else f"{path}:{self.line}"
         elif self.argument is not None:
             where = f"argument {self.argument!r}"
         return f"{where}: {self.message}" if where else self.message
@@ -87,7 +96,7 @@ class DiskFullError(RagnetError, OSError):
         reason = reason or os.strerror(errno.ENOSPC)
         super().__init__(errno.ENOSPC, reason, str(path))
         self.kept = kept
-        self.message = f"disk full: cannot write {path} ({reason}); {kept + '; ' if kept else ''}free some space and run again"
+        self.message = f"disk full: cannot write {printable_name(path)} ({reason}); {kept + '; ' if kept else ''}free some space and run again"
 
     def __str__(self) -> str:
         return self.message

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
 import typer
 
+from ragnet._printable import printable_json, printable_name
 from ragnet.cli.common import console, text_line, with_lm_options
 
 if TYPE_CHECKING:
@@ -62,7 +62,7 @@ def ask(
     pred = program(question=question)
     failure = answer_failure(pred.trace)
     if as_json:
-        typer.echo(json.dumps({k: pred[k] for k in pred.keys()}, ensure_ascii=False, indent=2, default=str))
+        typer.echo(printable_json({k: pred[k] for k in pred.keys()}, indent=2, default=str))
     else:
         _print(pred, show_trace, strategy=strategy, budget=getattr(program, "budget", None), failed=bool(failure))
     if failure:
@@ -73,8 +73,9 @@ def ask(
 def _print(pred, show_trace: bool, *, strategy: str, budget: int | None, failed: bool) -> None:
     out = console()
     # LM and document text print as given: no markup, no highlighting, no control sequences, no
-    # wrapping (text_line); only quoted sentences wrap, under their indent
-    out.print(text_line(("answer:", "bold"), f" {pred.answer}"), soft_wrap=True)
+    # wrapping (text_line); only quoted sentences wrap, under their indent. An answer's own lines
+    # are indented under its first, so that none of them passes for the next label.
+    out.print(text_line(("answer:", "bold"), " " + str(pred.answer).replace("\n", "\n" + " " * 8)), soft_wrap=True)
     if failed:  # the fallback's evidence is the whole context, which no answer cited
         out.print(text_line(("evidence:", "bold"), " none (no answer: the LM failed)"))
     else:
@@ -91,7 +92,7 @@ def _print(pred, show_trace: bool, *, strategy: str, budget: int | None, failed:
               highlight=False)
     if show_trace:  # plain lines: valid JSON however wide the terminal, piped or not
         for event in pred.trace:
-            typer.echo(json.dumps(event, ensure_ascii=False, default=str))
+            typer.echo(printable_json(event, default=str))
 
 
 def _print_citation(out, cite: dict) -> None:
@@ -102,7 +103,9 @@ def _print_citation(out, cite: dict) -> None:
 
     from ragnet.programs.citations import source_line
 
-    out.print(text_line(f"  {cite['id']}  ", (source_line(cite), "dim")), soft_wrap=True)
+    # names on one line: a newline in a file name or an id shows as \n, never as a forged line
+    out.print(text_line(f"  {printable_name(cite['id'])}  ", (printable_name(source_line(cite)), "dim")),
+              soft_wrap=True)
     sentences = cite.get("sentences") or []
     for sentence in sentences[:QUOTED_SENTENCES]:
         # one line of text per sentence: its line breaks (PDF columns, lists) would break the quote

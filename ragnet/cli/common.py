@@ -3,7 +3,9 @@
 Commands only parse arguments and call the library. A :class:`~ragnet.errors.RagnetError`
 raised anywhere below a command becomes one red ``error: ...`` line on stderr and its exit
 status (2 for bad input) in :class:`RagnetGroup`, the one place that handles it; so does a full
-disk, wherever the write that hit it was (exit status 4).
+disk, wherever the write that hit it was (exit status 4). :class:`RagnetGroup` also runs every
+command with its output filtered (:mod:`ragnet.cli.safe_text`): nothing a document, a file name
+or an LM wrote reaches the terminal as a control sequence.
 
 Example:
     >>> parse_ints("1000, 2000", "budgets")
@@ -24,6 +26,8 @@ from typing import Any, Optional
 import typer
 from typer.core import TyperGroup
 
+from ragnet._printable import printable
+from ragnet._secrets import redact_argv
 from ragnet.errors import DiskFullError, InputError, RagnetError, is_disk_full
 
 __all__ = [
@@ -51,6 +55,12 @@ class RagnetGroup(TyperGroup):
     status (2 for bad input, 3 when the LM failed, 4 when the disk is full)."""
 
     def invoke(self, ctx: Any) -> Any:
+        from ragnet.cli.safe_text import filtered_output
+
+        with filtered_output():
+            return self._invoke(ctx)
+
+    def _invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
         except RagnetError as err:
@@ -106,18 +116,15 @@ def text_line(*parts: str | tuple[str, str]) -> Any:
     return Text.assemble(*((visible(p[0]), p[1]) if isinstance(p, tuple) else visible(p) for p in parts))
 
 
-# C0 controls but newline and tab, DEL, and the C1 controls (U+009B alone starts a sequence)
-_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0))}
-
-
 def visible(text: str) -> str:
-    r"""``text`` with its terminal control characters (all but newline and tab) shown as ``\xNN``.
+    r"""``text`` with its terminal control characters (all but newline and tab) shown as ``\xNN``
+    and its bidirectional controls as ``\uNNNN`` (:func:`ragnet._printable.printable`).
 
     Example:
-        >>> print(visible("a\x1b[2Jb\x9b1m"))
-        a\x1b[2Jb\x9b1m
+        >>> print(visible("a\x1b[2Jb\x9b1m\u202e"))
+        a\x1b[2Jb\x9b1m\u202e
     """
-    return text.translate(_CONTROLS)
+    return printable(text)
 
 
 def parse_ints(text: str, argument: str) -> list[int]:
@@ -132,7 +139,8 @@ def parse_ints(text: str, argument: str) -> list[int]:
 
 
 def command_line(ctx: typer.Context) -> str:
-    """The command as typed (the options the user set, in declaration order), for reports."""
+    """The command as typed (the options the user set, in declaration order), for reports: the
+    value of ``--api-key`` and a password in a URL are written ``***`` (:mod:`ragnet._secrets`)."""
     # The root is "ragnet" however it was invoked (`python -m ragnet` names it "python -m ragnet").
     names, node = [], ctx
     while node.parent is not None:
@@ -154,7 +162,7 @@ def command_line(ctx: typer.Context) -> str:
                 parts.append(max(param.secondary_opts, key=len))
             continue
         for v in value if isinstance(value, (list, tuple)) else [value]:
-            parts += [flag, shlex.quote(str(v))]
+            parts += [flag, shlex.quote(redact_argv([flag, str(v)])[1])]
     return " ".join(parts)
 
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import List, Optional
 
 import typer
 
+from ragnet._printable import printable_json, printable_name
 from ragnet.cli.common import console, say, text_line
 from ragnet.errors import InputError
 
@@ -26,7 +26,7 @@ def index(
     workers: Optional[int] = typer.Option(None, help="With --ray: embedding workers (default: the cluster's CPUs)."),
     gazetteer: Optional[Path] = typer.Option(None, help="File of place names, one per line, for chunk metadata."),
     sentences: Optional[bool] = typer.Option(None, "--sentences/--no-sentences", help="Also embed every sentence, for sentence-level context selection (about doubles the embedding time); default on, or as the index has it."),
-    max_file_mb: float = typer.Option(20.0, "--max-file-mb", help="Refuse files larger than this (MB); chunking takes about a second per MB of unbroken text."),
+    max_file_mb: float = typer.Option(20.0, "--max-file-mb", help="Work bound per file, in MB: refuse a file larger than this on disk, a DOCX that unpacks to more, a PDF whose pages hold more than a tenth of it in drawing instructions on one page (3x in all), an HTML page of more than 20,000 elements per MB. Chunking takes 1-2 s per MB of unbroken text."),
     on_error: str = typer.Option("fail", "--on-error", help="A file that cannot be read (encrypted or scanned PDF, damaged file, bad JSON line...): 'fail' lists every such file and indexes nothing (exit 2); 'skip' leaves them out and says which and why."),
 ) -> None:
     """Load documents, chunk, embed and build the hybrid (FAISS + BM25) index, or update the index
@@ -67,12 +67,13 @@ def index(
     if report.note:
         say(report.note)
     if report.full_build:
-        typer.echo(f"indexed {idx.manifest['doc_count']} documents as {len(idx)} chunks -> {out}{skipped}")
+        typer.echo(f"indexed {idx.manifest['doc_count']} documents as {len(idx)} chunks -> {printable_name(out)}{skipped}")
     else:
         state = f"{len(idx):,} chunks, {report.seconds:.1f}s" if report.written else f"unchanged, {len(idx):,} chunks"
-        typer.echo(f"{report.line()} -> {out} ({state}){skipped}")
+        typer.echo(f"{report.line()} -> {printable_name(out)} ({state}){skipped}")
     if idx.kept_files:
-        say(f"kept {len(idx.kept_files)} file(s) in {out} that are not part of the index: " + ", ".join(idx.kept_files))
+        say(f"kept {len(idx.kept_files)} file(s) in {printable_name(out)} that are not part of the index: "
+            + ", ".join(printable_name(name) for name in idx.kept_files))
 
 
 def search(
@@ -91,7 +92,7 @@ def search(
 
     hits = Index.load(index_dir).search(query, k=k, lam=lam)
     if as_json:
-        typer.echo(json.dumps([h.to_dict() for h in hits], ensure_ascii=False, indent=2))
+        typer.echo(printable_json([h.to_dict() for h in hits], indent=2))
         return
     from rich.table import Table
 
@@ -102,7 +103,7 @@ def search(
         text = h.text if len(h.text) <= 160 else h.text[:157] + "..."
         # document text as plain Text: no markup read from it, no highlighter run over it
         table.add_row(str(rank), f"{h.score:.3f}", f"{(h.dense_score or 0):.3f}", f"{(h.bm25_score or 0):.2f}",
-                      text_line(h.id), text_line(h.title), text_line(text))
+                      text_line(printable_name(h.id)), text_line(printable_name(h.title)), text_line(text))
     console().print(table)
 
 
@@ -115,10 +116,10 @@ def add_sentences(
 
     index = Index.load(index_dir)
     if index.sentences is not None:
-        typer.echo(f"{index_dir} already has sentence data ({len(index.sentences)} sentences)")
+        typer.echo(f"{printable_name(index_dir)} already has sentence data ({len(index.sentences)} sentences)")
         return
     store = index.add_sentences(show_progress=True)
-    typer.echo(f"added {len(store)} sentences of {len(index)} chunks -> {index_dir}")
+    typer.echo(f"added {len(store)} sentences of {len(index)} chunks -> {printable_name(index_dir)}")
 
 
 def fetch_model(

@@ -36,10 +36,11 @@ import bisect
 import re
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
+from ragnet.corpus.limits import cap_title
 from ragnet.corpus.locations import Locator, check_positions, section_title
 from ragnet.corpus.sentences import sentence_spans
 from ragnet.corpus.metadata import Gazetteer, _check_gazetteer, extract_with_title, title_parts
-from ragnet.corpus.tokens import count_tokens, count_tokens_batch
+from ragnet.corpus.tokens import MAX_TOKEN_CHARS, count_tokens, count_tokens_batch, count_within, token_prefix
 from ragnet.corpus.types import Chunk, Document
 from ragnet.errors import InputError
 
@@ -49,6 +50,7 @@ __all__ = ["chunk_documents", "chunk_text", "MIN_CHUNK_TOKENS"]
 MIN_CHUNK_TOKENS = 16
 
 _WORD_RE = re.compile(r"\S+")
+_SPACE_RE = re.compile(r"\s")
 
 
 # ------------------------------------------------------------------ validation
@@ -71,24 +73,17 @@ def _check_sizes(chunk_tokens: Any, overlap: Any) -> None:
 
 
 def _split_long_word(text: str, start: int, end: int, limit: int) -> list[tuple[int, int, int]]:
-    """Cut ``text[start:end]`` (no whitespace inside) into pieces of at most ``limit`` tokens."""
+    """Cut ``text[start:end]`` (no whitespace inside) into pieces of at most ``limit`` tokens.
+
+    Linear in the word's length: each piece is found by encoding a window a little longer than
+    it (:func:`ragnet.corpus.tokens.token_prefix`), never by recounting the rest of the word.
+    """
     pieces: list[tuple[int, int, int]] = []
-    a = start
+    a, width = start, None
     while a < end:
-        n = count_tokens(text[a:end])
-        if n <= limit:
-            pieces.append((a, end, n))
-            break
-        # largest b with count(text[a:b]) <= limit, by binary search on the character end
-        lo, hi = a + 1, end  # count(text[a:lo]) is small; count(text[a:hi]) > limit
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if count_tokens(text[a:mid]) <= limit:
-                lo = mid
-            else:
-                hi = mid
-        pieces.append((a, lo, count_tokens(text[a:lo])))
-        a = lo
+        b, n = token_prefix(text, a, end, limit, width)
+        pieces.append((a, b, n))
+        a, width = b, (b - a) * 5 // 4 + 16  # the next piece is likely as long as this one
     return pieces
 
 
@@ -101,15 +96,24 @@ def _word_tokens(text: str, start: int, end: int, limit: int) -> Iterator[tuple[
     block: list[tuple[int, int, int]] = []  # (previous word end, word start, word end)
 
     def counted() -> Iterator[tuple[int, int, int]]:
-        sizes = count_tokens_batch([text[prev:b] for prev, _, b in block])
-        for (_, a, b), n in zip(block, sizes):
-            if n > limit:
+        # a word after blanks too long to fit is not counted with them: it comes as pieces
+        too_long = limit * MAX_TOKEN_CHARS
+        sizes = count_tokens_batch([text[prev:b] if b - prev <= too_long else "" for prev, _, b in block])
+        for (prev, a, b), n in zip(block, sizes):
+            if n > limit or b - prev > too_long:
                 yield from _split_long_word(text, a, b, limit)
             else:
                 yield a, b, n
 
     prev = start
     for m in _WORD_RE.finditer(text, start, end):
+        if m.end() - m.start() > limit * MAX_TOKEN_CHARS:  # too long to fit: cut it, never count it whole
+            if block:
+                yield from counted()
+                block = []
+            yield from _split_long_word(text, m.start(), m.end(), limit)
+            prev = m.end()
+            continue
         block.append((prev, m.start(), m.end()))
         prev = m.end()
         if len(block) >= _COUNT_BLOCK:
@@ -130,10 +134,10 @@ def _split_long_sentence(text: str, start: int, end: int, limit: int) -> list[tu
     def close(words: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
         """Emit the longest prefix of ``words`` that fits as one run; return the rest."""
         a, j = words[0][0], len(words)
-        n = count_tokens(text[a:words[j - 1][1]])
+        n = count_within(text[a:words[j - 1][1]], limit)
         while n > limit and j > 1:
             j -= 1
-            n = count_tokens(text[a:words[j - 1][1]])
+            n = count_within(text[a:words[j - 1][1]], limit)
         runs.append((a, words[j - 1][1], n))
         return words[j:]
 
@@ -161,7 +165,7 @@ def _units(text: str, limit: int) -> tuple[list[int], list[int], list[int], list
     heads: list[bool] = []
     prev = None
     for a, b in sentence_spans(text):
-        n = count_tokens(text[a if prev is None else prev : b])
+        n = count_within(text[a if prev is None else prev : b], limit)
         # Counted alone (at a window start) a sentence may take a token or two more.
         if n <= limit - 8 or (n <= limit and count_tokens(text[a:b]) <= limit):
             starts.append(a)
@@ -169,7 +173,9 @@ def _units(text: str, limit: int) -> tuple[list[int], list[int], list[int], list
             toks.append(n)
             heads.append(True)
         else:
-            for i, (x, y, m) in enumerate(_split_long_sentence(text, a, b, limit)):
+            one_word = _SPACE_RE.search(text, a, b) is None  # unbroken text: its pieces are counted already
+            parts = _split_long_word(text, a, b, limit) if one_word else _split_long_sentence(text, a, b, limit)
+            for i, (x, y, m) in enumerate(parts):
                 starts.append(x)
                 ends.append(y)
                 toks.append(m)
@@ -209,14 +215,14 @@ def _overlap_start(
     k = 0
     while k < len(words) - 1 and (end - words[k]) * ratio > budget:
         k += 1
-    n = count_tokens(text[words[k] : end])
+    n = count_within(text[words[k] : end], budget)
     while n > budget and k < len(words) - 1:  # guessed too far back
         k += 1
-        n = count_tokens(text[words[k] : end])
+        n = count_within(text[words[k] : end], budget)
     if n > budget:
         return -1, 0  # the last word alone is longer than the budget
     while k > 0:  # guessed too short: take more words while they fit
-        m = count_tokens(text[words[k - 1] : end])
+        m = count_within(text[words[k - 1] : end], budget)
         if m > budget:
             break
         k, n = k - 1, m
@@ -245,7 +251,7 @@ def _windows(text: str, chunk_tokens: int, overlap: int,
         e = bisect.bisect_right(prefix, prefix[j] + chunk_tokens - carried) - 1
         e = max(e, j + 1)
         chunk = text[lead : ends[e - 1]]
-        exact = count_tokens(chunk)
+        exact = count_within(chunk, chunk_tokens)
         while exact > chunk_tokens:
             if e - 1 > j:
                 e -= 1
@@ -254,7 +260,7 @@ def _windows(text: str, chunk_tokens: int, overlap: int,
             else:
                 break  # unit j alone is too long (tokenised without its leading space)
             chunk = text[lead : ends[e - 1]]
-            exact = count_tokens(chunk)
+            exact = count_within(chunk, chunk_tokens)
         if exact > chunk_tokens:  # pragma: no cover - _units guards against it
             out.extend(_split_long_sentence(text, starts[j], ends[j], chunk_tokens))
         else:
@@ -280,7 +286,7 @@ def _chunk_spans(text: str, chunk_tokens: int, overlap: int, total: int | None =
     if not text.strip():
         return []
     if total is None:
-        total = count_tokens(text)
+        total = count_within(text, chunk_tokens)
     if total <= chunk_tokens:
         if progress is not None:
             progress(len(text))
@@ -357,7 +363,8 @@ def _document_spans(doc: Document, chunk_tokens: int, overlap: int, total: int,
 
 
 def _chunk_title(doc: Document, location: dict[str, Any] | None) -> str:
-    return section_title(doc.title, (location or {}).get("headings"))
+    # copied into every chunk: capped whatever the document's title and section path
+    return cap_title(section_title(cap_title(doc.title), (location or {}).get("headings")))
 
 
 
@@ -430,10 +437,11 @@ def chunk_documents(
 
     # one plain call per text: faster than count_tokens_batch, whose thread pool costs more
     # than it saves on short texts
-    totals = [count_tokens(doc.text) for doc in docs]
+    totals = [count_within(doc.text, chunk_tokens) for doc in docs]  # exact when a text fits one chunk
     chunks: list[Chunk] = []
     for doc, total in zip(docs, totals):
         parts_of: dict[str, tuple] = {}
+        doc_title = cap_title(doc.title)  # copied into every chunk: a few hundred characters at most
         declared = _declared_years(doc.metadata or {})
         locator = Locator(doc)
         for position, (start, end, tokens, at) in enumerate(_document_spans(doc, chunk_tokens, overlap, total,
@@ -447,8 +455,8 @@ def chunk_documents(
             if declared:
                 meta["title_years"] = sorted(declared.union(meta["title_years"]))
             meta["doc"] = dict(doc.metadata or {})
-            if title != doc.title:  # the chunk is titled by its section; the document's title stays here
-                meta["doc"]["title"] = doc.title
+            if title != doc_title:  # the chunk is titled by its section; the document's title stays here
+                meta["doc"]["title"] = doc_title
             if location is not None:
                 meta["location"] = location
             chunks.append(

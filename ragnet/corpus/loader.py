@@ -61,7 +61,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Union
 
-from ragnet.corpus.formats.markdown import ATX_HEADING, SETEXT_UNDERLINE, heading_positions
+from ragnet._printable import printable_name
+from ragnet.corpus.formats.markdown import ATX_HEADING, SETEXT_UNDERLINE, heading_positions, strip_inline_data
+from ragnet.corpus.limits import DEFAULT_MAX_FILE_MB, FileBounds, cap_positions, cap_title
 from ragnet.corpus.outputs import ragnet_output
 from ragnet.corpus.types import Document
 from ragnet.errors import InputError
@@ -78,8 +80,6 @@ _BINARY_FORMATS = frozenset({"pdf", "html", "docx"})
 #: What ``load_documents`` does with a file it cannot read: report all and load nothing, or leave it out.
 ON_ERROR = ("fail", "skip")
 _SUPPORTED = ", ".join(SUFFIXES)
-#: Default largest file ``load_documents`` reads, in megabytes.
-DEFAULT_MAX_FILE_MB = 20.0
 MAX_TITLE_CHARS = 120
 _BINARY_PROBE = 8192
 _GLOB_MAGIC = re.compile(r"[*?\[]")
@@ -122,7 +122,7 @@ class LoadReport:
         """Skipped files grouped by reason (the message up to its details), in order of first appearance."""
         groups: dict[str, list[str]] = {}
         for err in self.skipped:
-            groups.setdefault(_reason(err), []).append(err.path or str(err.argument or "?"))
+            groups.setdefault(_reason(err), []).append(printable_name(err.path or err.argument or "?"))
         return groups
 
     def summary(self) -> str:
@@ -165,9 +165,12 @@ def load_documents(
             folder, e.g. ``"**/*.md"``) instead of every supported file.
         encoding: text encoding of the text files (UTF-8 by default; a leading BOM is
             removed). HTML files declare their own (``<meta charset>``), else it is guessed.
-        max_file_mb: refuse files larger than this many megabytes (None: no limit). Chunking
-            takes about a second per MB of unbroken text on one core, so a huge file is more
-            likely a mistake (a log, a dump) than a document; raise the limit for a real one.
+        max_file_mb: the work one file may cost, in megabytes (None: no bound): refuse a file
+            larger than this on disk, a DOCX unpacking to more, a PDF whose pages hold more
+            drawing instructions than a tenth of it on one page or three times it in all, an
+            HTML page of more than 20,000 elements per MB (:mod:`ragnet.corpus.limits`). A huge
+            file is more likely a mistake (a log, a dump) than a document; raise the limit for a
+            real one.
         on_error: ``"fail"`` (default): any bad file raises, listing every bad file, and
             nothing is returned. ``"skip"``: bad files are left out whole and one warning
             summarises them (:func:`read_documents` returns that summary instead).
@@ -240,6 +243,7 @@ def read_documents(
     seen_files: set[Path] = set()
     problems: list[InputError] = []
     files_read = 0
+    bounds = FileBounds(max_file_mb)
     for source in _expand(given, glob):
         try:
             key, size = _regular_file(source)
@@ -251,7 +255,7 @@ def read_documents(
         seen_files.add(key)
         try:
             _check_size(source, size, max_file_mb)
-            found = _read(source, codec, encoding)
+            found = _read(source, codec, encoding, bounds)
         except InputError as err:  # report every bad file together, after reading the others
             problems.append(err)
             continue
@@ -282,7 +286,7 @@ def read_documents(
                          argument="paths")
     report = LoadReport(docs, files_read, problems)
     if not docs:
-        names = ", ".join(str(p) for p in given)
+        names = ", ".join(printable_name(p) for p in given)
         if problems:
             reasons = [line.strip() for line in report.summary().split("\n")[1:]]
             raise InputError(f"no documents left in {names}: every file was skipped\n  " + "\n  ".join(reasons),
@@ -396,15 +400,16 @@ class _OutputFolders:
     def warn(self, where: str | Path) -> None:
         """Say once which folders were skipped (when some files remain to read)."""
         if self.found:
-            warnings.warn(f"{where}: skipped folders ragnet wrote, which are not documents: {self.names()}",
+            warnings.warn(f"{printable_name(where)}: skipped folders ragnet wrote, which are not documents: "
+                          f"{self.names()}",
                           stacklevel=5)
 
 
 def _shown(path: Path, base: Path) -> str:
     try:
-        return path.relative_to(base).as_posix() or "."
+        return printable_name(path.relative_to(base).as_posix() or ".")
     except ValueError:
-        return str(path)
+        return printable_name(path)
 
 
 def _folder_files(folder: Path, pattern: str | None) -> list[_Source]:
@@ -436,8 +441,8 @@ def _folder_files(folder: Path, pattern: str | None) -> list[_Source]:
             elif p.is_file():
                 skipped[suffix or "(no suffix)"] = skipped.get(suffix or "(no suffix)", 0) + 1
     files.sort(key=lambda p: p.relative_to(folder).parts)
-    others = ", ".join(f"{n} {s}" for s, n in sorted(skipped.items()))
-    links = (f"skipped links to folders, which are not followed: {', '.join(sorted(linked))} "
+    others = ", ".join(f"{n} {printable_name(s)}" for s, n in sorted(skipped.items()))
+    links = (f"skipped links to folders, which are not followed: {', '.join(map(printable_name, sorted(linked)))} "
              f"(name a linked folder itself to read it)")
     if not files:
         found = f"; found only {others}" if others else "" if outputs.found or linked else " (the folder is empty)"
@@ -445,9 +450,9 @@ def _folder_files(folder: Path, pattern: str | None) -> list[_Source]:
                          f"{'; ' + links if linked else ''}", path=folder)
     outputs.warn(folder)
     if linked:
-        warnings.warn(f"{folder}: {links}", stacklevel=4)
+        warnings.warn(f"{printable_name(folder)}: {links}", stacklevel=4)
     if skipped:
-        warnings.warn(f"{folder}: skipped files with unsupported suffixes: {others}", stacklevel=4)
+        warnings.warn(f"{printable_name(folder)}: skipped files with unsupported suffixes: {others}", stacklevel=4)
     return [_Source(p, str(p), _rel(p, folder)) for p in files]
 
 
@@ -553,18 +558,28 @@ def _check_size(source: _Source, size: int, max_file_mb: float | None) -> None:
                          "the limit (--max-file-mb, load_documents(max_file_mb=...))", path=source.display)
 
 
-def _read(source: _Source, codec: str, encoding: str) -> list[tuple[Document, int | None]]:
-    """The documents of one file, each with its line number (None but for JSONL)."""
+def _read(source: _Source, codec: str, encoding: str,
+          bounds: FileBounds | None = None) -> list[tuple[Document, int | None]]:
+    """The documents of one file, each with its line number (None but for JSONL), read within
+    ``bounds`` (default: those of the default ``max_file_mb``); whatever goes wrong is an
+    InputError naming the file (a structure nested too deep for a parser too)."""
+    try:
+        return _read_kind(source, codec, encoding, bounds if bounds is not None else FileBounds())
+    except RecursionError:  # this file's problem only, never the run's
+        raise InputError("malformed file: nested too deep to read", path=source.display) from None
+
+
+def _read_kind(source: _Source, codec: str, encoding: str, bounds: FileBounds) -> list[tuple[Document, int | None]]:
     kind = SUFFIXES[source.path.suffix.lower()]
     if kind in _BINARY_FORMATS:
-        return [(_read_formatted(source, kind), None)]
+        return [(_read_formatted(source, kind, bounds), None)]
     text = _decode(source, codec, encoding)
     if kind == "jsonl":
         return _read_jsonl(source, text)
     return [(_read_text(source, text, markdown=kind == "markdown"), None)]
 
 
-def _read_formatted(source: _Source, kind: str) -> Document:
+def _read_formatted(source: _Source, kind: str, bounds: FileBounds) -> Document:
     """A PDF, HTML or DOCX file as one document (:mod:`ragnet.corpus.formats`)."""
     from ragnet.corpus.formats import read_file
 
@@ -572,9 +587,9 @@ def _read_formatted(source: _Source, kind: str) -> Document:
         data = source.path.read_bytes()
     except OSError as exc:
         raise InputError(f"cannot read file: {exc.strerror or exc}", path=source.display) from None
-    got = read_file(kind, data, source.display)
+    got = read_file(kind, data, source.display, bounds)
     for note in got.notes:
-        warnings.warn(f"{source.display}: {note}", stacklevel=5)
+        warnings.warn(f"{printable_name(source.display)}: {note}", stacklevel=5)
     title = got.title.strip() or _title(got.text, False) or source.path.stem
     return Document(id=source.rel_id, title=title, text=got.text, metadata=dict(got.metadata),
                     source=source.display, location={"file": source.rel_id}, positions=got.positions)
@@ -592,6 +607,8 @@ def parse_jsonl_record(line: str, where: Any, number: int) -> dict:
         record = json.loads(line)
     except json.JSONDecodeError as exc:
         raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", path=where, line=number) from None
+    except RecursionError:
+        raise InputError("invalid JSON: nested too deep to read", path=where, line=number) from None
     if not isinstance(record, dict):
         raise InputError(f"expected a JSON object per line, got {_json_type(record)}", path=where, line=number)
     if _SURROGATE_ESCAPE.search(line):
@@ -675,6 +692,7 @@ def _record_to_document(record: dict, default_id: str, where: str, number: int, 
         title = ""
     elif not isinstance(title, str):
         raise fail(f"'title' must be a string, got {_json_type(title)}")
+    title = cap_title(title)
 
     metadata = record.pop("metadata", None)
     if metadata is None:
@@ -694,13 +712,15 @@ def _read_text(source: _Source, text: str, *, markdown: bool) -> Document:
     metadata: dict[str, Any] = {}
     if markdown:
         text, metadata = _front_matter(text)
+        text = strip_inline_data(text)  # an image's base64 bytes are not text
         if not text.strip():
             raise InputError("file has front matter but no text", path=source.display)
     title = metadata.pop("title", None)
     if not isinstance(title, str) or not title.strip():
         title = _title(text, markdown) or source.path.stem
-    return Document(id=source.rel_id, title=title, text=text, metadata=metadata, source=source.display,
-                    location={"file": source.rel_id}, positions=heading_positions(text) if markdown else ())
+    positions = cap_positions(heading_positions(text)) if markdown else ()
+    return Document(id=source.rel_id, title=cap_title(title), text=text, metadata=metadata, source=source.display,
+                    location={"file": source.rel_id}, positions=positions)
 
 
 def _title(text: str, markdown: bool) -> str | None:

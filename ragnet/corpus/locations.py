@@ -33,6 +33,7 @@ from __future__ import annotations
 import bisect
 from typing import Any, Mapping
 
+from ragnet.corpus.limits import cap_title
 from ragnet.corpus.types import Document
 from ragnet.errors import InputError
 
@@ -133,7 +134,7 @@ class Locator:
                     out["page_label_end"] = labels[1]
         headings = (first if at is None else self._place(at)).get("headings")
         if headings:
-            out["headings"] = list(headings)
+            out["headings"] = [cap_title(h) for h in headings]  # copied into every chunk: capped
         return out
 
 

@@ -22,10 +22,13 @@ __all__ = ["sentence_spans", "split_sentences"]
 
 # Candidate sentence ends: terminal punctuation (plus closing quotes/brackets) then
 # whitespace, or a paragraph break, or a newline before a Markdown block start.
+# Each alternative starts only where its run of punctuation or blanks starts (the lookbehinds):
+# tried inside a long run ("....", a megabyte of spaces) it would rescan the rest of the run
+# from every position, quadratic in the run's length.
 _BREAK_RE = re.compile(
-    r"""(?P<punct>[.!?…]+["'”’)\]]*)(?P<space>[ \t\u00a0]*\n[ \t]*\n\s*|\s+)
-      | (?P<para>[ \t]*\n[ \t]*\n\s*)
-      | (?P<block>[ \t]*\n(?=[ \t]*(?:\#{1,6}\s|[-*+]\s|\d{1,3}[.)]\s|>|\||```)))""",
+    r"""(?<![.!?…])(?P<punct>[.!?…]+["'”’)\]]*)(?P<space>[ \t\u00a0]*\n[ \t]*\n\s*|\s+)
+      | (?<![ \t])(?P<para>[ \t]*\n[ \t]*\n\s*)
+      | (?<![ \t])(?P<block>[ \t]*\n(?=[ \t]*(?:\#{1,6}\s|[-*+]\s|\d{1,3}[.)]\s|>|\||```)))""",
     re.VERBOSE,
 )
 # A period after these is not a sentence end (compared casefolded, without the period).

@@ -81,7 +81,10 @@ def resolve_dataset(name_or_path: str | Path, data_dir: str | Path | None = None
     if p.is_dir() and (p / "questions.jsonl").is_file():
         return p / "questions.jsonl"
     root = Path(data_dir) if data_dir else default_data_dir()
-    matches = sorted(d for d in root.glob(f"{name_or_path}*") if (d / "questions.jsonl").is_file()) if root.is_dir() else []
+    # a prefix of a set's name; not a glob pattern (an absolute path made Path.glob raise, and
+    # "*" or "[" in a name would match other sets)
+    matches = sorted(d for d in root.iterdir() if d.name.startswith(str(name_or_path))
+                     and (d / "questions.jsonl").is_file()) if root.is_dir() else []
     exact = [d for d in matches if d.name == str(name_or_path)]
     if len(exact) == 1:
         return exact[0] / "questions.jsonl"

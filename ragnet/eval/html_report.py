@@ -46,7 +46,9 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ragnet.errors import InputError
+from ragnet._printable import printable_name
+from ragnet.errors import InputError, describe
+from ragnet.eval.report_input import check_page_target, check_row, check_summary
 
 __all__ = ["REPORT_HTML", "TEMPLATE", "read_run_rows", "rebuild_html", "render_html", "row_gold", "row_passages",
            "write_html"]
@@ -405,6 +407,7 @@ TEMPLATE = r"""<!DOCTYPE html>
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="generator" content="ragnet eval report">
 <title>ragnet eval: {{ title }}</title>
 <style>
 :root { --fg:#1d2330; --mute:#5d6677; --line:#d9dde5; --bg:#f6f7f9; --good:#1f8a4c; --part:#c98a0b; --bad:#c0392b;
@@ -652,7 +655,8 @@ def read_run_rows(folder: str | Path, log: Callable[[str], None] = _log) -> list
     changing the file: a line that is not a JSON object is skipped with a warning.
 
     Raises:
-        InputError: the folder holds neither file.
+        InputError: the folder holds neither file, or a row has a field of the wrong type
+            (:func:`ragnet.eval.report_input.check_row`).
     """
     folder = Path(folder)
     plain, packed = folder / "results.jsonl", folder / "results.jsonl.gz"
@@ -667,6 +671,7 @@ def read_run_rows(folder: str | Path, log: Callable[[str], None] = _log) -> list
         raise InputError(f"{folder} holds no results.jsonl (or results.jsonl.gz): not a ragnet eval run folder",
                          argument="out")
     rows = []
+    source = plain if plain.is_file() else packed
     for number, raw in enumerate(data.split(b"\n"), 1):
         if not raw.strip():
             continue
@@ -674,9 +679,10 @@ def read_run_rows(folder: str | Path, log: Callable[[str], None] = _log) -> list
             row = json.loads(raw.decode("utf-8"))
             if not isinstance(row, dict) or "strategy" not in row or "id" not in row:
                 raise ValueError("not a result row")
-        except (ValueError, UnicodeDecodeError):
-            log(f"warning: {folder}: skipping line {number} of the results (not a result row)")
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            log(f"warning: {printable_name(folder)}: skipping line {number} of the results (not a result row)")
             continue
+        check_row(row, source, number)  # a field of the wrong type: a named error, not a traceback later
         rows.append(row)
     return rows
 
@@ -732,36 +738,46 @@ def _recover_passages(rows: Sequence[dict[str, Any]], index_dir: str | Path | No
                 texts[str(c["id"])] = (str(c.get("title", "")), str(c.get("text", "")))
     done = 0
     for r in todo:
-        kept: dict[str, list[int]] = {}
-        oracle: dict[str, list[int]] = {}
-        for e in r.get("trace") or ():
-            if e.get("step") == "select" and e.get("sentences"):
-                kept = {str(s["id"]): [int(k) for k in s.get("kept") or ()] for s in e["sentences"]
-                        if isinstance(s, dict) and s.get("kept") is not None and s.get("kept") != list(range(int(s.get("of", -1))))}
-            if e.get("step") == "oracle" and e.get("sentences"):
-                for s in e["sentences"]:
-                    if isinstance(s, dict) and s.get("from") == "dataset":
-                        oracle.setdefault(str(s.get("id")), []).append(int(s.get("index", -1)))
-        sentences = {(str(s[0]), int(s[1])): str(s[2]) for s in (r.get("gold") or gold.get(str(r["id"])) or {})
-                     .get("sentences") or () if isinstance(s, (list, tuple)) and len(s) == 3}
-        passages = []
-        for cid in r["context"]:
-            cid = str(cid)
-            title, text = texts.get(cid, ("", ""))
-            if cid in oracle:
-                text = " ".join(sentences.get((_doc_of(cid), i), "") for i in oracle[cid]).strip() or text
-            elif cid in kept:
-                text = _crop(text, kept[cid])
-            if cid not in texts and cid not in oracle:
-                break
-            passages.append({"id": cid, "title": title or _doc_of(cid), "text": _cap(text, PASSAGE_CHARS),
-                             "recovered": True})
-        else:
+        try:
+            passages = _recovered(r, texts, gold)
+        except (TypeError, ValueError, AttributeError, KeyError, IndexError):
+            passages = None  # a trace or gold label not as ragnet writes them: shown as unavailable
+        if passages is not None:
             r["passages"] = passages
             done += 1
     if done:
         log(f"recovered the passages of {done} rows from the chunk texts of {index_dir} and their traces")
     return done
+
+
+def _recovered(r: dict[str, Any], texts: dict[str, tuple[str, str]], gold: dict[str, dict[str, Any]]
+               ) -> list[dict[str, Any]] | None:
+    """The passages of row ``r`` rebuilt from chunk ``texts`` and its trace; None when a chunk is missing."""
+    kept: dict[str, list[int]] = {}
+    oracle: dict[str, list[int]] = {}
+    for e in r.get("trace") or ():
+        if e.get("step") == "select" and e.get("sentences"):
+            kept = {str(s["id"]): [int(k) for k in s.get("kept") or ()] for s in e["sentences"]
+                    if isinstance(s, dict) and s.get("kept") is not None and s.get("kept") != list(range(int(s.get("of", -1))))}
+        if e.get("step") == "oracle" and e.get("sentences"):
+            for s in e["sentences"]:
+                if isinstance(s, dict) and s.get("from") == "dataset":
+                    oracle.setdefault(str(s.get("id")), []).append(int(s.get("index", -1)))
+    sentences = {(str(s[0]), int(s[1])): str(s[2]) for s in (r.get("gold") or gold.get(str(r["id"])) or {})
+                 .get("sentences") or () if isinstance(s, (list, tuple)) and len(s) == 3}
+    passages = []
+    for cid in r["context"]:
+        cid = str(cid)
+        title, text = texts.get(cid, ("", ""))
+        if cid in oracle:
+            text = " ".join(sentences.get((_doc_of(cid), i), "") for i in oracle[cid]).strip() or text
+        elif cid in kept:
+            text = _crop(text, kept[cid])
+        if cid not in texts and cid not in oracle:
+            return None
+        passages.append({"id": cid, "title": title or _doc_of(cid), "text": _cap(text, PASSAGE_CHARS),
+                         "recovered": True})
+    return passages
 
 
 def rebuild_html(folder: str | Path, *, data: str | Path | None = None, data_dir: str | Path | None = None,
@@ -778,24 +794,31 @@ def rebuild_html(folder: str | Path, *, data: str | Path | None = None, data_dir
         folder: the run folder (``--out`` of the run).
         data, data_dir: the question file (or set name and data folder) holding the gold labels.
         index: the index folder whose ``chunks.jsonl`` holds the chunk texts.
-        output: where the page goes (default ``FOLDER/report.html``).
+        output: where the page goes (default ``FOLDER/report.html``); only a new file, a run
+            folder's own ``report.html`` or a page ragnet wrote is replaced
+            (:func:`ragnet.eval.report_input.check_page_target`).
         log: receives notices and warnings.
 
     Raises:
-        InputError: the folder holds no readable ``summary.json`` or no results.
+        InputError: the folder holds no readable ``summary.json`` or no results, a row or the
+            summary is malformed (naming the file, line and field), or the page would replace a
+            file ragnet did not write.
     """
-    from ragnet.eval.run_folder import IDS, REPORT, SUMMARY
+    from ragnet.eval.run_folder import IDS, MARKER, REPORT, SUMMARY
 
     folder = Path(folder)
     if not folder.is_dir():
         raise InputError(f"{folder} is not a folder", argument="out")
+    target = check_page_target(output if output is not None else folder / REPORT_HTML, MARKER,
+                               argument="html" if output is not None else "out")  # before anything is read
     try:
         summary = json.loads((folder / SUMMARY).read_text(encoding="utf-8"))
         if not isinstance(summary, dict) or not isinstance(summary.get("meta"), dict):
             raise ValueError("not a summary")
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         raise InputError(f"{folder} holds no readable {SUMMARY}: not a finished ragnet eval run; run the eval "
                          "(it writes report.html itself)", argument="out") from None
+    check_summary(summary, folder / SUMMARY)
     meta = summary["meta"]
     labels = {str(s.get("label")) for s in meta.get("strategies") or () if isinstance(s, dict)}
     latest: dict[tuple[str, str], dict[str, Any]] = {}
@@ -824,6 +847,14 @@ def rebuild_html(folder: str | Path, *, data: str | Path | None = None, data_dir
     _recover_passages(rows, index_dir, gold, log)
     try:
         report_md = (folder / REPORT).read_text(encoding="utf-8")
-    except OSError:
+    except (OSError, UnicodeDecodeError):
         report_md = None
-    return write_html(folder, summary, rows, report_md=report_md, gold=gold, order=order, output=output)
+    if report_md is None:  # rendered from the summary, which may lack what the report shows
+        from ragnet.eval.report import format_report
+
+        try:
+            report_md = format_report(summary)
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            raise InputError(f"{SUMMARY} lacks what the report shows ({describe(exc, 120)}) and there is no "
+                             f"{REPORT} to show instead; run the eval again", path=folder / SUMMARY) from None
+    return write_html(folder, summary, rows, report_md=report_md, gold=gold, order=order, output=target)

@@ -54,6 +54,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from ragnet._printable import printable_name
+from ragnet._secrets import redact
 from ragnet.errors import DiskFullError, InputError, is_disk_full
 
 __all__ = ["IDS", "MARKER", "REPORT", "RESULTS", "RUN_FILE", "SUMMARY", "RowWriter", "RunFolder", "claim_folder",
@@ -171,7 +173,8 @@ class RowWriter:
         if self._fd is None:
             raise ValueError("write to a closed RowWriter")
         # a lone surrogate in a text (an LM answer) is written as its JSON escape, which reads back as it was
-        data = (json.dumps(row, ensure_ascii=False, default=str) + "\n").encode("utf-8", "backslashreplace")
+        # an API key an error or a trace echoed is never written (ragnet._secrets)
+        data = (redact(json.dumps(row, ensure_ascii=False, default=str)) + "\n").encode("utf-8", "backslashreplace")
         start = os.fstat(self._fd).st_size
         try:
             written = 0
@@ -235,7 +238,7 @@ class RunFolder:
             return
         entries = sorted(p.name for p in self.path.iterdir()) if self.path.is_dir() else []
         if entries:
-            shown = ", ".join(entries[:5]) + (f" and {len(entries) - 5} more" if len(entries) > 5 else "")
+            shown = ", ".join(map(printable_name, entries[:5])) + (f" and {len(entries) - 5} more" if len(entries) > 5 else "")
             raise InputError(f"{self.path} is not empty and holds no ragnet eval run ({shown}); ragnet eval "
                              "writes only into an empty folder or one an earlier ragnet eval wrote: choose "
                              "another --out", argument="out")

@@ -479,12 +479,14 @@ def _scan(paths: Any, sources: Sources, *, max_file_mb: float | None, on_error: 
     from tqdm.auto import tqdm
 
     from ragnet.corpus import loader
+    from ragnet.corpus.limits import FileBounds
 
     if on_error not in loader.ON_ERROR:
         raise InputError(f"must be one of {', '.join(loader.ON_ERROR)}, got {on_error!r}", argument="on_error")
     if max_file_mb is not None and not (isinstance(max_file_mb, (int, float)) and max_file_mb > 0):
         raise InputError(f"must be a positive number of megabytes, got {max_file_mb!r}", argument="max_file_mb")
     skip = on_error == "skip"
+    bounds = FileBounds(max_file_mb)  # what reading one file may cost (ragnet.corpus.limits)
     codec = loader._check_encoding("utf-8")
     given = loader._as_list(paths)
     if not given:
@@ -529,7 +531,7 @@ def _scan(paths: Any, sources: Sources, *, max_file_mb: float | None, on_error: 
                 status = "unchanged"
             else:
                 try:
-                    docs = loader._read(source, codec, "utf-8")
+                    docs = loader._read(source, codec, "utf-8", bounds)
                 except InputError as err:
                     problems.append(err)
                     continue

@@ -30,6 +30,7 @@ from typing import Any
 # litellm fetches a price map over the network at import unless told not to.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+from ragnet._secrets import remember, remember_url  # noqa: E402
 from ragnet.errors import InputError  # noqa: E402
 from ragnet.lm.models import MODELS, default_model_path, ragnet_home  # noqa: E402
 
@@ -110,6 +111,8 @@ def make_lm(lm: str | None = None, *, api_base: str | None = None, api_key: str 
     """
     import dspy
 
+    remember(api_key)  # never written to a run folder, a report or a compiled program
+    remember_url(api_base)
     if isinstance(lm, dspy.BaseLM):
         return lm
     timeout = _check_timeout(timeout)
@@ -376,6 +379,8 @@ class LMOptions:
             if not api_key:
                 raise InputError(f"environment variable {self.api_key_env} is not set or empty",
                                  argument="api-key-env")
+        remember(api_key)  # never written to a run folder, a report or a compiled program
+        remember_url(self.api_base)
         out = {"api_base": self.api_base, "api_key": api_key, "timeout": _check_timeout(self.timeout)}
         return {k: v for k, v in out.items() if v is not None}
 

@@ -125,3 +125,33 @@ def test_on_error_takes_fail_or_skip(tmp_path):
     result = run("index", str(tmp_path), "--out", str(tmp_path / "idx"), "--on-error", "ignore")
     assert result.exit_code == 2
     assert "error: argument 'on-error': choose one of fail, skip, got 'ignore'" in result.output
+
+
+def test_a_file_over_a_bound_is_one_line_and_exit_2_or_counted_under_skip(tmp_path):
+    """Issue 47: a bound on the work a file costs (here a PDF whose pages share one large content
+    stream) is named in one line with the file, like any unreadable file."""
+    from tests.corpus.hostile_files import pdf_shared_stream
+
+    docs = tmp_path / "docs"
+    write(docs / "shared.pdf", pdf_shared_stream(5, 400_000))
+    write(docs / "ok.md", "# Fine\n\nA small note about roads.\n")
+    result = run("index", str(docs), "--out", str(tmp_path / "idx"), "--max-file-mb", "1", "--no-sentences")
+    assert result.exit_code == 2
+    assert result.output == (f"error: {docs}/shared.pdf: too much to read (--max-file-mb 1): page 1 holds 0.4 MB "
+                             "of drawing instructions, over the 0.1 MB a page may hold (a tenth of the bound); raise "
+                             "--max-file-mb (load_documents(max_file_mb=...)) if it is a real document\n")
+    result = run("index", str(docs), "--out", str(tmp_path / "idx"), "--max-file-mb", "1", "--on-error", "skip",
+                 "--no-sentences")
+    assert result.exit_code == 0, result.output
+    assert f"skipped 1 file:\n  too much to read: {docs}/shared.pdf\n" in result.output
+    assert "indexed 1 documents" in result.output
+
+
+def test_max_file_mb_help_names_what_it_bounds():
+    import inspect
+
+    from ragnet.cli.index import index
+
+    text = inspect.signature(index).parameters["max_file_mb"].default.help
+    for bound in ("on disk", "DOCX that unpacks", "PDF whose pages", "HTML page"):
+        assert bound in text

@@ -166,3 +166,34 @@ def test_baseline_chooses_what_the_others_are_compared_with(env):
                  "--no-judge", "--baseline", "combined", "--out", str(tmp / "never"))
     assert bad.exit_code == 2 and "'combined' names no strategy of this run" in bad.output
     assert not (tmp / "never").exists()  # refused before the folder, the index or the LM
+
+
+SECRET = "sk-live-0123456789abcdef"
+
+
+def test_the_api_key_is_written_to_no_file_of_the_run(env, monkeypatch):
+    """Issue 47, item 7: `ragnet eval ... --api-key sk-...` stored the key in run.json,
+    summary.json, report.md and report.html (the recorded command line), and an LM error or a
+    trace echoing it would have gone into results.jsonl."""
+    import ragnet.programs.basic as basic
+
+    data, tmp, _engine, _ = env
+    out = tmp / "out"
+    real = basic.BasicRAG.forward
+
+    def leaky(self, question, **kwargs):  # a server that echoes the key in its error message
+        if "capital" in question.lower():
+            raise RuntimeError(f"401 Unauthorized: invalid key {SECRET}")
+        return real(self, question=question, **kwargs)
+
+    monkeypatch.setattr(basic.BasicRAG, "forward", leaky)
+    result = invoke("--data", "tiny", "--data-dir", str(data), "--strategies", "basic", "--lm", "scripted",
+                    "--api-key", SECRET, "--api-base", "https://me:hunter2-password@llm.example/v1",
+                    "--out", str(out), "--no-plots")
+    assert result.exit_code == 0, result.output
+    written = {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert {"run.json", "summary.json", "report.md", "report.html", "results.jsonl"} <= set(written)
+    for name, content in written.items():
+        assert SECRET.encode() not in content and b"hunter2-password" not in content, name
+    assert "--api-key '***'" in (out / "report.md").read_text()  # it says a key was given, not which
+    assert "invalid key ***" in (out / "results.jsonl").read_text()

@@ -39,3 +39,17 @@ def test_split_filters_ids_and_pooling_dedupes_titles(tmp_path):
     assert [r.id for r in records] == ["q2"]
     docs = pooled_documents(load_questions(data / "questions.jsonl"))
     assert [d.id for d in docs] == ["T", "U"]
+
+
+@pytest.mark.parametrize("name", ["/no/such/set", "hotpot*", "[x"])
+def test_a_data_name_that_is_a_path_or_holds_wildcards_is_a_named_error(tmp_path, name):
+    """An absolute path that does not exist made Path.glob raise NotImplementedError (a traceback,
+    issue 47's probe of `ragnet eval --data`); a set name is a prefix, never a glob pattern."""
+    from ragnet.eval.datasets import resolve_dataset
+
+    for set_name in ("hotpotqa_dev", "hotpot_other"):
+        (tmp_path / set_name).mkdir()
+        (tmp_path / set_name / "questions.jsonl").write_text("{}\n")
+    with pytest.raises(InputError, match=r"argument 'data': no dataset"):
+        resolve_dataset(name, tmp_path)
+    assert resolve_dataset("hotpotqa", tmp_path) == tmp_path / "hotpotqa_dev" / "questions.jsonl"

@@ -201,3 +201,15 @@ def test_the_old_budget_flag_is_gone(dataset, engine, tmp_path):
     result = _optimize(root, out, "--budget", "light")
     assert result.exit_code == 2 and "No such option: --budget" in result.output
     assert not out.exists() and engine.calls == []
+
+
+def test_the_api_key_is_not_written_into_the_compiled_program(dataset, engine, tmp_path):
+    """Issue 47, item 7: optimize records its command line in the compiled program's header."""
+    root, _ = dataset
+    out = tmp_path / "suff.json"
+    secret = "sk-live-optimize-0123456789"
+    result = _optimize(root, out, "-n", "8", "--val-fraction", "0.5", "--api-key", secret)
+    assert result.exit_code == 0, result.output
+    saved = out.read_text()
+    assert secret not in saved
+    assert "--api-key '***'" in json.loads(saved)["metadata"]["ragnet"]["optimization"]["command"]

@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from ragnet.corpus.limits import FileBounds, cap_positions, cap_title
 from ragnet.errors import InputError
 
 __all__ = ["Extracted", "TextBuilder", "FORMATS", "read_file", "require_reader", "date_metadata"]
@@ -137,18 +138,46 @@ def require_reader(kind: str, where: str) -> Any:
                          f"run: pip install {package}", path=where) from None
 
 
-def read_file(kind: str, data: bytes, where: str) -> Extracted:
+def read_file(kind: str, data: bytes, where: str, bounds: FileBounds | None = None) -> Extracted:
     """Read one file's bytes as format ``kind`` (a key of :data:`FORMATS`).
 
+    The title, the author and every heading are capped (:func:`ragnet.corpus.limits.cap_title`). Whatever
+    goes wrong inside a reader is this file's error, never the caller's: a structure nested too
+    deep for the parser (a ``RecursionError``) or any other failure becomes an ``InputError``
+    naming the file.
+
+    Args:
+        kind: ``"pdf"``, ``"html"`` or ``"docx"``.
+        data: the file's bytes.
+        where: the file as named in messages.
+        bounds: what reading it may cost (:class:`ragnet.corpus.limits.FileBounds`; default
+            that of ``max_file_mb=20``).
+
     Raises:
-        InputError: the file is empty, cannot be parsed, is encrypted, holds no text, or the
-            format's package is missing; the message names ``where``.
+        InputError: the file is empty, cannot be parsed, is encrypted, holds no text, is over a
+            bound, or the format's package is missing; the message names ``where``.
     """
     if not data.strip():
         raise InputError("file is empty", path=where)
     module, function = FORMATS[kind].split(":")
-    reader: Callable[[bytes, str], Extracted] = getattr(importlib.import_module(f"{__name__}.{module}"), function)
-    return reader(data, where)
+    reader: Callable[..., Extracted] = getattr(importlib.import_module(f"{__name__}.{module}"), function)
+    try:
+        got = reader(data, where, bounds=bounds if bounds is not None else FileBounds())
+    except InputError:
+        raise
+    except RecursionError:
+        raise InputError(f"malformed {kind.upper()}: its structure is nested too deep to read", path=where) from None
+    except MemoryError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a reader's surprise is this file's problem, not the run's
+        detail = " ".join(str(exc).split())[:160]
+        raise InputError(f"malformed {kind.upper()}, it cannot be read ({type(exc).__name__}"
+                         f"{': ' + detail if detail else ''})", path=where) from None
+    got.title = cap_title(got.title)  # these three are copied into every chunk of the file
+    got.positions = cap_positions(got.positions)
+    if isinstance(got.metadata.get("author"), str):
+        got.metadata["author"] = cap_title(got.metadata["author"])
+    return got
 
 
 _ISO_DATE = re.compile(r"^\s*(\d{4})(?:-(\d{2})(?:-(\d{2}))?)?")

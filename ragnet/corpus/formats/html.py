@@ -7,7 +7,10 @@ taken from the file's BOM or ``<meta charset>``, else guessed).
   non-text elements; ``nav``, ``aside`` and ``footer``; a page-level ``header`` (one inside
   ``article``/``main``/``section`` is the article's own and is kept); anything with
   ``role="navigation"``, ``"banner"``, ``"contentinfo"``, ``"search"`` or ``"complementary"``, or
-  the ``hidden`` attribute. When the page has a ``<main>`` (or ``role="main"``), only it is read;
+  the ``hidden`` attribute. Text the page hides from its reader by the element's own
+  attributes is dropped too: ``aria-hidden="true"`` and an inline ``style`` with
+  ``display: none``, ``visibility: hidden``, ``font-size: 0`` or ``opacity: 0`` (:func:`hidden`;
+  rules in style sheets are not read, see docs/design.md). When the page has a ``<main>`` (or ``role="main"``), only it is read;
   else its ``<article>`` elements when it has some; else the ``<body>``.
 * **Blocks**: paragraphs, headings, list items, table rows (cells joined by ``" | "``),
   ``pre`` (line breaks kept), ``blockquote``... Each block is one paragraph of the text;
@@ -18,7 +21,9 @@ taken from the file's BOM or ``<meta charset>``, else guessed).
   ``<meta name="date">``, ``name="dcterms.date"``, ``property="article:published_time"`` or the
   first ``<time datetime>``; ``author`` from ``<meta name="author">``.
 
-A page with no text left after the boilerplate is removed is refused.
+A page with no text left after the boilerplate is removed is refused, and so is one with more
+elements than ``--max-file-mb`` allows (:mod:`ragnet.corpus.limits`). The tree is walked with an
+explicit stack, so a page of 100,000 nested (or unclosed) elements reads like any other.
 
 Example:
     >>> page = b'''<html><head><title>Report</title><meta name="date" content="2019-05-01"></head>
@@ -45,9 +50,10 @@ import re
 from typing import Any
 
 from ragnet.corpus.formats import Extracted, TextBuilder, date_metadata, require_reader
+from ragnet.corpus.limits import FileBounds, cap_title
 from ragnet.errors import InputError
 
-__all__ = ["read_html"]
+__all__ = ["hidden", "read_html"]
 
 _DROP_TAGS = ("script", "style", "noscript", "template", "svg", "canvas", "iframe", "object", "embed",
               "nav", "aside", "footer", "head", "title", "meta", "link", "base", "button", "select", "dialog")
@@ -73,73 +79,154 @@ def _decoded(data: bytes, where: str) -> Any:
         raise InputError(f"malformed HTML: {' '.join(str(exc).split())[:160]}", path=where) from None
 
 
-def _meta_content(soup: Any, attr: str, value: str) -> str | None:
-    tag = soup.find("meta", attrs={attr: re.compile(f"^{re.escape(value)}$", re.I)})
-    content = tag.get("content") if tag is not None else None
-    return content.strip() if isinstance(content, str) and content.strip() else None
+_HIDDEN_STYLE = re.compile(
+    r"(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*(?:hidden|collapse)"
+    r"|(?:font-size|opacity)\s*:\s*[-+]?0*\.?0*(?:[a-z]+|%)?)\s*(?:!\s*important\s*)?(?:;|$)", re.I)
+# elements whose presence inside a list item makes it a container of blocks rather than one line
+_BLOCK_INSIDE = frozenset(("p", "div", "ul", "ol", "table", "pre", "blockquote", *_HEADINGS))
+_SECTIONING = frozenset(("article", "main", "section"))
 
 
-def _metadata(soup: Any) -> tuple[str, dict[str, Any]]:
-    title_tag = soup.find("title")
-    title = _WS.sub(" ", title_tag.get_text()).strip() if title_tag is not None else ""
-    if not title:
-        h1 = soup.find("h1")
-        title = _WS.sub(" ", h1.get_text()).strip() if h1 is not None else ""
+def hidden(tag: Any) -> bool:
+    """Whether an element is hidden from the reader of the page by its own attributes: ``hidden``,
+    ``aria-hidden="true"``, or an inline style with ``display: none``, ``visibility: hidden``
+    (or ``collapse``), ``font-size: 0`` or ``opacity: 0``. Stylesheet rules are not read.
+
+    Example:
+        >>> from bs4 import BeautifulSoup
+        >>> [hidden(t) for t in BeautifulSoup('<p style="color:red; DISPLAY: none !important">a</p>'
+        ...  '<p style="font-size:0px">b</p><p aria-hidden="true">c</p><p style="font-size:10px">d</p>',
+        ...  "html.parser").find_all("p")]
+        [True, True, True, False]
+    """
+    attrs = tag.attrs
+    if "hidden" in attrs:
+        return True
+    aria = attrs.get("aria-hidden")
+    if isinstance(aria, str) and aria.strip().lower() == "true":
+        return True
+    style = attrs.get("style")
+    return isinstance(style, str) and _HIDDEN_STYLE.search(style) is not None
+
+
+class _Survey:
+    """One walk over the whole tree (iterative: nesting depth costs no stack) finding what the
+    reader needs: the metadata tags, the boilerplate and hidden elements to drop, the content
+    roots, and which elements hold a block (a list item holding a paragraph is read as blocks)."""
+
+    def __init__(self, soup: Any) -> None:
+        from bs4 import Tag
+
+        self.title: Any = None
+        self.h1: Any = None
+        self.time: Any = None
+        self.metas: list[Any] = []
+        self.drop: list[Any] = []
+        self.main: Any = None
+        self.role_main: Any = None
+        self.articles: list[Any] = []
+        self.holders: set[int] = set()
+        # (children left, dropped, inside article/main/section, inside an article) per open element
+        path: list[Any] = []
+        stack: list[tuple[Any, bool, bool, bool]] = [(iter(soup.children), False, False, False)]
+        while stack:
+            children, dropped, sectioned, in_article = stack[-1]
+            child = next(children, None)
+            if child is None:
+                stack.pop()
+                if path:
+                    path.pop()
+                continue
+            if not isinstance(child, Tag):
+                continue
+            name = (child.name or "").lower()
+            self._metadata(child, name)
+            drop = not dropped and self._boilerplate(child, name, sectioned)
+            if drop:
+                self.drop.append(child)
+            gone = dropped or drop
+            if not gone:
+                role = child.get("role")
+                if name == "main" and self.main is None:
+                    self.main = child
+                elif isinstance(role, str) and role.strip().lower() == "main" and self.role_main is None:
+                    self.role_main = child
+                if name == "article" and not in_article:
+                    self.articles.append(child)
+                if name in _BLOCK_INSIDE:
+                    for holder in reversed(path):  # every open element holds a block now
+                        if id(holder) in self.holders:
+                            break
+                        self.holders.add(id(holder))
+            path.append(child)
+            stack.append((iter(child.children), gone, sectioned or name in _SECTIONING,
+                          in_article or name == "article"))
+
+    def _metadata(self, tag: Any, name: str) -> None:
+        if name == "title" and self.title is None:
+            self.title = tag
+        elif name == "h1" and self.h1 is None:
+            self.h1 = tag
+        elif name == "meta":
+            self.metas.append(tag)
+        elif name == "time" and self.time is None and tag.get("datetime") is not None:
+            self.time = tag
+
+    @staticmethod
+    def _boilerplate(tag: Any, name: str, sectioned: bool) -> bool:
+        if name in _DROP_TAGS or hidden(tag):
+            return True
+        role = tag.get("role")
+        if isinstance(role, str) and set(role.lower().split()) & _DROP_ROLES:
+            return True
+        return name == "header" and not sectioned  # a page-level header; an article's own is kept
+
+    def meta_content(self, attr: str, value: str) -> str | None:
+        for tag in self.metas:
+            found = tag.get(attr)
+            if isinstance(found, str) and found.lower() == value.lower():
+                content = tag.get("content")
+                return content.strip() if isinstance(content, str) and content.strip() else None
+        return None
+
+    def roots(self, soup: Any) -> list[Any]:
+        main = self.main if self.main is not None else self.role_main
+        if main is not None:
+            return [main]
+        if self.articles:
+            return self.articles
+        body = soup.find("body")
+        return [body if body is not None and not body.decomposed else soup]
+
+
+def _metadata(survey: _Survey) -> tuple[str, dict[str, Any]]:
+    title = _WS.sub(" ", survey.title.get_text()).strip() if survey.title is not None else ""
+    if not title and survey.h1 is not None:
+        title = _WS.sub(" ", survey.h1.get_text()).strip()
     meta: dict[str, Any] = {}
-    author = _meta_content(soup, "name", "author")
+    author = survey.meta_content("name", "author")
     if author:
         meta["author"] = author
     for attr, value in _DATE_META:
-        found = date_metadata(_meta_content(soup, attr, value))
+        found = date_metadata(survey.meta_content(attr, value))
         if found:
             meta.update(found)
             break
     else:
-        time_tag = soup.find("time", attrs={"datetime": True})
-        if time_tag is not None:
-            meta.update(date_metadata(time_tag.get("datetime")))
+        if survey.time is not None:
+            meta.update(date_metadata(survey.time.get("datetime")))
     return title, meta
-
-
-def _strip_boilerplate(soup: Any) -> None:
-    for tag in soup.find_all(_DROP_TAGS):
-        tag.decompose()
-    for tag in soup.find_all(attrs={"role": True}):
-        if tag.decomposed:
-            continue
-        role = tag.get("role")
-        roles = set(role.lower().split()) if isinstance(role, str) else set()
-        if roles & _DROP_ROLES:
-            tag.decompose()
-    for tag in soup.find_all(attrs={"hidden": True}):
-        if not tag.decomposed:
-            tag.decompose()
-    for tag in soup.find_all("header"):
-        if tag.decomposed:
-            continue
-        if tag.find_parent(("article", "main", "section")) is None:
-            tag.decompose()
-
-
-def _content_roots(soup: Any) -> list[Any]:
-    main = soup.find("main") or soup.find(attrs={"role": "main"})
-    if main is not None:
-        return [main]
-    articles = [a for a in soup.find_all("article") if a.find_parent("article") is None]
-    if articles:
-        return articles
-    body = soup.find("body")
-    return [body if body is not None else soup]
 
 
 class _Walker:
     """Walks the content in document order, emitting blocks with their heading path."""
 
-    def __init__(self) -> None:
+    def __init__(self, holders: set[int]) -> None:
         self.builder = TextBuilder()
         self.headings: list[tuple[int, str]] = []
         self.inline: list[str] = []
         self.last_kind = ""
+        self.holders = holders
 
     def place(self) -> dict[str, Any] | None:
         return {"headings": [text for _, text in self.headings]} if self.headings else {}
@@ -158,11 +245,21 @@ class _Walker:
     def flush(self) -> None:
         self.flush_as("p")
 
-    def walk(self, node: Any) -> None:
+    def walk(self, root: Any) -> None:
+        """Read ``root``'s content; an explicit stack, not recursion, so that 100,000 nested
+        elements cost memory, not the interpreter's stack."""
         from bs4 import NavigableString, Tag
         from bs4.element import Comment, Declaration, Doctype, ProcessingInstruction
 
-        for child in node.children:
+        stack: list[tuple[Any, Any]] = [(iter(root.children), None)]  # (children left, what to do after them)
+        while stack:
+            children, after = stack[-1]
+            child = next(children, None)
+            if child is None:
+                stack.pop()
+                if after is not None:
+                    after()
+                continue
             if isinstance(child, (Comment, Declaration, Doctype, ProcessingInstruction)):
                 continue
             if isinstance(child, NavigableString):
@@ -180,7 +277,7 @@ class _Walker:
                 if text:
                     while self.headings and self.headings[-1][0] >= level:
                         self.headings.pop()
-                    self.headings.append((level, text))
+                    self.headings.append((level, cap_title(text)))
                     self.emit(text, "h")
             elif name == "pre":
                 self.flush()
@@ -191,17 +288,15 @@ class _Walker:
                 self.emit(" | ".join(c for c in cells if c), "tr")
             elif name in ("li", "dt", "dd"):
                 self.flush()
-                if child.find(("p", "div", "ul", "ol", "table", "pre", "blockquote", *_HEADINGS)) is None:
+                if id(child) not in self.holders:
                     self.emit(_WS.sub(" ", child.get_text(" ")).strip(), name)
                 else:  # a list item holding blocks: its own text, then its blocks
-                    self.walk(child)
-                    self.flush_as(name)
+                    stack.append((iter(child.children), lambda kind=name: self.flush_as(kind)))
             elif name in _BLOCKS:
                 self.flush()
-                self.walk(child)
-                self.flush()
+                stack.append((iter(child.children), self.flush))
             else:  # inline: a, span, em, strong, code, ...
-                self.walk(child)
+                stack.append((iter(child.children), None))
 
     def flush_as(self, kind: str) -> None:
         text = self.inline_text()
@@ -209,18 +304,27 @@ class _Walker:
             self.emit(text, kind)
 
 
-def read_html(data: bytes, where: str) -> Extracted:
+def read_html(data: bytes, where: str, bounds: FileBounds | None = None) -> Extracted:
     """The main text of an HTML page, with heading-path positions, title and date.
 
+    Args:
+        data: the file's bytes.
+        where: the file as named in messages.
+        bounds: what reading it may cost (default: :class:`ragnet.corpus.limits.FileBounds`'s).
+
     Raises:
-        InputError: no text is left once the boilerplate is removed, or ``beautifulsoup4`` is
-            missing.
+        InputError: no text is left once the boilerplate is removed, the page has more elements
+            than ``bounds`` allows, or ``beautifulsoup4`` is missing.
     """
+    (bounds if bounds is not None else FileBounds()).check_html(data, where)
     soup = _decoded(data, where)
-    title, meta = _metadata(soup)
-    _strip_boilerplate(soup)
-    walker = _Walker()
-    for root in _content_roots(soup):
+    survey = _Survey(soup)
+    title, meta = _metadata(survey)
+    for tag in survey.drop:
+        if not tag.decomposed:
+            tag.decompose()
+    walker = _Walker(survey.holders)
+    for root in survey.roots(soup):
         walker.walk(root)
         walker.flush()
         walker.last_kind = ""

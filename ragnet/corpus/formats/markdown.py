@@ -17,13 +17,29 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["heading_positions", "ATX_HEADING", "SETEXT_UNDERLINE"]
+__all__ = ["heading_positions", "strip_inline_data", "ATX_HEADING", "SETEXT_UNDERLINE"]
 
 #: An ATX heading line; group 1 is the hashes, group 2 the text.
 ATX_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
 #: A setext underline: ``===`` (level 1) or ``---`` (level 2).
 SETEXT_UNDERLINE = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _FENCE = ("```", "~~~")
+# a data: URI carrying base64 bytes (an inline image), long enough not to be prose
+_INLINE_DATA = re.compile(r"(data:[\w.+-]+/[\w.+-]+(?:;[\w.+-]+=[\w.+-]+)*;base64,)[A-Za-z0-9+/]{64,}={0,2}")
+
+
+def strip_inline_data(text: str) -> str:
+    """``text`` with the base64 payload of each ``data:`` URI (an image pasted into a note) left
+    out: hundreds of kilobytes that are not text, and that chunking would cut into hundreds of
+    chunks of noise. The URI's type stays, followed by "…".
+
+    Example:
+        >>> strip_inline_data("See ![chart](data:image/png;base64," + "iVBORw0K" * 20 + ") above.")
+        'See ![chart](data:image/png;base64,…) above.'
+    """
+    if "base64," not in text:
+        return text
+    return _INLINE_DATA.sub(lambda m: m.group(1) + "…", text)
 
 
 def heading_positions(text: str) -> tuple[tuple[int, dict[str, Any]], ...]:

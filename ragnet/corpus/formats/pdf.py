@@ -15,7 +15,8 @@ for why it is not the document's ``year``); the title from ``/Title``, else the 
 Refused, one line each naming the file: an encrypted file that does not open with an empty
 password; a file that is not a PDF, is truncated (no ``%%EOF`` marker at its end) or that
 ``pypdf`` cannot parse; a file where no page has a text layer (a scan: run OCR first, for
-example ``ocrmypdf``). A file where only some pages lack text is read, with a note naming those
+example ``ocrmypdf``); a file whose pages hold more drawing instructions than ``--max-file-mb``
+allows (:class:`ragnet.corpus.limits.FileBounds`, checked before any text is read). A file where only some pages lack text is read, with a note naming those
 pages.
 
 ``pypdf`` is the default engine: pure Python, it reads the benchmark PDFs
@@ -43,6 +44,7 @@ from typing import Any, Iterator
 
 from ragnet.corpus.formats import Extracted, TextBuilder, date_metadata, require_reader
 from ragnet.corpus.formats.pdf_sections import numbered_headings, outline_entries, section_marks
+from ragnet.corpus.limits import FileBounds
 from ragnet.errors import InputError
 
 __all__ = ["read_pdf", "running_head", "strip_running_lines", "ENGINES"]
@@ -100,7 +102,7 @@ def _check_container(data: bytes, where: str) -> None:
                          "download or export it again", path=where)
 
 
-def _pypdf_pages(data: bytes, where: str) -> tuple[list[str], dict[str, Any]]:
+def _pypdf_pages(data: bytes, where: str, bounds: FileBounds | None = None) -> tuple[list[str], dict[str, Any]]:
     pypdf = require_reader("pdf", where)
     from pypdf.errors import DependencyError, FileNotDecryptedError, PdfReadError
 
@@ -117,6 +119,7 @@ def _pypdf_pages(data: bytes, where: str) -> tuple[list[str], dict[str, Any]]:
                 if not opened:
                     raise InputError("encrypted PDF (it needs a password); save a copy without encryption and "
                                      "index that", path=where)
+            (bounds if bounds is not None else FileBounds()).check_pdf(reader, where)  # before any text is read
             pages = [page.extract_text() or "" for page in reader.pages]
             damage = next((m for m in problems if _DAMAGE.search(m)), None)
             if damage is not None:
@@ -304,7 +307,7 @@ def _place(page: int, headings: list[str], labels: list[str]) -> dict[str, Any]:
     return place
 
 
-def read_pdf(data: bytes, where: str, engine: str = "pypdf") -> Extracted:
+def read_pdf(data: bytes, where: str, engine: str = "pypdf", bounds: FileBounds | None = None) -> Extracted:
     """The text of a PDF's pages, with each page's and each section's offset as ``{"page": n}`` /
     ``{"page": n, "headings": [...]}`` positions.
 
@@ -312,6 +315,7 @@ def read_pdf(data: bytes, where: str, engine: str = "pypdf") -> Extracted:
         data: the file's bytes.
         where: the file as named in messages.
         engine: ``"pypdf"`` (default) or ``"pdfminer"`` (``pdfminer.six``; no metadata).
+        bounds: what reading it may cost (:class:`ragnet.corpus.limits.FileBounds`; pypdf only).
 
     Returns:
         The text (pages joined by a blank line), title, ``author``/``date``/``year`` metadata
@@ -323,7 +327,7 @@ def read_pdf(data: bytes, where: str, engine: str = "pypdf") -> Extracted:
     if engine not in ENGINES:
         raise InputError(f"unknown PDF engine {engine!r}; choose one of {', '.join(ENGINES)}", argument="engine")
     _check_container(data, where)
-    pages, info = (_pypdf_pages if engine == "pypdf" else _pdfminer_pages)(data, where)
+    pages, info = _pypdf_pages(data, where, bounds) if engine == "pypdf" else _pdfminer_pages(data, where)
     if not pages:
         raise InputError("PDF has no pages", path=where)
     head = running_head(pages)

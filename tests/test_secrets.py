@@ -1,0 +1,40 @@
+"""API keys are redacted from everything ragnet writes (issue 47, item 7): the recorded command
+line, and any text an error or a trace echoed them into."""
+
+from __future__ import annotations
+
+import json
+
+from ragnet._atomic import write_json, write_text
+from ragnet._secrets import REDACTED, redact, redact_argv
+from ragnet.eval.run_folder import RowWriter
+from ragnet.lm.config import LMOptions
+
+
+def test_a_key_given_to_the_lm_options_is_redacted_from_every_write(tmp_path, monkeypatch):
+    key = "sk-proj-unit-test-key-42"
+    monkeypatch.setenv("MY_KEY", "env-secret-value-987")
+    LMOptions(lm="openai/gpt-4o-mini", api_key=key, api_base="http://u:server-pass-1@h/v1").connection()
+    LMOptions(lm="openai/gpt-4o-mini", api_key_env="MY_KEY").connection()
+    write_json(tmp_path / "run.json", {"error": f"401: {key}", "trace": ["env-secret-value-987"],
+                                       "base": "http://u:server-pass-1@h/v1"})
+    write_text(tmp_path / "report.md", f"Command: `ragnet eval --api-key {key}`")
+    with RowWriter(tmp_path / "results.jsonl") as write:
+        write({"id": "q1", "error": f"AuthenticationError: Incorrect API key provided: {key}"})
+    for path in tmp_path.iterdir():
+        text = path.read_text()
+        for secret in (key, "env-secret-value-987", "server-pass-1"):
+            assert secret not in text, (path.name, text)
+    assert json.loads((tmp_path / "results.jsonl").read_text())["error"].endswith(REDACTED)
+
+
+def test_short_values_are_not_taken_for_secrets():
+    LMOptions(lm="openai/x", api_key="k").connection()
+    assert redact("keep every k") == "keep every k"
+
+
+def test_the_command_line_hides_the_key_whatever_its_length():
+    assert redact_argv(["ragnet", "ask", "q", "--api-key", "k", "--lm", "openai/x"]) == [
+        "ragnet", "ask", "q", "--api-key", REDACTED, "--lm", "openai/x"]
+    assert redact_argv(["--api-key=abc", "--api-base", "https://user:pw@host:8000/v1"]) == [
+        f"--api-key={REDACTED}", "--api-base", f"https://user:{REDACTED}@host:8000/v1"]
