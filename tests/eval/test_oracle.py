@@ -219,7 +219,7 @@ def test_runs_beside_the_other_strategies_and_counts_its_modes(index, tmp_path):
     assert rows["q1"]["answer_prompt"] == {"question_at": "auto", "reasoning": False}
     assert any(e["step"] == "oracle" for e in rows["q1"]["trace"])
     assert "oracle" not in summary["strategies"]["basic"]
-    assert summary["strategies"]["oracle@1000"]["oracle"] == {"sentences": 1, "documents": 1, "none": 1}
+    assert summary["strategies"]["oracle@1000"]["oracle"] == {"passages": 0, "sentences": 1, "documents": 1, "none": 1}
     report = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
     assert ("oracle@1000: gold sentences 1, gold documents 1 (no usable sentence-level gold), none 1 (no gold "
             "evidence: not answered, counted wrong)") in report

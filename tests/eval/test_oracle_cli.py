@@ -19,7 +19,7 @@ def test_eval_runs_the_oracle_beside_basic(env):  # noqa: F811
     assert "oracle@1000" in result.output
     summary = json.loads((out / "summary.json").read_text())
     oracle = summary["strategies"]["oracle@1000"]
-    assert oracle["oracle"] == {"sentences": 2, "documents": 0, "none": 0}
+    assert oracle["oracle"] == {"passages": 0, "sentences": 2, "documents": 0, "none": 0}
     assert oracle["gold_all"] == 1.0 and oracle["lm_calls"] == 1.0 and oracle["em"] == 0.5  # q1 exact, q2 "Fleming"
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert all(ORACLE_ROW_KEYS <= set(r) for r in rows if r["strategy"] == "oracle@1000")

@@ -257,7 +257,8 @@ def test_the_page_shows_documents_as_text(serve, serve_index):
                  "setAttribute(\"on", "href"):
         assert sink not in page.SCRIPT, sink  # text goes in through textContent only
     assert "<script>" not in page.PAGE and "style=" not in page.PAGE  # nothing inline: the CSP allows none
-    lm = ProgramLM(answer=citing("c1", "c2", "c3"))
+    # an answer no passage states word for word: the reader's cited chunks stay its citations
+    lm = ProgramLM(answer=lambda prompt, n: {"answer": "yes", "evidence_ids": ["c1", "c2", "c3"]})
     with serve(options(serve_index.path), lm=lm.lm()) as (url, _):
         body = httpx.post(f"{url}/ask", json={"question": "script tag onerror alert", "strategy": "basic"},
                           timeout=30).json()

@@ -33,12 +33,13 @@ def rendered(url: str, *extra: str) -> str:
 def test_the_page_asks_and_shows_passages_as_text(serve_index, dspy_state, tmp_path):
     from ragnet.serve import create_app
 
-    answer = lambda p, n: {"answer": "Paris", "evidence_ids": ["c1", "c2", "c3", "c4"]}  # noqa: E731
+    # an answer no passage states word for word: the reader's four cited chunks stay its citations
+    answer = lambda p, n: {"answer": "yes", "evidence_ids": ["c1", "c2", "c3", "c4"]}  # noqa: E731
     app = create_app(ServeOptions(index=serve_index.path, reload_every=0), lm=ProgramLM(answer=answer).lm())
     with running(app) as url:
         page = f"{url}/?q={quote('script tag onerror alert')}&strategy=basic"
         dom = rendered(page, "--dump-dom")
-    assert '<p id="answer">Paris</p>' in dom
+    assert '<p id="answer">yes</p>' in dom
     assert "&lt;script&gt;alert(\"pwned\")&lt;/script&gt;" in dom  # the passage, as text
     assert "&lt;b&gt;Markup&lt;/b&gt; &amp; co" in dom  # its title too
     assert dom.count("<script") == 1 and "<img" not in dom and "<b>" not in dom  # no element made from a document
