@@ -14,6 +14,8 @@ import re
 import subprocess
 from pathlib import Path
 
+from benchmarks.realdocs.info import _indent, _runs  # the same plain-text layout reading
+
 __all__ = ["render_man", "man_source", "man_to_markdown", "man_version"]
 
 _GAP = re.compile(r"^(\s*)(\S.*?)(\s{2,})(\S.*)$")
@@ -40,10 +42,6 @@ def render_man(name: str) -> str:
     return re.sub(r".\x08", "", text)  # overstrikes, should a pager setting leave some
 
 
-def _indent(line: str) -> int:
-    return len(line) - len(line.lstrip(" "))
-
-
 def _reflow(lines: list[str]) -> str:
     """Filled lines as one paragraph: hyphenation breaks (U+2010 at a line end) joined."""
     out = ""
@@ -61,17 +59,6 @@ def _is_code(lines: list[str]) -> bool:
     if stripped[-1].endswith((".", ":", ";", ")")) and len(stripped[-1].split()) > 2:
         return False
     return all(len(line) < 60 for line in stripped) and not any(line.endswith(".") for line in stripped)
-
-
-def _runs(lines: list[str]) -> list[list[str]]:
-    """Consecutive lines of equal indentation."""
-    runs: list[list[str]] = []
-    for line in lines:
-        if runs and _indent(runs[-1][-1]) == _indent(line):
-            runs[-1].append(line)
-        else:
-            runs.append([line])
-    return runs
 
 
 def _paragraph(lines: list[str]) -> list[str]:

@@ -113,18 +113,25 @@ def evaluate(
     target = out or Path(".ragnet-cache") / "eval" / (f"{ev.name}-{split}" + ("" if mode == "pooled" else f"-{mode}"))
     claim_folder(target)  # before any index or LM work
     pin_threads(max(1, (os.cpu_count() or 2) // threads))
-    program_lm = lms.configure()
-    judge = lms.make(judge_lm) if not no_judge and judge_lm is not None and judge_lm != lms.lm else None
-    reader = lms.reader_lm()
-    say(f"{ev.name}: {len(ev.questions)} questions ({split}, {mode}); strategies "
-        f"{', '.join(r.label for r in plan)}; LM {getattr(program_lm, 'model', program_lm)}"
-        + (f", answers {reader.name}" if reader is not None else "") + f" -> {target}")
+    judge, reader = _eval_lms(lms, judge_lm, no_judge, f"{ev.name}: {len(ev.questions)} questions ({split}, {mode})",
+                              plan, target)
     summary = run_eval(ev, plan, out_dir=target, judge=not no_judge, judge_lm=judge, answer_lm=reader, threads=threads,
                        command=command_line(ctx), fresh=fresh, retry_errors=retry_errors, plots=not no_plots,
                        baseline=baseline, log=say)
     _print_table(summary)
     typer.echo(f"wrote {target / 'report.md'}, {target / 'report.html'}, {target / 'summary.json'} and "
                f"{target / 'results.jsonl'}")
+
+
+def _eval_lms(lms: LMOptions, judge_lm: Optional[str], no_judge: bool, what: str, plan: list,
+              target: Path) -> tuple[Any, Any]:
+    """Configure the run's LMs and say what runs: the judge's LM (None: the programs' own) and the reader."""
+    program_lm = lms.configure()
+    judge = lms.make(judge_lm) if not no_judge and judge_lm is not None and judge_lm != lms.lm else None
+    reader = lms.reader_lm()
+    say(f"{what}; strategies {', '.join(r.label for r in plan)}; LM {getattr(program_lm, 'model', program_lm)}"
+        + (f", answers {reader.name}" if reader is not None else "") + f" -> {target}")
+    return judge, reader
 
 
 def _evaluate_docs(ctx: typer.Context, docs: Path, data: str, plan: list, *, n: Optional[int], ids: Optional[str],
@@ -145,12 +152,8 @@ def _evaluate_docs(ctx: typer.Context, docs: Path, data: str, plan: list, *, n: 
     claim_folder(target)  # before any index or LM work
     pin_threads(max(1, (os.cpu_count() or 2) // threads))
     index = docs_index(docs, log=say)
-    program_lm = lms.configure()
-    judge = lms.make(judge_lm) if not no_judge and judge_lm is not None and judge_lm != lms.lm else None
-    reader = lms.reader_lm()
-    say(f"{name}: {len(questions)} questions over {docs} ({len(index):,} chunks); strategies "
-        f"{', '.join(r.label for r in plan)}; LM {getattr(program_lm, 'model', program_lm)}"
-        + (f", answers {reader.name}" if reader is not None else "") + f" -> {target}")
+    judge, reader = _eval_lms(lms, judge_lm, no_judge, f"{name}: {len(questions)} questions over {docs} "
+                              f"({len(index):,} chunks)", plan, target)
     summary = run_eval(questions, plan, out_dir=target, index=index, name=name, judge=not no_judge, judge_lm=judge,
                        answer_lm=reader, threads=threads, command=command_line(ctx), fresh=fresh,
                        retry_errors=retry_errors, plots=not no_plots, baseline=baseline, log=say,

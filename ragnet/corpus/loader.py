@@ -277,6 +277,14 @@ def read_documents(
         seen_ids.update(mine)
         docs.extend(doc for doc, _ in found)
         files_read += 1
+    check_load(problems, skip, given, found_any=bool(docs))
+    return LoadReport(docs, files_read, problems)
+
+
+def check_load(problems: list[InputError], skip: bool, given: list, *, found_any: bool) -> None:
+    """What ends a load of ``given`` paths: every problem together (one line each) unless files
+    with problems are skipped, and a clear error when no document is left. Shared by
+    :func:`read_documents` and the incremental index update, which reads files the same way."""
     if problems and not skip:
         if len(problems) == 1:
             raise problems[0]
@@ -284,15 +292,14 @@ def read_documents(
         more = f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else ""
         raise InputError(f"{len(problems)} problems in the input; nothing was indexed:\n  {shown}{more}",
                          argument="paths")
-    report = LoadReport(docs, files_read, problems)
-    if not docs:
-        names = ", ".join(printable_name(p) for p in given)
-        if problems:
-            reasons = [line.strip() for line in report.summary().split("\n")[1:]]
-            raise InputError(f"no documents left in {names}: every file was skipped\n  " + "\n  ".join(reasons),
-                             argument="paths")
-        raise InputError(f"no documents found in {names} (supported files: {_SUPPORTED})", argument="paths")
-    return report
+    if found_any:
+        return
+    names = ", ".join(printable_name(p) for p in given)
+    if problems:
+        reasons = [line.strip() for line in LoadReport([], 0, problems).summary().split("\n")[1:]]
+        raise InputError(f"no documents left in {names}: every file was skipped\n  " + "\n  ".join(reasons),
+                         argument="paths")
+    raise InputError(f"no documents found in {names} (supported files: {_SUPPORTED})", argument="paths")
 
 
 # ------------------------------------------------------------------ arguments and paths

@@ -558,21 +558,7 @@ def _scan(paths: Any, sources: Sources, *, max_file_mb: float | None, on_error: 
             plan.extend(items)
             files[key] = FileRecord(digest, tuple(d for d, _, _ in ids))
             setattr(report, status, getattr(report, status) + 1)
-    if problems and not skip:
-        if len(problems) == 1:
-            raise problems[0]
-        shown = "\n  ".join(str(p) for p in problems[:20])
-        more = f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else ""
-        raise InputError(f"{len(problems)} problems in the input; nothing was indexed:\n  {shown}{more}",
-                         argument="paths")
-    if not plan:  # the loader's messages
-        names = ", ".join(str(p) for p in given)
-        if problems:
-            summary = loader.LoadReport([], 0, problems).summary()
-            reasons = [line.strip() for line in summary.split("\n")[1:]]
-            raise InputError(f"no documents left in {names}: every file was skipped\n  " + "\n  ".join(reasons),
-                             argument="paths")
-        raise InputError(f"no documents found in {names} (supported files: {loader._SUPPORTED})", argument="paths")
+    loader.check_load(problems, skip, given, found_any=bool(plan))
     report.removed = sum(1 for key in sources.files if key not in files)
     in_plan = {it.doc_id if isinstance(it, _Keep) else it.doc.id for it in plan}
     gone = sum(1 for doc_id in old_doc_ids if doc_id not in in_plan)
