@@ -29,6 +29,7 @@ _LAZY = {
     "BuildEngine": "ragnet.index.options",
     "configure": "ragnet.lm.config",
     "LMOptions": "ragnet.lm.config",
+    "RAG": "ragnet.programs.rag",
     "BasicRAG": "ragnet.programs",
     "OneShotRAG": "ragnet.programs",
     "IterativeRAG": "ragnet.programs",

@@ -222,8 +222,10 @@ def default_answer_lm(lm: Any = None) -> str | None:
     """
     import dspy
 
-    if isinstance(lm, dspy.BaseLM):
-        return None
+    if isinstance(lm, dspy.BaseLM):  # as installed by configure("local"): the default local model
+        if str(getattr(lm, "model", "")) != f"llamacpp/{default_model_path().stem}":
+            return None
+        lm = "local"
     kind, target = parse_lm_spec(lm)
     if kind != "local" or (target is not None and Path(target) != default_model_path()):
         return None

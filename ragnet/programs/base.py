@@ -1,6 +1,7 @@
 """What every ragnet program shares: the answer step, searches that are traced, and the
 ``dspy.Prediction`` every program returns (``answer``, ``evidence``, ``context`` ids,
-``passages`` as the reader saw them, ``citations``, ``notes``, ``trace``, ``usage``).
+``passages`` as the reader saw them, ``citations``, ``notes``, ``strategy`` (what ran: the spec
+and its budget), ``trace``, ``usage``).
 
 ``evidence`` names the chunks that support the answer, chosen after it without an LM (those
 whose sentences state it, the reader's own cited ones first). ``citations`` is one plain dict
@@ -81,6 +82,9 @@ class RAGProgram(dspy.Module):
     #: here (BasicRAG); the programs that pack a budget (the one-shot, the agents, the router) say
     #: "auto", which places it per question.
     default_question_at: ClassVar[str] = "first"
+    #: The spec the program was built from (``ragnet.RAG`` and the registry set it); None for a
+    #: program constructed directly, which :meth:`ran_as` names by its class.
+    spec: str | None = None
 
     def __init__(self, index: Any, *, lam: float = 0.4, retries: int = 1, answer: AnswerStep | None = None) -> None:
         super().__init__()
@@ -143,6 +147,13 @@ class RAGProgram(dspy.Module):
                              argument="step")
         current.predict = copy.deepcopy(step.predict if isinstance(step, Step) else step)
 
+    def ran_as(self) -> str:
+        """What runs, as ``ask`` prints it and every prediction's ``strategy`` records it: the spec
+        (else the class name) and the answer budget, e.g. ``"oneshot:sentences+hops@1000"``."""
+        name = self.spec or type(self).__name__
+        budget = getattr(self, "budget", None)
+        return f"{name}@{budget}" if budget else name
+
     def max_lm_calls(self) -> int:
         """Upper bound of the LM calls one question costs with the current switches (retries
         not counted): what ``ragnet optimize`` multiplies to print its expected cost."""
@@ -177,6 +188,7 @@ class RAGProgram(dspy.Module):
             # where each evidence chunk is from and the sentences of it the reader saw
             citations=citations(result.evidence, result.context, result.answer, question),
             notes=result.notes,
+            strategy=self.ran_as(),
             trace=trace.to_list(),
             usage=usage,
             **result.extra,
