@@ -349,13 +349,12 @@ def report(
     out: Path = typer.Option(..., "--out", help="The folder of a finished `ragnet eval` run (summary.json and results.jsonl or results.jsonl.gz)."),
     data: Optional[str] = typer.Option(None, help="Question file with the gold labels, for rows that do not carry them (default: the run's own, when it is still there)."),
     data_dir: Optional[Path] = data_dir_option(),
-    index: Optional[Path] = typer.Option(None, "--index", help="Index folder whose chunk texts restore the passages of rows that do not carry them (default: the run's cached index, when it is still there)."),
     html: Optional[Path] = typer.Option(None, "--html", help="Write the page here instead of OUT/report.html."),
 ) -> None:
     """(Re)build report.html of a finished run from its files; runs nothing (no index search, no LM)."""
     from ragnet.eval.html_report import rebuild_html
 
-    typer.echo(f"wrote {rebuild_html(out, data=data, data_dir=data_dir, index=index, output=html, log=say)}")
+    typer.echo(f"wrote {rebuild_html(out, data=data, data_dir=data_dir, output=html, log=say)}")
 
 
 def register(app: typer.Typer) -> None:

@@ -112,11 +112,6 @@ class KnapsackResult:
     optimal: bool = False
 
     @property
-    def tokens(self) -> int:
-        """Alias of ``tokens_used``."""
-        return self.tokens_used
-
-    @property
     def gap(self) -> float:
         """Certified relative optimality gap ``(upper_bound - value) / upper_bound`` (0.0 when optimal)."""
         if self.optimal or self.upper_bound <= 0:

@@ -7,8 +7,7 @@ grew with every rebuild (20, 40, 60 documents). An eval run folder (``report.md`
 what their writer leaves in them:
 
 - an index folder by its ``manifest.json``: a JSON object whose ``"format"`` is
-  ``"ragnet-index"`` (older manifests lack that key and carry ``format_version``,
-  ``embedder``, ``dimension``, ``chunk_count`` and the ``files`` checksums instead);
+  ``"ragnet-index"`` (every index of the format this ragnet reads declares it);
 - an eval run folder by its ``.ragnet-eval`` marker file.
 
 The names are those of :mod:`ragnet.index.index` and :mod:`ragnet.eval.run_folder`, which
@@ -36,7 +35,6 @@ INDEX_MANIFEST = "manifest.json"
 INDEX_FORMAT = "ragnet-index"
 #: The marker file of a ``ragnet eval`` output folder.
 EVAL_MARKER = ".ragnet-eval"
-_LEGACY_KEYS = ("format_version", "embedder", "dimension", "chunk_count")
 #: A manifest larger than this is someone else's file (an index's is a few kilobytes per file it lists).
 _MAX_MANIFEST_BYTES = 16_000_000
 
@@ -58,7 +56,4 @@ def ragnet_output(folder: str | Path) -> str | None:
         return None
     if not isinstance(manifest, dict):
         return None
-    if "format" in manifest:
-        return "a ragnet index" if manifest["format"] == INDEX_FORMAT else None
-    legacy = isinstance(manifest.get("files"), dict) and all(key in manifest for key in _LEGACY_KEYS)
-    return "a ragnet index" if legacy else None
+    return "a ragnet index" if manifest.get("format") == INDEX_FORMAT else None

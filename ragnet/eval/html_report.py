@@ -19,9 +19,8 @@ Long fields are capped (passage texts, trace lists and strings) so a report of a
 answers stays a file a browser opens at once.
 
 Rows written before rows carried ``passages`` and ``gold`` still render: the gold labels are
-read from the run's question file when it is still there (or ``data``), the passages are
-recovered from the run's cached index when it is still there (marked as recovered), and what
-cannot be recovered is shown as unavailable.
+read from the run's question file when it is still there (or ``data``), and the passages are
+shown as unavailable, with the ids of the chunks the reader saw.
 
 Example:
     >>> rows = [{"strategy": "basic", "id": "q1", "question": "Capital of France?", "answers": ["Paris"],
@@ -264,8 +263,7 @@ def _strategy_view(label: str, row: dict[str, Any] | None, gold: dict[str, Any] 
             segments, hit = _segments(_cap(p.get("text", ""), PASSAGE_CHARS), [patterns[n] for n in mine])
             found |= {mine[k] for k in hit}
             shown.append({"id": pid, "title": title, "segments": segments, "cited": pid in evidence,
-                          "gold_doc": bool(gold_keys & {_norm(title), _norm(_doc_of(pid))}),
-                          "recovered": bool(p.get("recovered"))})
+                          "gold_doc": bool(gold_keys & {_norm(title), _norm(_doc_of(pid))})})
         view["passages"] = shown
     else:
         view["passages"] = None
@@ -532,7 +530,7 @@ ol.trace li.route .step { color: #2b4f9e; } ol.trace li.filter .step { color: va
 <div class="label">Context the reader saw</div>
 {%- if s.passages is not none %}
 {%- for p in s.passages %}
-<div class="psg{% if p.gold_doc %} golddoc{% endif %}"><span class="pid">{{ p.id }}{% if p.gold_doc %}<span class="tag g">gold doc</span>{% endif %}{% if p.cited %}<span class="tag c">cited</span>{% endif %}{% if p.recovered %}<span class="tag">recovered</span>{% endif %}</span>
+<div class="psg{% if p.gold_doc %} golddoc{% endif %}"><span class="pid">{{ p.id }}{% if p.gold_doc %}<span class="tag g">gold doc</span>{% endif %}{% if p.cited %}<span class="tag c">cited</span>{% endif %}</span>
 {% for seg in p.segments %}{% if seg.gold %}<mark>{{ seg.text }}</mark>{% else %}{{ seg.text }}{% endif %}{% endfor %}</div>
 {%- else %}<p class="na">The reader saw no passages.</p>
 {%- endfor %}
@@ -702,98 +700,17 @@ def _gold_from_data(path: str | Path | None, data_dir: str | Path | None, ids: s
     return {str(r.id): g for r in records if (g := row_gold(r)) is not None}
 
 
-def _crop(text: str, kept: Sequence[int]) -> str:
-    """The sentences ``kept`` of ``text`` joined as the sentence selection joins them."""
-    from ragnet.corpus.sentences import sentence_spans
-    from ragnet.programs.sentence_packing import join_sentences
-
-    spans = sentence_spans(text)
-    kept = [k for k in kept if 0 <= k < len(spans)]
-    if not kept:
-        return text
-    return join_sentences([text[spans[k][0]:spans[k][1]] for k in kept], kept)
-
-
-def _recover_passages(rows: Sequence[dict[str, Any]], index_dir: str | Path | None, gold: dict[str, dict[str, Any]],
-                      log: Callable[[str], None]) -> int:
-    """Fill in ``passages`` of rows without them from the chunk texts of the run's index and the
-    sentences each row's trace says were kept; returns how many rows got them."""
-    todo = [r for r in rows if r.get("passages") is None and r.get("context") and not r.get("error_kind") == "program"]
-    chunks_file = Path(index_dir) / "chunks.jsonl" if index_dir is not None else None
-    if not todo or chunks_file is None or not chunks_file.is_file():
-        return 0
-    wanted = {str(c) for r in todo for c in r["context"]}
-    texts: dict[str, tuple[str, str]] = {}
-    with open(chunks_file, encoding="utf-8") as fh:
-        for line in fh:
-            head = line[:400]
-            m = re.match(r'\{"id": (".*?(?<!\\)")', head)
-            if m is not None and json.loads(m.group(1)) not in wanted:
-                continue
-            try:
-                c = json.loads(line)
-            except ValueError:
-                continue
-            if str(c.get("id")) in wanted:
-                texts[str(c["id"])] = (str(c.get("title", "")), str(c.get("text", "")))
-    done = 0
-    for r in todo:
-        try:
-            passages = _recovered(r, texts, gold)
-        except (TypeError, ValueError, AttributeError, KeyError, IndexError):
-            passages = None  # a trace or gold label not as ragnet writes them: shown as unavailable
-        if passages is not None:
-            r["passages"] = passages
-            done += 1
-    if done:
-        log(f"recovered the passages of {done} rows from the chunk texts of {index_dir} and their traces")
-    return done
-
-
-def _recovered(r: dict[str, Any], texts: dict[str, tuple[str, str]], gold: dict[str, dict[str, Any]]
-               ) -> list[dict[str, Any]] | None:
-    """The passages of row ``r`` rebuilt from chunk ``texts`` and its trace; None when a chunk is missing."""
-    kept: dict[str, list[int]] = {}
-    oracle: dict[str, list[int]] = {}
-    for e in r.get("trace") or ():
-        if e.get("step") == "select" and e.get("sentences"):
-            kept = {str(s["id"]): [int(k) for k in s.get("kept") or ()] for s in e["sentences"]
-                    if isinstance(s, dict) and s.get("kept") is not None and s.get("kept") != list(range(int(s.get("of", -1))))}
-        if e.get("step") == "oracle" and e.get("sentences"):
-            for s in e["sentences"]:
-                if isinstance(s, dict) and s.get("from") == "dataset":
-                    oracle.setdefault(str(s.get("id")), []).append(int(s.get("index", -1)))
-    sentences = {(str(s[0]), int(s[1])): str(s[2]) for s in (r.get("gold") or gold.get(str(r["id"])) or {})
-                 .get("sentences") or () if isinstance(s, (list, tuple)) and len(s) == 3}
-    passages = []
-    for cid in r["context"]:
-        cid = str(cid)
-        title, text = texts.get(cid, ("", ""))
-        if cid in oracle:
-            text = " ".join(sentences.get((_doc_of(cid), i), "") for i in oracle[cid]).strip() or text
-        elif cid in kept:
-            text = _crop(text, kept[cid])
-        if cid not in texts and cid not in oracle:
-            return None
-        passages.append({"id": cid, "title": title or _doc_of(cid), "text": _cap(text, PASSAGE_CHARS),
-                         "recovered": True})
-    return passages
-
-
 def rebuild_html(folder: str | Path, *, data: str | Path | None = None, data_dir: str | Path | None = None,
-                 index: str | Path | None = None, output: str | Path | None = None,
-                 log: Callable[[str], None] = _log) -> Path:
+                 output: str | Path | None = None, log: Callable[[str], None] = _log) -> Path:
     """(Re)build ``report.html`` of a finished run folder from its files, running nothing.
 
     Reads ``summary.json``, ``report.md`` (else renders it from the summary), ``ids.txt`` and the
     results (plain or gzipped). Rows without gold labels get them from ``data`` (default: the
-    run's own question file, when it is still there); rows without passages get them recovered
-    from ``index`` (default: the run's cached index, when it is still there).
+    run's own question file, when it is still there).
 
     Args:
         folder: the run folder (``--out`` of the run).
         data, data_dir: the question file (or set name and data folder) holding the gold labels.
-        index: the index folder whose ``chunks.jsonl`` holds the chunk texts.
         output: where the page goes (default ``FOLDER/report.html``); only a new file, a run
             folder's own ``report.html`` or a page ragnet wrote is replaced
             (:func:`ragnet.eval.report_input.check_page_target`).
@@ -839,12 +756,6 @@ def rebuild_html(folder: str | Path, *, data: str | Path | None = None, data_dir
             "shown as unavailable (--data names another copy)")
         source = None
     gold = _gold_from_data(source, data_dir, ids, log) if ids else {}
-    index_dir = index if index is not None else meta.get("index")
-    if index_dir is not None and not (Path(index_dir) / "chunks.jsonl").is_file():
-        if index is not None:
-            raise InputError(f"{index} holds no chunks.jsonl: not a ragnet index folder", argument="index")
-        index_dir = None
-    _recover_passages(rows, index_dir, gold, log)
     try:
         report_md = (folder / REPORT).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):

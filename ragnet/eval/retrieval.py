@@ -113,16 +113,6 @@ def _label(transform: str, temperature: float) -> str:
     return "raw" if transform in ("raw", "linear") else f"{transform} T={temperature:g}"
 
 
-def _selection_names(selections: Sequence[str], transforms: Sequence[tuple[str, float]]) -> list[str]:
-    names = []
-    for sel in selections:
-        if sel in ("knapsack", "protected"):
-            names.extend(f"{sel} {_label(t, temp)}" for t, temp in transforms)
-        else:
-            names.append(sel)
-    return names
-
-
 def _select_all(
     pool: _Pool,
     budgets: Sequence[int],

@@ -165,8 +165,8 @@ class Embedder:
             mates); ``None`` reads ``$RAGNET_EMBED_BACKEND``, else ``"torch"``. ``"auto"``
             settles on ``"onnx"`` when ONNX Runtime is installed and this model's fp32 export is
             already cached, else on ``"torch"`` (the same vectors either way; what a loaded
-            ``Index`` queries with). The ONNX backends run on the CPU and need
-            ``pip install 'ragnet[onnx]'``.
+            ``Index`` queries with). The ONNX backends run on the CPU with ``onnxruntime`` and
+            ``onnx`` (base dependencies of ragnet).
         cache_dir: where ONNX exports are kept (default ``$RAGNET_HOME/onnx``, that is
             ``~/.cache/ragnet/onnx``).
 

@@ -135,17 +135,6 @@ def train(sample: np.ndarray, params: IVFPQParams) -> Any:
     return index
 
 
-def to_bytes(index: Any) -> np.ndarray:
-    """FAISS's own serialisation of ``index`` as a uint8 array (ships a trained index to a
-    worker without pickle)."""
-    return _faiss().serialize_index(index)
-
-
-def from_bytes(data: np.ndarray) -> Any:
-    """Inverse of :func:`to_bytes`."""
-    return _faiss().deserialize_index(np.ascontiguousarray(data, dtype=np.uint8))
-
-
 def add_shard(trained: Any, vectors: np.ndarray, first_row: int, file: str | os.PathLike) -> Path:
     """Encode ``vectors`` (rows ``first_row ...`` of the corpus) into a copy of the trained
     index and write it to ``file``; returns the path. Shards are independent of each other."""

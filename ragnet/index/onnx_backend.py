@@ -15,7 +15,7 @@ so a read-only model folder is fine and the next process reuses the export:
 The folder appears whole (written in a temporary sibling, then renamed) and only after the
 ONNX pipeline reproduced the torch model on probe texts; the int8 file is added the same way.
 Only models made of Transformer -> mean/CLS Pooling (-> Normalize) with a fast tokenizer are
-supported. Needs ``onnxruntime`` and ``onnx`` (``pip install 'ragnet[onnx]'``).
+supported. Needs ``onnxruntime`` and ``onnx`` (base dependencies of ragnet).
 
 Example:
     >>> resolve_backend("onnx-int8")
@@ -172,7 +172,7 @@ def require_onnx() -> Any:
     except ImportError as exc:
         raise MissingDependencyError(
             f"{exc.name or 'onnxruntime'} is not installed (needed for the onnx embedding backends); run: "
-            "pip install 'ragnet[onnx]'  (or: pip install onnxruntime onnx)"
+            "pip install onnxruntime onnx"
         ) from exc
     return onnxruntime
 

@@ -30,7 +30,7 @@ _LAZY = {
     "MODELS": "ragnet.lm.models",
     "DEFAULT_MODEL": "ragnet.lm.models",
     "LlamaCppEngine": "ragnet.lm.local",
-    "LMTimeoutError": "ragnet.lm.deadline",
+    "LMCallTimeoutError": "ragnet.lm.deadline",
     "DeadlineLM": "ragnet.lm.deadline",
 }
 

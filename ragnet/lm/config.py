@@ -160,7 +160,7 @@ def configure(lm: Any = None, *, api_base: str | None = None, api_key: str | Non
         timeout: wall-clock seconds per LM call, from its start to the reply's last byte (the
             local engine stops generating; a served model's call is cut at the deadline however
             the server behaves, :class:`ragnet.lm.deadline.DeadlineLM`); either raises
-            :class:`ragnet.lm.deadline.LMTimeoutError`.
+            :class:`ragnet.lm.deadline.LMCallTimeoutError`.
         num_retries: HTTP-level retries of a failed request for litellm models (with
             exponential backoff, by litellm). Default 0: every ragnet step already retries a
             failed call once (``retries`` of the programs), so a server that hangs costs at

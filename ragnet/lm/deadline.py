@@ -5,7 +5,7 @@ DSPy's HTTP engine (lm15) bounds each operation on its own: connecting, sending,
 for the *next* byte. A server that sends a byte now and then never trips that, so a call made
 with ``timeout=5`` could run for minutes. :class:`DeadlineLM` is the ``dspy.LM`` ragnet builds
 for served models (:func:`ragnet.lm.config.make_lm`): its calls end at the deadline and raise
-:class:`LMTimeoutError`, which ragnet's steps record in the trace like any LM failure and
+:class:`LMCallTimeoutError`, which ragnet's steps record in the trace like any LM failure and
 ``ragnet ask`` reports in one line naming ``--timeout``.
 
 How: a synchronous call runs in a worker thread and the caller stops waiting at the deadline;
@@ -35,16 +35,16 @@ from dspy.utils.exceptions import LMError
 from ragnet.errors import RagnetError
 from ragnet.lm.usage import _is_timeout
 
-__all__ = ["DeadlineLM", "LMTimeoutError", "call_limit"]
+__all__ = ["DeadlineLM", "LMCallTimeoutError", "call_limit"]
 
 
-class LMTimeoutError(RagnetError, LMError):
+class LMCallTimeoutError(RagnetError, LMError):
     """An LM call ran past its wall-clock ``timeout``: a local generation stopped at the deadline,
     or a served call whose whole reply had not arrived by then.
 
     It is a :class:`ragnet.errors.RagnetError` and a DSPy ``LMError`` (so DSPy passes
-    it through unchanged), but *not* DSPy's retryable ``LMTimeoutError``: the same
-    prompt would most likely take just as long again.
+    it through unchanged), but *not* DSPy's retryable ``LMTimeoutError``, whose name it
+    therefore does not take: the same prompt would most likely take just as long again.
 
     Attributes:
         timeout: the limit in seconds.
@@ -74,8 +74,8 @@ def call_limit(lm: dspy.BaseLM, call_kwargs: dict[str, Any]) -> float | None:
     return float(value)
 
 
-def _late(lm: dspy.BaseLM, limit: float, elapsed: float) -> LMTimeoutError:
-    return LMTimeoutError(
+def _late(lm: dspy.BaseLM, limit: float, elapsed: float) -> LMCallTimeoutError:
+    return LMCallTimeoutError(
         f"no complete reply within the {limit:g}s timeout ({elapsed:.1f}s: the server had not answered "
         "or was still sending); raise --timeout (timeout= in ragnet.configure) if the model needs longer",
         timeout=limit, elapsed=elapsed, model=lm.model, provider=None)

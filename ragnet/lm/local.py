@@ -14,7 +14,7 @@ that engine for ``llama_cpp.Llama``:
   Agent runs can therefore take other paths depending on what ran before them in the
   process (the demo's IterativeRAG: L3 wrong after basic/oneshot ran, right when run alone);
 * every call has a wall-clock ``timeout``: generation stops at the first token
-  past the deadline and :class:`LMTimeoutError` is raised;
+  past the deadline and :class:`~ragnet.lm.deadline.LMCallTimeoutError` is raised;
 * ``Response.usage`` carries the real prompt and completion token counts;
 * with ``grammar=True``, JSON-schema response formats (DSPy's ``JSONAdapter``)
   become a llama.cpp grammar, so structured output is always valid JSON. It is off
@@ -64,10 +64,10 @@ from dspy.lm15 import (
 )
 
 from ragnet.errors import InputError, MissingDependencyError, RagnetError, require
-from ragnet.lm.deadline import LMTimeoutError
+from ragnet.lm.deadline import LMCallTimeoutError
 from ragnet.lm.models import resolve_model_path
 
-__all__ = ["AsyncLlamaCppEngine", "LMTimeoutError", "LlamaCppEngine", "default_threads"]
+__all__ = ["AsyncLlamaCppEngine", "LlamaCppEngine", "default_threads"]
 
 # ChatML, for GGUF files that carry no chat template of their own.
 _CHATML_TEMPLATE = (
@@ -354,7 +354,7 @@ class LlamaCppEngine:
         """Run one request: render, generate (greedy by default), report usage.
 
         Raises:
-            LMTimeoutError: generation passed ``timeout``.
+            LMCallTimeoutError: generation passed ``timeout``.
             dspy.lm15.ContextLengthError: the prompt does not fit in ``n_ctx``
                 (DSPy raises it as ``ContextWindowExceededError``).
             dspy.lm15.UnsupportedFeatureError: tools or non-text content.
@@ -458,9 +458,9 @@ class LlamaCppEngine:
             llm.eval(prompt[start:min(end, start + step)])
         return True
 
-    def _timeout_error(self, elapsed: float, prompt_tokens: int, generated: int, *, reading: bool) -> LMTimeoutError:
+    def _timeout_error(self, elapsed: float, prompt_tokens: int, generated: int, *, reading: bool) -> LMCallTimeoutError:
         where = "while reading the prompt" if reading else f"after generating {generated} tokens"
-        return LMTimeoutError(
+        return LMCallTimeoutError(
             f"local model {self.model_path.name} exceeded its {self.timeout:g}s timeout {where} "
             f"({elapsed:.1f}s, {prompt_tokens} prompt tokens); raise --timeout (timeout= in ragnet.configure), "
             "lower max_tokens, or shorten the prompt",

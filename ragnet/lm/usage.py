@@ -232,7 +232,7 @@ class UsageMeter(BaseCallback):
 
 
 def _error_tokens(exc: BaseException | None) -> tuple[int, int]:
-    """Tokens spent by a failed call, when its error carries them (LMTimeoutError does)."""
+    """Tokens spent by a failed call, when its error carries them (LMCallTimeoutError does)."""
     seen = 0
     while exc is not None and seen < 5:
         prompt, completion = getattr(exc, "prompt_tokens", None), getattr(exc, "completion_tokens", None)

@@ -54,10 +54,6 @@ class Trace:
         """Every search query issued, in order."""
         return [e["query"] for e in self.of("search")]
 
-    def retrieved_ids(self) -> list[str]:
-        """Every chunk id returned by any search, in order, with repeats."""
-        return [cid for e in self.of("search") for cid in e.get("retrieved", [])]
-
     def errors(self) -> list[dict[str, Any]]:
         """LM failures recorded during the run."""
         return self.of("lm_error")

@@ -234,23 +234,6 @@ def test_old_rows_show_what_is_unavailable_and_gold_from_the_run_question_file(t
     assert "Gold labels unavailable for this question." in q2  # q2 is not in the question file
 
 
-def test_passages_of_old_rows_are_recovered_from_the_index_chunks(tmp_path):
-    index = tmp_path / "index"
-    index.mkdir()
-    text = "Zephyria is an island. It has ships. The capital of Zephyria is Lumeport."
-    (index / "chunks.jsonl").write_text(json.dumps({"id": "Zephyria#0", "title": "Zephyria", "text": text}) + "\n"
-                                        + json.dumps({"id": "Other#0", "title": "Other", "text": "No."}) + "\n")
-    trace = [{"step": "select", "kept": ["Zephyria#0"], "method": "sentences",
-              "sentences": [{"id": "Zephyria#0", "kept": [0, 2], "of": 3}]}]
-    rows = [_row("basic", "q1", trace=trace, gold={"documents": ["Zephyria"],
-                                                   "sentences": [["Zephyria", 2, "The capital of Zephyria is Lumeport."]]})]
-    rows[0]["context"] = ["Zephyria#0"]
-    folder = _folder(tmp_path, rows, plot=False)
-    html = rebuild_html(folder, index=index, log=lambda m: None).read_text(encoding="utf-8")
-    assert "Zephyria is an island. … <mark>The capital of Zephyria is Lumeport.</mark>" in html
-    assert "It has ships" not in html and '<span class="tag">recovered</span>' in html
-
-
 def test_report_command_rebuilds_the_page_and_refuses_a_folder_that_is_no_run(tmp_path):
     folder = _fifty_by_three(tmp_path)
     result = CliRunner().invoke(app, ["eval", "report", "--out", str(folder)], catch_exceptions=False)

@@ -218,7 +218,7 @@ def test_sessions_follow_torch_threads(onnx_emb):
 
 def test_missing_onnxruntime_names_the_pip_command(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "onnxruntime", None)
-    with pytest.raises(MissingDependencyError, match=r"pip install 'ragnet\[onnx\]'"):
+    with pytest.raises(MissingDependencyError, match=r"pip install onnxruntime onnx"):
         Embedder(backend="onnx", cache_dir=tmp_path).load()
     assert not list(tmp_path.iterdir())
 

@@ -19,8 +19,8 @@ from ragnet.cli import app
 from ragnet.corpus.types import Document
 from ragnet.index import Index
 from ragnet.lm.config import make_lm
+from ragnet.lm.deadline import LMCallTimeoutError
 from ragnet.lm.failures import answer_failure
-from ragnet.lm.local import LMTimeoutError
 from ragnet.programs import BasicRAG
 from tests.lm.fault_server import FaultServer
 
@@ -66,7 +66,7 @@ def test_a_trickling_server_is_cut_at_the_deadline_and_named(tiny_index, dspy_st
     assert failure is not None and failure.startswith("the LM did not answer in time (timeout)"), failure
     assert "--timeout" in failure and "Timeouts(" not in failure
     errors = [e for e in pred.trace if e.get("step") == "lm_error"]
-    assert errors and all(e["error_type"] == "LMTimeoutError" for e in errors)
+    assert errors and all(e["error_type"] == "LMCallTimeoutError" for e in errors)
     assert pred.usage["timeouts"] == 1 and pred.usage["failed_calls"] == 1
 
 
@@ -90,7 +90,7 @@ def test_a_server_that_sends_nothing_is_named_the_same_way(dspy_state):
     with FaultServer("hang") as server:
         lm = _served(server.url)
         started = time.monotonic()
-        with pytest.raises(LMTimeoutError, match="--timeout") as info:
+        with pytest.raises(LMCallTimeoutError, match="--timeout") as info:
             lm(messages=[{"role": "user", "content": "hi"}])
     assert time.monotonic() - started < TIMEOUT + 5
     assert "Timeouts(" not in str(info.value) and info.value.timeout == TIMEOUT
@@ -100,7 +100,7 @@ def test_the_async_call_is_bounded_too(dspy_state):
     with trickle_server() as server:
         lm = _served(server.url)
         started = time.monotonic()
-        with pytest.raises(LMTimeoutError, match="--timeout"):
+        with pytest.raises(LMCallTimeoutError, match="--timeout"):
             asyncio.run(lm.acall(messages=[{"role": "user", "content": "hi"}]))
         assert time.monotonic() - started < TRICKLE_SECONDS / 2
 

@@ -10,7 +10,8 @@ from dspy.lm15 import Message, Request, TextPart, UnsupportedFeatureError
 from dspy.utils.exceptions import ContextWindowExceededError, LMError, is_retryable_lm_error
 
 from ragnet.errors import RagnetError
-from ragnet.lm.local import LlamaCppEngine, LMTimeoutError
+from ragnet.lm.deadline import LMCallTimeoutError
+from ragnet.lm.local import LlamaCppEngine
 from ragnet.lm.usage import track_usage
 
 
@@ -40,11 +41,16 @@ def test_tools_are_refused():
 
 
 def test_timeout_error_is_ragnet_and_dspy_but_not_retried():
-    err = LMTimeoutError("slow", timeout=2.0, elapsed=2.1, prompt_tokens=10, completion_tokens=3, model="m")
+    err = LMCallTimeoutError("slow", timeout=2.0, elapsed=2.1, prompt_tokens=10, completion_tokens=3, model="m")
     assert isinstance(err, RagnetError) and isinstance(err, LMError)
     assert not is_retryable_lm_error(err)
     assert err.code == "timeout" and err.completion_tokens == 3
     assert "slow" in str(err)
+    # its own name, not DSPy's LMTimeoutError; the name alone still reads as a timeout in a trace
+    from ragnet.lm.failures import failure_kind
+
+    assert type(err).__name__ == "LMCallTimeoutError"
+    assert failure_kind({"error_type": type(err).__name__, "error": "slow"}) == "timeout"
 
 
 def test_engine_validates_arguments(tmp_path):
@@ -111,7 +117,7 @@ def test_live_tiny_timeout_raises(live_model_path, engine, dspy_state):
     quick = LlamaCppEngine(live_model_path, n_ctx=4096, max_tokens=200, timeout=0.01)
     lm = dspy.LM(quick.model_name, engine=quick, num_retries=0, cache=False)
     with dspy.context(lm=lm), track_usage() as usage:
-        with pytest.raises(LMTimeoutError, match="timeout") as info:
+        with pytest.raises(LMCallTimeoutError, match="timeout") as info:
             dspy.Predict("topic -> essay")(topic="rivers of Europe, in great detail")
     assert info.value.timeout == 0.01
     assert usage.timeouts == 1 and usage.failed_calls == 1

@@ -8,7 +8,7 @@ import dspy
 import pytest
 from dspy.utils import DummyLM
 
-from ragnet.lm.local import LMTimeoutError
+from ragnet.lm.deadline import LMCallTimeoutError
 from ragnet.lm.usage import track_usage
 from tests.lm.conftest import ScriptedEngine
 
@@ -100,12 +100,12 @@ def test_parallel_workers_report_into_the_block():
 
 def test_failed_and_timed_out_calls():
     boom = scripted_lm(ScriptedEngine(error=RuntimeError("engine bug")), cache=False)
-    slow = scripted_lm(ScriptedEngine(error=LMTimeoutError("too slow", timeout=1.0, prompt_tokens=100,
+    slow = scripted_lm(ScriptedEngine(error=LMCallTimeoutError("too slow", timeout=1.0, prompt_tokens=100,
                                                          completion_tokens=7)), cache=False)
     with track_usage() as usage:
         with pytest.raises(dspy.utils.exceptions.LMError):
             boom("x")
-        with pytest.raises(LMTimeoutError):
+        with pytest.raises(LMCallTimeoutError):
             slow("y")
     assert usage.lm_calls == 2 and usage.failed_calls == 2 and usage.timeouts == 1
     assert usage.cached_calls == 0
