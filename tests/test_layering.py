@@ -3,8 +3,10 @@ included):
 
 * the sub-packages follow one declared order (:data:`LAYERS`): a module imports only from its
   own layer or a lower one, so the numpy core never reaches for an LM and no library package
-  reaches for the command line; only the command line imports the benchmarks (``ragnet.bench``);
-* no module imports a module that imports it back.
+  reaches for the command line; only the command line imports the user's timings (``ragnet.bench``);
+* no module imports a module that imports it back;
+* no module imports the lab: the studies and research benchmarks of a clone's top-level
+  ``benchmarks/`` folder, which the wheel does not carry (``tests/test_packaging.py``).
 
 ``ragnet/__init__.py`` (the public re-exports) and ``ragnet/__main__.py`` stand outside the order;
 an ``import ragnet`` inside a function (for ``ragnet.__version__``) is not checked against it.
@@ -129,6 +131,54 @@ def test_only_the_command_line_imports_the_benchmarks():
     offenders = {m: sorted(t for t in deps if t == "ragnet.bench" or t.startswith("ragnet.bench."))
                  for m, deps in graph.items() if not any(m == p or m.startswith(p + ".") for p in inside)}
     assert {m: t for m, t in offenders.items() if t} == {}
+
+
+def _lab_imports(tree: ast.AST) -> list[str]:
+    """The modules of the top-level ``benchmarks`` package that ``tree`` imports: ``import``,
+    ``from ... import`` (module level or inside a function) and ``importlib.import_module`` /
+    ``__import__`` of a literal name."""
+    def lab(name: str | None) -> bool:
+        return bool(name) and (name == "benchmarks" or name.startswith("benchmarks."))
+
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [a.name for a in node.names if lab(a.name)]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and lab(node.module):
+            found.append(node.module)
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+            func = node.func
+            called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            if called in ("import_module", "__import__") and isinstance(node.args[0].value, str) \
+                    and lab(node.args[0].value):
+                found.append(node.args[0].value)
+    return found
+
+
+def test_the_library_never_imports_the_lab():
+    offenders = {name: found for name, path in _modules().items()
+                 if (found := _lab_imports(ast.parse(path.read_text(encoding="utf-8"))))}
+    assert offenders == {}
+
+
+def test_the_lab_check_sees_every_kind_of_import():
+    source = """
+import benchmarks
+import benchmarks.laziness as lz
+from benchmarks.studies import parser
+import benchmarks_other, json
+from ragnet.bench import core
+
+def later():
+    from benchmarks import laziness
+    import importlib
+    importlib.import_module("benchmarks.studies.ingest_pdfs")
+    __import__("benchmarks")
+    importlib.import_module("ragnet.bench.core")
+"""
+    assert sorted(_lab_imports(ast.parse(source))) == [
+        "benchmarks", "benchmarks", "benchmarks", "benchmarks.laziness", "benchmarks.studies",
+        "benchmarks.studies.ingest_pdfs"]
 
 
 def test_the_check_sees_a_cycle():

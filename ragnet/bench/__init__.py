@@ -1,16 +1,16 @@
-"""Benchmarks and studies: commands that print figures, kept out of the library packages.
+"""Timings a user runs on their own install: commands that print figures, kept out of the library packages.
 
-Only :mod:`ragnet.cli` imports this package (``ragnet bench ...`` and ``ragnet eval laziness``);
-no library package imports it, so the library never carries the research code.
+Only :mod:`ragnet.cli` imports this package (``ragnet bench ...``); no library package imports
+it. The studies and the research benchmarks (the retrieval-laziness experiment, the one-off
+studies behind ``docs/results``) live outside the package, in a clone's ``benchmarks/`` folder
+(``python -m benchmarks.<name>``), and are not installed with it.
 
 * :mod:`ragnet.bench.core`: timings and optimality gaps of the numpy core (``ragnet bench core``);
 * :mod:`ragnet.bench.index`: search latency, indexing overhead, embedding backends and Ray
   builds (``ragnet bench core|index|embed|ray``);
 * :mod:`ragnet.bench.scale`: an index of up to a million passages, real plus distractors
   (``ragnet bench scale``);
-* :mod:`ragnet.bench.laziness_evaluator`, :mod:`ragnet.bench.laziness` and
-  :mod:`ragnet.bench.sufficiency_step`: the retrieval-laziness study (``ragnet eval laziness``);
-* :mod:`ragnet.bench.questions`: the dev questions every benchmark picks;
-* :mod:`ragnet.bench.studies`: one-off study scripts behind sections of ``docs/results``, each
-  runnable as ``python -m ragnet.bench.studies.<name> --help``.
+* :mod:`ragnet.bench.update`: updating an index after one changed PDF (``ragnet bench update``);
+* :mod:`ragnet.bench.serve_load`: concurrent clients against ``ragnet serve`` (``ragnet bench serve``);
+* :mod:`ragnet.bench.questions`: the dev questions every benchmark picks.
 """

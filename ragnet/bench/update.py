@@ -1,12 +1,12 @@
 """``ragnet bench update``: updating an index after one changed PDF, against building it anew.
 
-Writes a folder of generated PDFs (fpdf2; the text of real corpus paragraphs, as
-``ragnet.bench.studies.ingest_pdfs`` writes them), builds the index (what ``ragnet index``
-does the first time: read, chunk, embed chunks and sentences), then rewrites one 10-page PDF
-with one page's paragraphs replaced, and times the update (what ``ragnet index`` does the
-second time), a no-op update (nothing changed: every file hashed, none read), and, with
-``check``, a full build of the changed folder to compare the top-10 of 50 queries with (the
-opening words of chunks spread over the corpus).
+Writes a folder of generated PDFs (fpdf2; the text of real corpus paragraphs, as a clone's PDF
+ingestion study ``python -m benchmarks.studies.ingest_pdfs`` writes them), builds the index
+(what ``ragnet index`` does the first time: read, chunk, embed chunks and sentences), then
+rewrites one 10-page PDF with one page's paragraphs replaced, and times the update (what
+``ragnet index`` does the second time), a no-op update (nothing changed: every file hashed,
+none read), and, with ``check``, a full build of the changed folder to compare the top-10 of
+50 queries with (the opening words of chunks spread over the corpus).
 
     ragnet bench update --pdfs 115 --pages 10 --threads 1 --workdir update-bench   # ~2,000 chunks
 
@@ -29,6 +29,32 @@ from ragnet.errors import InputError, require
 
 _SPEC = "bench-spec.json"
 
+#: The font the generated PDFs are written in when installed (any Unicode it has survives), else Helvetica.
+FONT = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
+_MAX_PARAGRAPH = 1200  # characters
+
+
+def corpus_paragraphs(corpus: Path, needed: int) -> list[str]:
+    """The first ``needed`` paragraphs of at least 8 words of a ``corpus.jsonl``, whitespace
+    collapsed, cut at a word before 1,200 characters (so a page's paragraphs fit on it); a small
+    corpus is cycled."""
+    out: list[str] = []
+    with open(corpus, encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                text = " ".join(str(json.loads(line).get("text", "")).split())
+                if len(text) > _MAX_PARAGRAPH:  # so a page's paragraphs fit on it: pages stay comparable
+                    text = text[: text.rfind(" ", 0, _MAX_PARAGRAPH)]
+                if len(text.split()) >= 8:
+                    out.append(text)
+            if len(out) >= needed:
+                break
+    if not out:
+        raise InputError("no paragraphs of at least 8 words to write the PDFs' text from", path=corpus)
+    while len(out) < needed:  # a small corpus is cycled
+        out.extend(out[: needed - len(out)])
+    return out
+
 
 def _changed_page(pages: list[list[str]], page: int, new: list[str]) -> list[list[str]]:
     """``pages`` (paragraphs per page) with page ``page`` (0-based) replaced by ``new``."""
@@ -40,16 +66,14 @@ def _changed_page(pages: list[list[str]], page: int, new: list[str]) -> list[lis
 def _write_pdf(path: Path, pages: list[list[str]], title: str) -> None:
     from fpdf import FPDF
 
-    from ragnet.bench.studies.ingest_pdfs import _FONT
-
     pdf = FPDF()
-    if _FONT.is_file():
-        pdf.add_font("dejavu", fname=str(_FONT))
+    if FONT.is_file():
+        pdf.add_font("dejavu", fname=str(FONT))
         pdf.set_font("dejavu", size=10)
     else:
         pdf.set_font("Helvetica", size=10)
     for page in pages:
-        if not _FONT.is_file():
+        if not FONT.is_file():
             page = [p.encode("latin-1", "replace").decode("latin-1") for p in page]
         pdf.add_page()
         for p in page:
@@ -59,15 +83,13 @@ def _write_pdf(path: Path, pages: list[list[str]], title: str) -> None:
     path.write_bytes(bytes(pdf.output()))
 
 
-def _clean(paragraphs: list[str]) -> list[str]:
-    """Paragraphs the font can draw (as the ingestion study writes them)."""
-    from ragnet.bench.studies.ingest_pdfs import _FONT
-
-    if not _FONT.is_file():
+def drawable(paragraphs: list[str]) -> list[str]:
+    """``paragraphs`` with each character :data:`FONT` has no glyph for (CJK, Indic) written ``?``."""
+    if not FONT.is_file():
         return paragraphs
     from fontTools.ttLib import TTFont
 
-    cmap = TTFont(str(_FONT)).getBestCmap()
+    cmap = TTFont(str(FONT)).getBestCmap()
     return ["".join(c if ord(c) in cmap or c.isspace() else "?" for c in p) for p in paragraphs]
 
 
@@ -76,7 +98,6 @@ def run_update_bench(workdir: Path, *, pdfs: int = 115, pages: int = 10, paragra
                      log: Callable[[str], None] = print) -> dict[str, Any]:
     """Full build of ``pdfs`` generated PDFs, then an update after one PDF changed; figures as a dict."""
     require("fpdf", extra="test", purpose="writing the benchmark's PDFs")
-    from ragnet.bench.studies.ingest_pdfs import _paragraphs
     from ragnet.eval.datasets import default_data_dir
     from ragnet.index import Index
 
@@ -86,7 +107,7 @@ def run_update_bench(workdir: Path, *, pdfs: int = 115, pages: int = 10, paragra
                          "(../shared/data from a clone)", path=corpus)
     folder, idx_path = workdir / "pdfs", workdir / "index"
     need = pdfs * pages * paragraphs
-    paras = _clean(_paragraphs(corpus, need + paragraphs))
+    paras = drawable(corpus_paragraphs(corpus, need + paragraphs))
     spec = {"pdfs": pdfs, "pages": pages, "paragraphs": paragraphs, "corpus": str(corpus)}
     layout = [[paras[(d * pages + p) * paragraphs:(d * pages + p + 1) * paragraphs] for p in range(pages)]
               for d in range(pdfs)]

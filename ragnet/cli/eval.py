@@ -1,5 +1,6 @@
-"""``ragnet eval`` (strategies side by side), ``eval retrieval`` (no LM), ``eval hops``, ``eval laziness``
-and ``eval report`` (report.html of a finished run, rebuilt from its files).
+"""``ragnet eval`` (strategies side by side), ``eval retrieval`` (no LM), ``eval hops`` and ``eval report``
+(report.html of a finished run, rebuilt from its files). The retrieval-laziness experiment is a
+study of a clone: ``python -m benchmarks.laziness``.
 
 Example:
     ragnet eval --data hotpotqa_dev_distractor --split dev -n 50 \\
@@ -20,7 +21,6 @@ from ragnet.cli.common import (
     data_dir_option,
     data_option,
     index_dir_option,
-    lm_option,
     new_app,
     parse_ints,
     say,
@@ -238,42 +238,6 @@ def retrieval(
     _wrote(out, "report.md", "summary.json")
 
 
-def laziness(
-    ctx: typer.Context,
-    data: str = typer.Option("hotpotqa_dev_distractor", help="Dataset (name under the data dir, folder or questions.jsonl); needs multi-hop questions with gold paragraphs in their context."),
-    split: str = typer.Option("dev", help="Question split: dev or acceptance (padding comes from the same split)."),
-    n: int = typer.Option(20, "-n", help="Questions to measure (the split's first n with at least two gold paragraphs)."),
-    pads: str = typer.Option("3000,6000,9000,12000", help="Comma-separated context sizes (tokens) for the partial-evidence contexts (the default: the study's)."),
-    full_gold_pads: str = typer.Option("", help="Extra context sizes at which the full gold evidence is shown too (comma-separated)."),
-    controls: bool = typer.Option(True, "--controls/--no-controls", help="Add the pad-0 controls: partial gold only, and full gold only."),
-    position: str = typer.Option("early", help="Gold position: early (seeded place inside the smallest pad level; larger levels extend the same context) or random (anywhere, per level)."),
-    lm: Optional[str] = lm_option(),
-    program_file: Optional[Path] = typer.Option(None, "--program", help="Compiled program JSON (`ragnet optimize`) whose sufficiency step to use."),
-    seed: int = typer.Option(0, help="Seed for the kept gold paragraph, the padding and the gold position."),
-    out: Optional[Path] = _out_option("-o"),
-    data_dir: Optional[Path] = data_dir_option(),
-    n_ctx: Optional[int] = typer.Option(None, "--n-ctx", help="Local model context window (default: sized to the largest prompt)."),
-    timeout: float = typer.Option(300.0, help="Seconds per LM call (the longest contexts are slow to read on a CPU)."),
-    retries: Optional[int] = typer.Option(None, help="LM retries before the step falls back (default: the program's, 1)."),
-    fresh: bool = _fresh_option(),
-) -> None:
-    """Follow-up search rate of the agent as padding grows, next to the iterative study's."""
-    from ragnet.bench.laziness import format_laziness_report
-    from ragnet.bench.laziness_evaluator import LazinessEvaluator, parse_pads
-    from ragnet.eval.run_folder import claim_folder
-
-    if out is not None:
-        claim_folder(out)
-    evaluator = LazinessEvaluator.from_data(
-        data, split=split, data_dir=data_dir, n=n, pads=parse_pads(pads, "pads"),
-        full_gold_pads=parse_pads(full_gold_pads, "full-gold-pads"), controls=controls, position=position,
-        seed=seed, program=program_file, lm=lm, n_ctx=n_ctx, timeout=timeout, retries=retries,
-        command=command_line(ctx), log=say)
-    summary = evaluator(out, fresh=fresh)
-    typer.echo(format_laziness_report(summary))
-    _wrote(out, "report.md", "summary.json", "results.jsonl")
-
-
 @with_lm_options(answer_lm=False)
 def hops(
     ctx: typer.Context,
@@ -363,6 +327,5 @@ def register(app: typer.Typer) -> None:
     group.callback(invoke_without_command=True, help=HELP)(evaluate)
     group.command("retrieval")(retrieval)
     group.command("hops")(hops)
-    group.command("laziness")(laziness)
     group.command("report")(report)
     app.add_typer(group, name="eval")

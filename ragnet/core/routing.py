@@ -144,7 +144,7 @@ class RouteRule:
 
     Defaults chosen on the first 100 dev questions of 2WikiMultihopQA and HotpotQA, labelled by
     whether ``oneshot:sentences`` at 1,000 tokens lacks a gold document
-    (``python -m ragnet.bench.studies.router_calibration``). Any callable
+    (``python -m benchmarks.studies.router_calibration``). Any callable
     ``(RouteSignals) -> (route, reason)`` can stand in for it.
 
     Example:

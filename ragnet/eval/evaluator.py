@@ -16,8 +16,8 @@ Implementations:
   (``ragnet eval``; also the demo's questions over its own index, with its own scoring hook);
 * :class:`ragnet.eval.retrieval.RetrievalEvaluator`: gold recall of context selections, no LM
   (``ragnet eval retrieval``);
-* :class:`ragnet.bench.laziness_evaluator.LazinessEvaluator`: the retrieval-laziness
-  study (``ragnet eval laziness``), which lives with the benchmarks.
+* :class:`benchmarks.laziness_evaluator.LazinessEvaluator`: the retrieval-laziness
+  study (``python -m benchmarks.laziness``), in a clone's ``benchmarks/``, outside the package.
 
 Example:
     >>> import tempfile

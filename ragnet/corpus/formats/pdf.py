@@ -20,7 +20,7 @@ allows (:class:`ragnet.corpus.limits.FileBounds`, checked before any text is rea
 pages.
 
 ``pypdf`` is the default engine: pure Python, it reads the benchmark PDFs
-(``python -m ragnet.bench.studies.ingest_pdfs``) faster than ``pdfminer.six`` with the same words
+(``python -m benchmarks.studies.ingest_pdfs``) faster than ``pdfminer.six`` with the same words
 recovered; ``engine="pdfminer"`` reads with ``pdfminer.six`` instead, when it is installed.
 
 Example:

@@ -4,7 +4,7 @@ Same cases as sufficiency_prompt_variants. ``span``: the LM answers with a phras
 context or NONE; Sufficient iff the phrase is in the context (or is yes/no). ``quotes``: the LM
 lists the needed facts with a verbatim quote each; Sufficient iff every quote is found.
 
-    RAGNET_CACHE_DIR=... python -m ragnet.bench.studies.sufficiency_decomposed_variants VARIANT N
+    RAGNET_CACHE_DIR=... python -m benchmarks.studies.sufficiency_decomposed_variants VARIANT N
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import dspy
 import pydantic
 
 import ragnet
-from ragnet.bench.studies import parser
+from benchmarks.studies import parser
 from ragnet.eval.datasets import load_questions, resolve_dataset
 from ragnet.optimize.cases import sufficiency_cases
 from ragnet.optimize.run import _select_questions

@@ -13,7 +13,7 @@ field moved after the context. Output: docs/results/answer-question-last/probe.j
 question and strategy; a rerun resumes it).
 
     RAGNET_EMBED_BACKEND=torch RAGNET_CACHE_DIR=~/.cache/ragnet/results_cache \\
-        python -m ragnet.bench.studies.question_last_probe 30
+        python -m benchmarks.studies.question_last_probe 30
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import ragnet
-from ragnet.bench.studies import RESULTS, parser, result_rows
+from benchmarks.studies import RESULTS, parser, result_rows
 from ragnet.eval.answers import f1
 from ragnet.eval.indexes import load_pooled
 from ragnet.programs.registry import build_program

@@ -1,7 +1,7 @@
 """Summarise the question-last probe's rows: mean answer F1 per group, strategy and field order,
 with paired intervals, as a Markdown table.
 
-    python -m ragnet.bench.studies.question_last_summarize [--rows docs/results/answer-question-last/probe.jsonl]
+    python -m benchmarks.studies.question_last_summarize [--rows docs/results/answer-question-last/probe.jsonl]
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from ragnet.bench.studies import RESULTS, parser
+from benchmarks.studies import RESULTS, parser
 from ragnet.eval.stats import paired_bootstrap
 
 

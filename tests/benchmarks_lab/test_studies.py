@@ -1,4 +1,5 @@
-"""The study scripts behind docs/results import against today's library and answer ``--help``."""
+"""The study scripts behind docs/results (``benchmarks/studies``, outside the package) import against
+today's library and answer ``--help``."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import pkgutil
 
 import pytest
 
-import ragnet.bench.studies as studies
+import benchmarks.studies as studies
 
 
 def test_every_study_module_is_listed():
@@ -17,12 +18,12 @@ def test_every_study_module_is_listed():
 
 @pytest.mark.parametrize("name", studies.STUDIES)
 def test_study_imports_and_prints_its_help(name, capsys):
-    module = importlib.import_module(f"ragnet.bench.studies.{name}")
+    module = importlib.import_module(f"benchmarks.studies.{name}")
     with pytest.raises(SystemExit) as stop:
         module.main(["--help"])
     assert stop.value.code == 0
     out = capsys.readouterr().out
-    assert f"python -m ragnet.bench.studies.{name}" in out and module.__doc__.split("\n")[0][:30] in out
+    assert f"python -m benchmarks.studies.{name}" in out and module.__doc__.split("\n")[0][:30] in out
 
 
 def test_studies_find_the_results_folder():

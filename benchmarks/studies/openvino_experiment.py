@@ -4,7 +4,7 @@ Not a ragnet dependency. Run on 2026-11-27 with openvino 2026.4.1 and nncf 3.4.0
 the project's venv (``pip install --target DIR openvino openvino-telemetry nncf ninja psutil pydot
 tabulate`` plus ``PYTHONPATH=DIR``), the ONNX export already cached (``Embedder(backend="onnx-int8")``):
 
-    RAGNET_DATA=../shared/data PYTHONPATH=DIR python -m ragnet.bench.studies.openvino_experiment 3
+    RAGNET_DATA=../shared/data PYTHONPATH=DIR python -m benchmarks.studies.openvino_experiment 3
 
 The NNCF-quantized graphs are calibrated on 300 pooled paragraphs other than the 1,000 timed ones
 and kept as OpenVINO IR in a temporary folder between runs.
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ragnet.bench.studies import encode_with, parser, print_speeds, time_against_torch
+from benchmarks.studies import encode_with, parser, print_speeds, time_against_torch
 
 IR_DIR = Path(tempfile.gettempdir()) / "ragnet-openvino-experiment"
 

@@ -1,6 +1,6 @@
 """PDF ingestion: pypdf against pdfminer.six on generated multi-page PDFs of real text.
 
-    python -m ragnet.bench.studies.ingest_pdfs --pdfs 100
+    python -m benchmarks.studies.ingest_pdfs --pdfs 100
 
 Writes ``--pdfs`` PDFs (fpdf2, DejaVu Sans when installed so any Unicode survives, else
 Helvetica) of ``--pages`` pages each, every page holding ``--paragraphs`` consecutive paragraphs
@@ -17,7 +17,6 @@ engine, pdfminer.six.
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
 import tempfile
@@ -26,48 +25,24 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-from ragnet.bench.studies import parser
-
-_FONT = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
-_MAX_PARAGRAPH = 1200  # characters
-
-
-def _paragraphs(corpus: Path, needed: int) -> list[str]:
-    out: list[str] = []
-    with open(corpus, encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                text = " ".join(str(json.loads(line).get("text", "")).split())
-                if len(text) > _MAX_PARAGRAPH:  # so a page's paragraphs fit on it: pages stay comparable
-                    text = text[: text.rfind(" ", 0, _MAX_PARAGRAPH)]
-                if len(text.split()) >= 8:
-                    out.append(text)
-            if len(out) >= needed:
-                break
-    if not out:
-        raise SystemExit(f"{corpus}: no paragraphs")
-    while len(out) < needed:  # a small corpus is cycled
-        out.extend(out[: needed - len(out)])
-    return out
+from benchmarks.studies import parser
+from ragnet.bench.update import FONT, corpus_paragraphs, drawable
 
 
 def write_pdfs(folder: Path, n: int, pages: int, per_page: int, corpus: Path) -> list[list[str]]:
     """Write ``n`` PDFs into ``folder``; returns each file's page texts, as written."""
     from fpdf import FPDF
 
-    paras = _paragraphs(corpus, n * pages * per_page)
-    unicode_font = _FONT.is_file()
+    paras = corpus_paragraphs(corpus, n * pages * per_page)
+    unicode_font = FONT.is_file()
     if unicode_font:  # characters the font has no glyph for (CJK, Indic) would be written as blanks
-        from fontTools.ttLib import TTFont
-
-        cmap = TTFont(str(_FONT)).getBestCmap()
-        paras = ["".join(c if ord(c) in cmap or c.isspace() else "?" for c in p) for p in paras]
+        paras = drawable(paras)
     sources: list[list[str]] = []
     k = 0
     for i in range(n):
         pdf = FPDF()
         if unicode_font:
-            pdf.add_font("dejavu", fname=str(_FONT))
+            pdf.add_font("dejavu", fname=str(FONT))
             pdf.set_font("dejavu", size=10)
         else:
             pdf.set_font("Helvetica", size=10)
@@ -166,7 +141,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     size_mb = sum(f.stat().st_size for f in files) / 1e6
     n_pages = sum(len(s) for s in sources)
     print(f"wrote {len(files)} PDFs, {n_pages} pages, {size_mb:.1f} MB in {time.perf_counter() - t:.1f} s "
-          f"({'DejaVu Sans' if _FONT.is_file() else 'Helvetica'}; text from {corpus.name}) -> {folder}", flush=True)
+          f"({'DejaVu Sans' if FONT.is_file() else 'Helvetica'}; text from {corpus.name}) -> {folder}", flush=True)
     print(f"{'engine':10s} {'pages/s':>8s} {'MB/s':>6s} {'+chunk p/s':>10s} {'chunks':>7s} {'w/ text':>8s} "
           f"{'words':>7s} {'order':>7s} {'equal':>7s}")
     for engine in [e.strip() for e in args.engines.split(",") if e.strip()]:

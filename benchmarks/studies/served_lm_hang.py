@@ -2,7 +2,7 @@
 
 Run from a clone (it uses the test suite's fault server), with an index built by `ragnet index`:
 
-    python -m ragnet.bench.studies.served_lm_hang INDEX_DIR [TIMEOUT_SECONDS]
+    python -m benchmarks.studies.served_lm_hang INDEX_DIR [TIMEOUT_SECONDS]
 
 Starts tests/lm/fault_server.FaultServer("hang") on 127.0.0.1, runs
 `ragnet ask ... --strategy basic --lm openai/test-model --api-base URL --timeout T --json`, and
@@ -19,7 +19,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from ragnet.bench.studies import REPO_ROOT, parser
+from benchmarks.studies import REPO_ROOT, parser
 
 
 def main(argv: Sequence[str] | None = None) -> None:

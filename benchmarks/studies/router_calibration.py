@@ -7,7 +7,7 @@ N dev questions of each set, this prints the routing confusion (needs a hop vs r
 from this table (2026-11-27, commit f13f199, first 100 dev questions of each set). Never run it on
 the acceptance split.
 
-    python -m ragnet.bench.studies.router_calibration -n 100 --data-dir /work/shared/data \\
+    python -m benchmarks.studies.router_calibration -n 100 --data-dir /work/shared/data \\
         --data 2wikimultihopqa_hipporag_pooled hotpotqa_dev_distractor
 """
 
@@ -18,7 +18,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from ragnet.bench.studies import parser
+from benchmarks.studies import parser
 
 GRID = {"bridge_names": (0, 1, 2, 3), "unanchored": (False, True), "min_cosine": (None, 0.5, 0.55)}
 

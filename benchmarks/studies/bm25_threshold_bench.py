@@ -1,7 +1,7 @@
 """BM25 alone at 1M passages: top-100 plus 100 looked-up rows, ranking every score against
 ``top_and_scores_at``, on the same dev questions, in one process.
 
-    python -m ragnet.bench.studies.bm25_threshold_bench INDEX QUESTIONS
+    python -m benchmarks.studies.bm25_threshold_bench INDEX QUESTIONS
 
 QUESTIONS is the ``questions.jsonl`` that ``ragnet bench scale`` writes into its work folder.
 """
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ragnet.bench.studies import parser
+from benchmarks.studies import parser
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -4,7 +4,7 @@ oneshot:sentences @ 1,000 tokens) with two wordings of a note rejecting the echo
 temperature 0.7. Output (stdout): probe.jsonl rows. `echoes_question` comes from commit dd9f648
 (reverted after this probe) and lives here now.
 
-    RAGNET_CACHE_DIR=$(mktemp -d) python -m ragnet.bench.studies.answer_recheck_probe 12 \\
+    RAGNET_CACHE_DIR=$(mktemp -d) python -m benchmarks.studies.answer_recheck_probe 12 \\
         > docs/results/answer-recheck/probe.jsonl
 """
 
@@ -14,7 +14,7 @@ import json
 from collections.abc import Sequence
 
 import ragnet
-from ragnet.bench.studies import parser, result_rows
+from benchmarks.studies import parser, result_rows
 from ragnet.eval.indexes import load_pooled
 from ragnet.programs.registry import build_program
 from ragnet.signatures.formatting import format_context

@@ -3,14 +3,14 @@
 Times 1,000 pooled HotpotQA paragraphs through torch, ragnet's int8 export and fused int8
 variants (2 threads), with their cosines to torch's vectors:
 
-    RAGNET_DATA=../shared/data python -m ragnet.bench.studies.onnx_fusion_experiment
+    RAGNET_DATA=../shared/data python -m benchmarks.studies.onnx_fusion_experiment
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ragnet.bench.studies import parser, print_speeds, time_against_torch
+from benchmarks.studies import parser, print_speeds, time_against_torch
 
 
 def main(argv: Sequence[str] | None = None) -> None:

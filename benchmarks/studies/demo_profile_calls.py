@@ -1,7 +1,7 @@
 """Profile the LM calls of one demo strategy: prompt tokens, prefix reused from llama.cpp's KV
 cache, output tokens and seconds per call (figures in the README's demo section).
 
-    RAGNET_CACHE_DIR=$(mktemp -d) python -m ragnet.bench.studies.demo_profile_calls iterative
+    RAGNET_CACHE_DIR=$(mktemp -d) python -m benchmarks.studies.demo_profile_calls iterative
 
 (docs/results/demo-profile/iterative-fresh-cache.txt was taken on 2026-11-22; its last two
 questions shared the CPU with another run, so use its token counts rather than its seconds.)
@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import ragnet
-from ragnet.bench.studies import parser
+from benchmarks.studies import parser
 from ragnet.demo.corpus import choice_correct, demo_questions
 from ragnet.demo.run import build_demo_index, build_demo_program
 from ragnet.lm import local as L

@@ -23,6 +23,10 @@ questions with gold evidence, for ragnet's agent decision, the ``AssessSufficien
 Decisions are counted as the step returned them; an LM failure that ended in the step's safe
 default (``Refine``) is an *LM error*, reported apart and never counted as a follow-up search.
 
+Run it from a clone (the experiment lives outside the ``ragnet`` package)::
+
+    python -m benchmarks.laziness --data hotpotqa_dev_distractor --split dev -n 10 --lm local --out DIR
+
 Example:
     >>> from ragnet.eval.datasets import QARecord
     >>> q = QARecord(id="q1", question="Where was the director of Jaws born?", answers=["Cincinnati"],
@@ -44,7 +48,10 @@ import random
 import re
 import statistics
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
+
+import typer
 
 from ragnet.corpus.tokens import count_tokens
 from ragnet.corpus.types import Chunk
@@ -451,9 +458,9 @@ def assess_case(predictor: Any, case: LazinessCase, *, retries: int = 1) -> dict
 
     ``follow_up`` is True for ``Refine`` (the agent searches again), False for
     ``Sufficient``, and None when the step failed and fell back to its default (see
-    ``ragnet.bench.sufficiency_step.decide`` for every field).
+    ``benchmarks.sufficiency_step.decide`` for every field).
     """
-    from ragnet.bench.sufficiency_step import decide
+    from benchmarks.sufficiency_step import decide
 
     return {**case.describe(), **decide(predictor, case.question, case.context_text(), retries=retries)}
 
@@ -643,3 +650,60 @@ def format_laziness_report(summary: Mapping[str, Any]) -> str:
     ]
     out.extend(f"- {n}" for n in notes)
     return "\n".join(out)
+
+
+#: The command line's name in reports (``summary.json``'s ``command``).
+PROG = "python -m benchmarks.laziness"
+
+
+def command(
+    ctx: typer.Context,
+    data: str = typer.Option("hotpotqa_dev_distractor", help="Dataset (name under the data dir, folder or questions.jsonl); needs multi-hop questions with gold paragraphs in their context."),
+    split: str = typer.Option("dev", help="Question split: dev or acceptance (padding comes from the same split)."),
+    n: int = typer.Option(20, "-n", help="Questions to measure (the split's first n with at least two gold paragraphs)."),
+    pads: str = typer.Option("3000,6000,9000,12000", help="Comma-separated context sizes (tokens) for the partial-evidence contexts (the default: the study's)."),
+    full_gold_pads: str = typer.Option("", help="Extra context sizes at which the full gold evidence is shown too (comma-separated)."),
+    controls: bool = typer.Option(True, "--controls/--no-controls", help="Add the pad-0 controls: partial gold only, and full gold only."),
+    position: str = typer.Option("early", help="Gold position: early (seeded place inside the smallest pad level; larger levels extend the same context) or random (anywhere, per level)."),
+    lm: Optional[str] = typer.Option(None, help="LM: 'local' (default, llama.cpp), local:NAME, or any litellm model id; env RAGNET_LM."),
+    program_file: Optional[Path] = typer.Option(None, "--program", help="Compiled program JSON (`ragnet optimize`) whose sufficiency step to use."),
+    seed: int = typer.Option(0, help="Seed for the kept gold paragraph, the padding and the gold position."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write report.md, summary.json and results.jsonl here (a new, empty or earlier run folder; an interrupted run resumes)."),
+    data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Benchmark data folder (default ../shared/data or $RAGNET_DATA)."),
+    n_ctx: Optional[int] = typer.Option(None, "--n-ctx", help="Local model context window (default: sized to the largest prompt)."),
+    timeout: float = typer.Option(300.0, help="Seconds per LM call (the longest contexts are slow to read on a CPU)."),
+    retries: Optional[int] = typer.Option(None, help="LM retries before the step falls back (default: the program's, 1)."),
+    fresh: bool = typer.Option(False, "--fresh", help="Discard results in --out from an earlier run instead of resuming."),
+) -> None:
+    """Follow-up search rate of the agent as padding grows, next to the iterative study's."""
+    from benchmarks.laziness_evaluator import LazinessEvaluator, parse_pads
+    from ragnet.cli.common import command_line, say
+    from ragnet.eval.run_folder import claim_folder
+
+    if out is not None:
+        claim_folder(out)
+    typed = command_line(ctx)  # "ragnet --data ...": the root is this command
+    evaluator = LazinessEvaluator.from_data(
+        data, split=split, data_dir=data_dir, n=n, pads=parse_pads(pads, "pads"),
+        full_gold_pads=parse_pads(full_gold_pads, "full-gold-pads"), controls=controls, position=position,
+        seed=seed, program=program_file, lm=lm, n_ctx=n_ctx, timeout=timeout, retries=retries,
+        command=PROG + typed[len("ragnet"):], log=say)
+    summary = evaluator(out, fresh=fresh)
+    typer.echo(format_laziness_report(summary))
+    if out is not None:
+        typer.echo(f"wrote {out / 'report.md'}, {out / 'summary.json'} and {out / 'results.jsonl'}")
+
+
+def app() -> typer.Typer:
+    """The command line (``python -m benchmarks.laziness``): ragnet's error handling, so bad input
+    is one ``error: ...`` line and exit status 2."""
+    from ragnet.cli.common import new_app
+
+    root = new_app("Retrieval laziness: the agent's follow-up search rate as its context grows.",
+                   no_args_is_help=False)
+    root.callback(invoke_without_command=True)(command)
+    return root
+
+
+if __name__ == "__main__":
+    app()(prog_name=PROG)

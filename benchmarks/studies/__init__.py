@@ -1,6 +1,6 @@
 """One-off studies behind sections of ``docs/results``, each a module with ``main()``.
 
-Run one as ``python -m ragnet.bench.studies.<name> --help``; most need the benchmark data, the
+Run one as ``python -m benchmarks.studies.<name> --help``; most need the benchmark data, the
 local GGUF models or extra packages, and they read and write the results folders of a clone
 (:data:`RESULTS`). Their docstrings keep the dates and commits they were run at.
 """
@@ -10,10 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 
 #: The repository a clone's studies read from and write to, and its results folder.
-REPO_ROOT = Path(__file__).resolve().parents[3]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 RESULTS = REPO_ROOT / "docs" / "results"
 
-#: Every study module, by name (``ragnet.bench.studies.<name>``).
+#: Every study module, by name (``benchmarks.studies.<name>``).
 STUDIES = (
     "answer_recheck_probe",
     "bm25_threshold_bench",
@@ -36,7 +36,7 @@ def parser(doc: str | None, prog: str):
     """An ``argparse`` parser whose help is the study's docstring, unwrapped as written."""
     import argparse
 
-    return argparse.ArgumentParser(prog=f"python -m ragnet.bench.studies.{prog}", description=doc,
+    return argparse.ArgumentParser(prog=f"python -m benchmarks.studies.{prog}", description=doc,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
 
 

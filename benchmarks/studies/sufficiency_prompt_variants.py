@@ -11,7 +11,7 @@ cases (balanced, alternating Sufficient / Refine). Variants:
 * cotdemos: ChainOfThought plus the four demos with a templated rationale built from the gold
   titles ("The answer needs facts about A, B. The context has paragraphs about A. Nothing about B.").
 
-    RAGNET_CACHE_DIR=... [RAGNET_GGUF=...] python -m ragnet.bench.studies.sufficiency_prompt_variants VARIANT N
+    RAGNET_CACHE_DIR=... [RAGNET_GGUF=...] python -m benchmarks.studies.sufficiency_prompt_variants VARIANT N
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from collections.abc import Sequence
 import dspy
 
 import ragnet
-from ragnet.bench.studies import parser
+from benchmarks.studies import parser
 from ragnet.eval.datasets import load_questions, resolve_dataset
 from ragnet.optimize.cases import sufficiency_cases
 from ragnet.optimize.run import _select_questions

@@ -4,7 +4,7 @@
 ("... A or B?"), "last" otherwise: each question's row is taken from the column measured with
 that layout, in the results folders under docs/results:
 
-    python -m ragnet.bench.studies.layout_per_question
+    python -m benchmarks.studies.layout_per_question
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ragnet.bench.studies import parser, result_rows
+from benchmarks.studies import parser, result_rows
 from ragnet.eval.stats import paired_bootstrap, sign_test
 
 OPT = re.compile(r"\s+or\s+[^,?]+\?\s*$")

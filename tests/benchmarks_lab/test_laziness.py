@@ -1,4 +1,4 @@
-"""``ragnet eval laziness``: context building, rate aggregation, and the command end to end.
+"""``python -m benchmarks.laziness``: context building, rate aggregation, and the command end to end.
 
 The LM is scripted (``tests.programs.scripted.ProgramLM``): it tests the control flow and
 the bookkeeping, never a model's judgement.
@@ -12,15 +12,11 @@ import re
 import pytest
 from typer.testing import CliRunner
 
-from ragnet.cli import app
-from ragnet.corpus.tokens import count_tokens
-from ragnet.errors import InputError
-from ragnet.eval.datasets import QARecord
-from ragnet.bench import laziness_evaluator
-from ragnet.eval.indexes import NoIndex
-from ragnet.bench.laziness import (
+from benchmarks import laziness_evaluator
+from benchmarks.laziness import (
     STUDY_RATES,
     PaddingPool,
+    app,
     build_cases,
     evidence_dependence,
     format_laziness_report,
@@ -28,6 +24,10 @@ from ragnet.bench.laziness import (
     summarize_laziness,
     wilson_interval,
 )
+from ragnet.corpus.tokens import count_tokens
+from ragnet.errors import InputError
+from ragnet.eval.datasets import QARecord
+from ragnet.eval.indexes import NoIndex
 from ragnet.programs.persist import save_program
 from tests.programs.scripted import ProgramLM
 
@@ -284,7 +284,7 @@ def scripted(monkeypatch):
 
 
 def _invoke(*args):
-    return CliRunner().invoke(app, ["eval", "laziness", *map(str, args)])
+    return CliRunner().invoke(app(), [*map(str, args)], prog_name="python -m benchmarks.laziness")
 
 
 def test_command_end_to_end(dataset, tmp_path, scripted):
@@ -298,7 +298,7 @@ def test_command_end_to_end(dataset, tmp_path, scripted):
     assert rows[("partial", 0)]["rate"] == 1.0 and rows[("partial", 1200)]["rate"] == 0.0
     assert rows[("partial", 600)]["n"] == 3 and rows[("partial", 600)]["lm_errors"] == 0
     assert summary["questions"] == 3 and summary["config"]["seed"] == 0
-    assert summary["command"].startswith("ragnet eval laziness --data")
+    assert summary["command"].startswith("python -m benchmarks.laziness --data")
     assert summary["evidence_dependence"]["gap"] == 0.0  # the scripted agent ignores the evidence
     assert engine.largest_prompt > 1200
     report = (out / "report.md").read_text()
@@ -394,7 +394,7 @@ def test_local_context_window_is_sized_or_refused():
 
 
 def test_gold_paragraph_indices_win_over_titles():
-    from ragnet.bench.laziness import gold_paragraphs
+    from benchmarks.laziness import gold_paragraphs
 
     rec = QARecord(id="m", question="?", answers=["a"], gold_titles=["Same", "Same"],
                    context=[{"title": "Same", "text": "first"}, {"title": "Other", "text": "x"},
@@ -405,7 +405,7 @@ def test_gold_paragraph_indices_win_over_titles():
 
 
 def test_the_experiment_runs_from_python_with_an_lm_object(tmp_path):
-    from ragnet.bench.laziness_evaluator import LazinessEvaluator
+    from benchmarks.laziness_evaluator import LazinessEvaluator
 
     engine = ProgramLM(sufficiency=_verdict_by_length)
     logs = []
@@ -424,3 +424,20 @@ def test_the_experiment_runs_from_python_with_an_lm_object(tmp_path):
         LazinessEvaluator([r for r in RECORDS if r.id == "single"])
     with pytest.raises(InputError, match="argument 'position'"):
         LazinessEvaluator(RECORDS, position="middle")
+
+
+def test_the_experiment_left_the_ragnet_command_and_runs_as_a_module():
+    from ragnet.cli import app as ragnet_app
+
+    res = CliRunner().invoke(ragnet_app, ["eval", "laziness", "--help"])
+    assert res.exit_code == 2 and "No such command 'laziness'" in res.output
+
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-m", "benchmarks.laziness", "--help"], cwd=root, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "python -m benchmarks.laziness" in done.stdout and "--full-gold-pads" in done.stdout

@@ -3,7 +3,7 @@
 Reads the repository's README.md as text (llama_settings.txt in docs/results/demo-profile:
 2026-11-22, idle machine):
 
-    python -m ragnet.bench.studies.llama_settings
+    python -m benchmarks.studies.llama_settings
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from ragnet.bench.studies import REPO_ROOT, parser
+from benchmarks.studies import REPO_ROOT, parser
 from ragnet.lm.models import default_model_path
 
 

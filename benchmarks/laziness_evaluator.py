@@ -1,8 +1,8 @@
-"""The retrieval-laziness experiment as one call (``ragnet eval laziness``).
+"""The retrieval-laziness experiment as one call (``python -m benchmarks.laziness``).
 
 :class:`LazinessEvaluator` takes benchmark questions, builds their padded contexts
-(:func:`ragnet.bench.laziness.build_cases`), takes the agent's decision step from a program
-(:mod:`ragnet.bench.sufficiency_step`; IterativeRAG's, or a compiled program's), configures the
+(:func:`benchmarks.laziness.build_cases`), takes the agent's decision step from a program
+(:mod:`benchmarks.sufficiency_step`; IterativeRAG's, or a compiled program's), configures the
 LM (a local model's window is sized to the largest prompt, :func:`configure_lm`), asks the step
 about every context and reports the follow-up search rate per context size next to the
 study's. In an output folder it resumes from ``results.jsonl`` (rows keyed by case) when
@@ -114,7 +114,7 @@ def configure_lm(lm: str | None, *, n_ctx: int | None, timeout: float, largest_p
 
 def _check_options(*, n: int | None = None, position: str = "early", timeout: float = 300.0,
                    retries: int | None = None) -> None:
-    from ragnet.bench.laziness import POSITIONS
+    from benchmarks.laziness import POSITIONS
 
     if n is not None and n < 1:
         raise InputError(f"must be at least 1, got {n}", argument="n")
@@ -138,7 +138,7 @@ class LazinessEvaluator(Evaluator):
         pads: target context sizes (tokens) of the partial-evidence contexts; 0 = gold only.
         full_gold_pads: extra sizes at which the full gold evidence is shown too.
         controls: add the pad-0 controls (partial gold only; full gold only).
-        position: ``"early"`` or ``"random"`` (see ``ragnet.bench.laziness.build_cases``).
+        position: ``"early"`` or ``"random"`` (see ``benchmarks.laziness.build_cases``).
         seed: seeds the kept gold paragraph, the padding and the gold position.
         program: a compiled program file whose sufficiency step to use (None: IterativeRAG's).
         lm: a ``dspy`` LM object used as is, or an LM spec (``"local"``, a litellm id, None for
@@ -180,7 +180,7 @@ class LazinessEvaluator(Evaluator):
         show_progress: bool = True,
         log: Callable[[str], None] | None = None,
     ) -> None:
-        from ragnet.bench.laziness import gold_paragraphs
+        from benchmarks.laziness import gold_paragraphs
 
         super().__init__(log=log)
         self._started = time.perf_counter()
@@ -219,8 +219,8 @@ class LazinessEvaluator(Evaluator):
 
     def prepare(self) -> None:
         """Build the contexts, take the decision step and configure the LM."""
-        from ragnet.bench.laziness import build_cases
-        from ragnet.bench.sufficiency_step import decision_step
+        from benchmarks.laziness import build_cases
+        from benchmarks.sufficiency_step import decision_step
         from ragnet.programs.packing import prompt_tokens
 
         self.cases, self.skipped = build_cases(
@@ -255,7 +255,7 @@ class LazinessEvaluator(Evaluator):
         """Ask the step about every context not yet in ``folder``; return the summary."""
         import dspy
 
-        from ragnet.bench.laziness import evidence_dependence, padding_trend, run_laziness, summarize_laziness
+        from benchmarks.laziness import evidence_dependence, padding_trend, run_laziness, summarize_laziness
 
         cases, questions = self.cases, self.questions
         done: dict[str, dict[str, Any]] = {}
@@ -296,7 +296,7 @@ class LazinessEvaluator(Evaluator):
 
     def format_report(self, summary: dict[str, Any]) -> str:
         """``report.md``: a header (command, LM, step, questions, time), then the table and readings."""
-        from ragnet.bench.laziness import format_laziness_report
+        from benchmarks.laziness import format_laziness_report
 
         program = summary["program"]
         config = summary["config"]
