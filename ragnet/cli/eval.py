@@ -71,7 +71,7 @@ def evaluate(
     split: str = typer.Option("dev", help="dev (develop/tune here) | acceptance (final measurement only) | all."),
     n: Optional[int] = typer.Option(None, "-n", help="At most this many questions (file order)."),
     ids: Optional[str] = typer.Option(None, help="Question ids: comma list or @file."),
-    strategies: str = typer.Option("basic,oneshot", help="Comma-separated strategies; presets compose with '+' (oneshot:no-filter, oneshot:sentences+qlast). oracle: the reader given only each question's gold sentences (else its gold documents), the ceiling beside the others."),
+    strategies: str = typer.Option("basic,oneshot", help="Comma-separated strategies; presets compose with '+' (oneshot:no-filter, oneshot:sentences+qlast). auto: what `ragnet ask` runs for the reader (at its budget unless --budget is given). oracle: the reader given only each question's gold sentences (else its gold documents), the ceiling beside the others."),
     judge_lm: Optional[str] = typer.Option(None, help="LM for the LLM-match judge (default: the same as --lm)."),
     no_judge: bool = typer.Option(False, "--no-judge", help="Skip the LLM judge (EM/F1 only)."),
     threads: int = typer.Option(1, help="Questions answered in parallel."),
@@ -95,6 +95,7 @@ def evaluate(
     from ragnet.eval.report import choose_baseline
     from ragnet.eval.run_folder import claim_folder
     from ragnet.eval.runner import parse_program_args, plan_strategies, run_eval
+    from ragnet.programs.registry import recommended_strategy
 
     if threads < 1:
         raise InputError(f"must be at least 1, got {threads}", argument="threads")
@@ -102,7 +103,7 @@ def evaluate(
     spec_list = [s.strip() for s in strategies.split(",") if s.strip()]
     programs = parse_program_args(program, spec_list)
     plan = plan_strategies(spec_list, budget=budget, budgets=parse_ints(budgets, "budgets") if budgets else None,
-                           programs=programs)
+                           programs=programs, recommended=recommended_strategy(lms.reader() or lms.lm))
     choose_baseline([r.label for r in plan], baseline)  # a --baseline that names no strategy fails now, not after the run
     if docs is not None:
         _evaluate_docs(ctx, docs, data, plan, n=n, ids=ids, out=out, fresh=fresh, retry_errors=retry_errors,

@@ -109,16 +109,21 @@ def plan_strategies(
     budget: int | None = None,
     budgets: Sequence[int] | None = None,
     programs: dict[str, str | Path] | None = None,
+    recommended: tuple[str, int] | None = None,
 ) -> list[StrategyRun]:
     """Expand strategy specs into report columns.
 
     Budgeted strategies (``oneshot``, ``combined``, ``iterative``, ``oracle``) run once per entry of ``budgets`` (labels
     ``oneshot@1000`` ...), or at ``budget`` (label ``oneshot@4000``), or at their default
-    (label ``oneshot``). Other strategies run once.
+    (label ``oneshot``). Other strategies run once. ``auto`` is ``recommended`` (the spec and
+    budget ragnet recommends for the reader, :func:`ragnet.programs.registry.resolve_strategy`),
+    at its budget unless one is given, as ``ragnet ask`` runs it.
 
     Example:
         >>> [r.label for r in plan_strategies(["basic", "oneshot"], budgets=[1000, 2000])]
         ['basic', 'oneshot@1000', 'oneshot@2000']
+        >>> [r.label for r in plan_strategies(["basic", "auto"], recommended=("oneshot:sentences+hops", 1000))]
+        ['basic', 'oneshot:sentences+hops@1000']
     """
     from ragnet.eval.oracle import ORACLE
     from ragnet.programs.registry import BUDGETED
@@ -133,15 +138,20 @@ def plan_strategies(
     specs = [s.strip() for s in strategies if s and s.strip()]
     if not specs:
         raise InputError("no strategies given", argument="strategies")
+    if recommended is None and any(s.casefold() == "auto" for s in specs):
+        raise InputError("auto needs the reader it is recommended for", argument="strategies")
     programs = {k: str(v) for k, v in (programs or {}).items()}
     out: list[StrategyRun] = []
-    for spec in dict.fromkeys(specs):
+    for given in dict.fromkeys(specs):
+        spec, own_budget, program = given, budget, programs.get(given)
+        if given.casefold() == "auto":
+            spec = recommended[0]
+            own_budget = budget if budget is not None or budgets else recommended[1]
         name = _strategy_name(spec)
-        program = programs.get(spec)
         if name in budgeted and budgets:
             out.extend(StrategyRun(f"{spec}@{b}", spec, b, program) for b in dict.fromkeys(budgets))
-        elif name in budgeted and budget is not None:
-            out.append(StrategyRun(f"{spec}@{budget}", spec, budget, program))
+        elif name in budgeted and own_budget is not None:
+            out.append(StrategyRun(f"{spec}@{own_budget}", spec, own_budget, program))
         else:
             out.append(StrategyRun(spec, spec, None, program))
     return out

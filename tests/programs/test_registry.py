@@ -88,3 +88,22 @@ def test_an_override_the_strategy_does_not_take_is_refused():
     with pytest.raises(InputError, match="basic") as err:
         build_program("basic", NoIndex(), budget_tokens=3)
     assert err.value.argument == "strategy"
+
+
+def test_eval_runs_auto_as_ask_does_for_the_reader():
+    """``ragnet eval --strategies basic,auto``: auto is the reader's recommended spec at its
+    budget, a budget given wins, a sweep runs it at each; without a reader it cannot be planned."""
+    from ragnet.eval.runner import plan_strategies
+    from ragnet.programs.registry import recommended_strategy
+
+    local, other = recommended_strategy("local"), recommended_strategy("openai/gpt-4o-mini")
+    assert [(r.label, r.budget) for r in plan_strategies(["auto", "basic"], recommended=local)] == [
+        ("oneshot:sentences+hops@1000", 1000), ("basic", None)]
+    assert [r.label for r in plan_strategies(["AUTO"], recommended=other)] == ["oneshot@4000"]
+    assert [r.label for r in plan_strategies(["auto", "oneshot"], budget=2000, recommended=local)] == [
+        "oneshot:sentences+hops@2000", "oneshot@2000"]
+    assert [r.label for r in plan_strategies(["auto"], budgets=[500, 1000], recommended=local)] == [
+        "oneshot:sentences+hops@500", "oneshot:sentences+hops@1000"]
+    with pytest.raises(InputError, match="reader") as err:
+        plan_strategies(["auto"])
+    assert err.value.argument == "strategies"
