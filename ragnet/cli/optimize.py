@@ -4,6 +4,8 @@ Example:
     $ ragnet optimize --program iterative --step sufficiency --data hotpotqa_dev_distractor \\
           --optimizer bootstrap --effort light --lm local -n 64 --val-fraction 0.625 --out suff.json
     $ ragnet optimize --program basic --metric f1 -n 60 --out basic.json
+    $ ragnet optimize --docs ~/manuals --data questions.jsonl --program oneshot:sentences+hops --step answer \\
+          --lm local:qwen2.5-coder-1.5b --out answer.json
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ def optimize(
     ctx: typer.Context,
     program: str = typer.Option("basic", "--program", help="basic | oneshot | iterative | reflective | combined (presets allowed, e.g. oneshot:crop)."),
     data: str = data_option(),
+    docs: Optional[Path] = typer.Option(None, "--docs", help="A folder of your documents; --data is then a questions "
+                                        "file as `ragnet eval --docs` reads it (id, question, answers, gold places with "
+                                        "quotes). Step cases come from the gold quotes; whole programs search the folder's index."),
     split: str = typer.Option("dev", help="Question split to compile on (dev; acceptance is refused)."),
     metric: Optional[str] = typer.Option(None, help="f1 | em | llm_match | recall (default f1); with --step, the step's own."),
     optimizer: str = typer.Option("bootstrap", help="bootstrap | mipro | gepa"),
@@ -50,7 +55,7 @@ def optimize(
     from ragnet.optimize.run import CompileSettings, DevQuestions, run_optimize
 
     questions = DevQuestions(data, split=split, n=n, val_fraction=val_fraction, data_dir=data_dir,
-                             index_dir=index_dir)
+                             index_dir=index_dir, docs=docs)
     settings = CompileSettings(optimizer=optimizer, effort=effort, metric=metric, step=step, demo_tokens=demo_tokens,
                                paragraphs=paragraphs, max_words=max_words, seed=seed, threads=threads)
     # Progress (DSPy's bars and messages write to stdout) goes to stderr; stdout gets the table.

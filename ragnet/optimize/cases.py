@@ -12,6 +12,9 @@
 * :func:`answer_cases`: GenerateAnswer cases from gold sentences and a distractor.
 * :func:`rewrite_cases`: follow-up query cases, one per question whose first context (the
   one-shot's, no LM) lacks a gold document, labelled with the missing document's title.
+* :func:`quote_records`: questions over a folder of documents (``ragnet optimize --docs``) in
+  the benchmark shape the step cases read: each gold place's quote a paragraph, other
+  questions' quotes the distractors.
 
 Everything is deterministic: the same records in the same order and the same seed give the
 same cases.
@@ -36,7 +39,7 @@ import dspy
 from ragnet.errors import InputError
 from ragnet.signatures.formatting import format_chunks
 
-__all__ = ["answer_cases", "crop_cases", "qa_examples", "rewrite_cases", "sufficiency_cases"]
+__all__ = ["answer_cases", "crop_cases", "qa_examples", "quote_records", "rewrite_cases", "sufficiency_cases"]
 
 
 def qa_examples(records: Iterable[Any]) -> list[dspy.Example]:
@@ -348,3 +351,42 @@ def rewrite_cases(
         raise InputError("no question yields a rewrite case: every first context already holds the gold documents, "
                          "or the index holds none of them", argument="data")
     return cases
+
+
+def quote_records(questions: Sequence[Any], *, distractors: int = 3, seed: int = 0) -> list[Any]:
+    """Questions over a folder of documents (:class:`ragnet.eval.doc_questions.DocQuestion`)
+    with the fields the step cases read, built from their gold quotes: ``context`` holds one
+    paragraph per gold place with a quote (titled by the place, ``file › section, p. N``, as a
+    citation names it) and ``distractors`` quotes of other questions' places (seeded);
+    ``gold_sentences`` and ``gold_titles`` name the question's own. A question whose places
+    quote nothing is left out: there is no evidence to show.
+
+    Example:
+        >>> from ragnet.eval.doc_questions import DocQuestion, GoldPlace
+        >>> qs = [DocQuestion(id="a", question="Default depth?", answers=["3000"],
+        ...                   places=(GoldPlace("x.html", section=("Options",), quote="The default is 3000."),)),
+        ...       DocQuestion(id="b", question="Which flag?", answers=["-v"],
+        ...                   places=(GoldPlace("y.pdf", page=2, quote="Use -v to see more."),))]
+        >>> rec = quote_records(qs, distractors=1)[0]
+        >>> [p["title"] for p in rec.context], rec.gold_sentences, rec.gold_titles
+        (['x.html › Options', 'y.pdf, p. 2'], [['x.html › Options', 0]], ['x.html › Options'])
+        >>> print(answer_cases(quote_records(qs, distractors=1))[1].context)
+        [c1] y.pdf, p. 2: Use -v to see more.
+        <BLANKLINE>
+        [c2] x.html › Options: The default is 3000.
+    """
+    import dataclasses
+
+    rng = random.Random(seed)
+    quoted = [(q, {p.key(): p.quote.strip() for p in q.places if p.quote.strip()}) for q in questions]
+    everywhere = sorted({(key, text) for _, own in quoted for key, text in own.items()})
+    out = []
+    for question, own in quoted:
+        if not own:
+            continue
+        others = [(key, text) for key, text in everywhere if key not in own]
+        picked = rng.sample(others, min(distractors, len(others)))
+        context = [{"title": key, "sentences": [text]} for key, text in [*own.items(), *picked]]
+        out.append(dataclasses.replace(question, context=context, gold_sentences=[[key, 0] for key in own],
+                                       gold_titles=list(own)))
+    return out

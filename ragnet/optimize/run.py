@@ -38,12 +38,16 @@ class DevQuestions:
     """The benchmark questions a compile run learns from and is scored on.
 
     Attributes:
-        data: the benchmark (a name under the data folder, or a ``questions.jsonl`` path).
+        data: the benchmark (a name under the data folder, or a ``questions.jsonl`` path); with
+            ``docs``, a plain questions file as ``ragnet eval --docs`` reads it.
         split: the question split; ``"acceptance"`` is refused (it is for final measurement).
         n: use a seeded sample of this many questions (None: all of the split).
         val_fraction: the share held out for the before/after scores.
         data_dir: the data folder (default: ragnet's).
         index_dir: pooled index for whole-program compiles (default: the cached one).
+        docs: a folder of documents the questions are about (``ragnet optimize --docs``): whole
+            programs compile over its index, and step cases are built from the gold quotes
+            (:func:`ragnet.optimize.cases.quote_records`).
 
     Example:
         >>> DevQuestions("hotpotqa_dev_distractor", n=60).val_fraction
@@ -56,6 +60,31 @@ class DevQuestions:
     val_fraction: float = 0.3
     data_dir: Optional[Path] = None
     index_dir: Optional[Path] = None
+    docs: Optional[Path] = None
+
+    def records(self) -> tuple[list, str]:
+        """The questions of the split, and the data's name for the run's header."""
+        from ragnet.eval.datasets import load_questions, resolve_dataset
+
+        if self.docs is not None:
+            from ragnet.eval.doc_questions import load_doc_questions
+
+            return load_doc_questions(Path(self.data)), Path(self.data).name
+        path = resolve_dataset(self.data, self.data_dir)
+        records = load_questions(path, split=self.split)
+        if not records:
+            raise InputError(f"no {self.split} questions in {path}", argument="split")
+        return records, path.parent.name
+
+    def index(self, log: Callable[[str], None]):
+        """The index whole programs (and the rewrite step's cases) search."""
+        if self.docs is not None:
+            from ragnet.eval.indexes import docs_index
+
+            return docs_index(self.docs, log=log)
+        from ragnet.eval.indexes import load_pooled
+
+        return load_pooled(self.data, data_dir=self.data_dir, path=self.index_dir, log=log)[0]
 
 
 @dataclass(frozen=True)
@@ -139,9 +168,8 @@ def run_optimize(
         The :class:`ragnet.optimize.compile.CompileResult` (``record`` holds the header saved).
     """
     from ragnet._atomic import check_writable_parent
-    from ragnet.eval.datasets import load_questions, resolve_dataset
-    from ragnet.eval.indexes import NoIndex, load_pooled
-    from ragnet.optimize.cases import qa_examples
+    from ragnet.eval.indexes import NoIndex
+    from ragnet.optimize.cases import qa_examples, quote_records
     from ragnet.optimize.compile import EFFORTS, OPTIMIZERS, compile as compile_program
     from ragnet.optimize.metrics import PROGRAM_METRICS, program_metric
     from ragnet.programs.base import check_positive_int
@@ -179,16 +207,19 @@ def run_optimize(
                              f"leave out --metric", argument="metric")
     elif (metric or "f1") not in PROGRAM_METRICS:
         raise InputError(f"unknown metric {metric!r}; choose from {', '.join(PROGRAM_METRICS)}", argument="metric")
+    if q.docs is not None and not Path(q.docs).is_dir():
+        raise InputError("not a folder of documents", path=Path(q.docs), argument="docs")
+    if q.docs is not None and (step == "rewrite" or (step is None and metric == "recall")):
+        raise InputError("over --docs a question's gold is a place, not a document title: compile the answer, "
+                         "sufficiency or crop step, or the whole program on f1, em or llm_match",
+                         argument="step" if step else "metric")
     if demo_tokens is None and spec is not None:
         demo_tokens = spec.demo_tokens
     if demo_tokens is not None:
         check_positive_int(demo_tokens, "demo-tokens", minimum=0)
 
     # -- data: seeded question split, then examples ------------------------------------------
-    qpath = resolve_dataset(q.data, q.data_dir)
-    records = load_questions(qpath, split=split)
-    if not records:
-        raise InputError(f"no {split} questions in {qpath}", argument="split")
+    records, data_name = q.records()
     train_q, val_q = _select_questions(records, q.n, q.val_fraction, seed)
 
     # -- LMs ---------------------------------------------------------------------------------
@@ -203,9 +234,11 @@ def run_optimize(
             options["max_words"] = c.max_words
         index, step_metric = NoIndex(), spec.metric()
         if spec.needs_index:  # cases and metric search the pooled index (the rewrite step's hop recall)
-            index, _ = load_pooled(q.data, data_dir=q.data_dir, path=q.index_dir, log=say)
+            index = q.index(say)
             options = {"index": index, "seed": seed, **({"budget": context_budget} if context_budget else {})}
             step_metric = spec.metric(index=index)
+        if q.docs is not None:  # the gold quotes stand for a benchmark's gold sentences
+            train_q, val_q = quote_records(train_q, seed=seed), quote_records(val_q, seed=seed)
         train, val = spec.cases(train_q, **options), spec.cases(val_q, **options)
         if not train or not val:
             raise InputError(f"{len(train)} training and {len(val)} validation {step} cases from {len(train_q)} + "
@@ -218,7 +251,7 @@ def run_optimize(
                               demo_tokens=demo_tokens)
         label = spec.label
     else:
-        index, _ = load_pooled(q.data, data_dir=q.data_dir, path=q.index_dir, log=say)
+        index = q.index(say)
         program = build_program(program_spec, index, budget=context_budget)
         judge = teacher or main_lm
         metric_obj = program_metric(metric or "f1", index=index, judge_lm=judge)
@@ -230,7 +263,8 @@ def run_optimize(
     record = {
         **result.to_dict(),
         "program_spec": program_spec,
-        "data": qpath.parent.name,
+        "data": data_name,
+        "docs": None if q.docs is None else str(q.docs),
         "split": split,
         "val_fraction": q.val_fraction,
         "n_questions": len(train_q) + len(val_q),
