@@ -45,20 +45,17 @@ Example:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ragnet.core.title_keys import title_keys
 from ragnet.errors import InputError
 
 __all__ = ["DROP_FIELDS", "MetadataCatalog", "RuleDecision", "RuleResult", "apply", "question_terms"]
 
 #: Metadata fields a contradiction can be detected on.
 DROP_FIELDS = ("years", "places")
-
-_PAREN_SUFFIX = re.compile(r"\s*\([^()]*\)\s*$")
-
 
 @dataclass(frozen=True)
 class RuleDecision:
@@ -164,7 +161,7 @@ class MetadataCatalog:
             cat._order[chunk_id] = n
             cat.metadata[chunk_id] = meta
             cat.titles[chunk_id] = title
-            for key in _title_keys(title):
+            for key in title_keys(title):
                 cat.by_title.setdefault(key, []).append(chunk_id)
             for ent in _terms(meta.get("title_entities")):
                 cat.by_entity.setdefault(ent, []).append(chunk_id)
@@ -395,14 +392,6 @@ def _question_years(q: Mapping[str, Any]) -> set[int]:
         if len(d) >= 4 and d[:4].isdigit():
             years.add(int(d[:4]))
     return years
-
-
-def _title_keys(title: str) -> list[str]:
-    full = _norm(title)
-    if not full:
-        return []
-    short = _norm(_PAREN_SUFFIX.sub("", title))
-    return [full] if not short or short == full else [full, short]
 
 
 def _unpack_item(item: Any, n: int) -> tuple[str, Mapping[str, Any], str]:

@@ -41,12 +41,12 @@ Example:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
 from ragnet.core.bridge import bridge_entities
 from ragnet.core.routing import ROUTES, RouteRule, RouteSignals, question_form
+from ragnet.core.title_keys import mention_pattern, title_keys
 from ragnet.corpus.types import Chunk
 from ragnet.errors import InputError
 from ragnet.programs.base import RAGProgram, RunResult, check_positive_int
@@ -61,7 +61,6 @@ DEFAULT_HARD = "oneshot:sentences+hops"
 DEFAULT_BUDGET = 4000  # the one-shot's: both routes answer within the router's budget
 # Bridge names recorded in the signals (a rule may read fewer; RouteRule reads its bridge_names)
 SIGNAL_NAMES = 3
-_PAREN_SUFFIX = re.compile(r"\s*\([^()]*\)\s*$")
 
 Rule = Callable[[RouteSignals], "tuple[str, str] | str"]
 
@@ -120,10 +119,7 @@ def _label(program: Any) -> str:
 def _names(asked: str, title: str) -> bool:
     """Whether the casefolded question names ``title`` (whole words; a trailing parenthetical,
     "Ed Wood (film)", may be left out)."""
-    for key in {_norm(title), _norm(_PAREN_SUFFIX.sub("", title))}:
-        if key and re.search(rf"(?<!\w){re.escape(key)}(?!\w)", asked):
-            return True
-    return False
+    return any(mention_pattern(key).search(asked) for key in title_keys(title))
 
 
 class RouterRAG(RAGProgram):
