@@ -49,6 +49,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ragnet._text import normalize_text
 from ragnet.core.title_keys import title_keys
 from ragnet.errors import InputError
 
@@ -203,7 +204,7 @@ class MetadataCatalog:
         rank_in_title: dict[str, int] = {}
         seen_titles: dict[str, int] = {}
         for cid in sorted(found, key=self._order.__getitem__):
-            key = " ".join(self.titles[cid].split()).casefold()
+            key = normalize_text(self.titles[cid])
             rank_in_title[cid] = seen_titles.get(key, 0)
             seen_titles[key] = rank_in_title[cid] + 1
 
@@ -330,10 +331,6 @@ def _fmt(values) -> str:
     return "/".join(str(v) for v in sorted(values))
 
 
-def _norm(text: Any) -> str:
-    return " ".join(str(text).split()).casefold()
-
-
 def _terms(values: Any) -> list[str]:
     """Normalised, non-empty strings from a list (or a single string)."""
     if values is None:
@@ -342,7 +339,7 @@ def _terms(values: Any) -> list[str]:
         values = [values]
     out = []
     for v in values:
-        t = _norm(v)
+        t = normalize_text(v)
         if t and t not in out:
             out.append(t)
     return out

@@ -3,7 +3,8 @@
 Every place that asks "is this the same title?" or "does this text name that document?" uses
 these functions, so the answer is decided once:
 
-* :func:`normalize_text` folds white space and case (``"Ed  WOOD"`` and ``"ed wood"`` are one key);
+* :func:`normalize_text` (from :mod:`ragnet._text`) folds white space and case (``"Ed  WOOD"``
+  and ``"ed wood"`` are one key);
 * :func:`title_key` is a title's key without a trailing parenthetical (``"Ed Wood (film)"`` is
   named as ``"ed wood"``), and :func:`title_keys` the keys the metadata catalog files a title
   under (the whole title, and the title without its parenthetical);
@@ -30,6 +31,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ragnet._text import normalize_text
+
 __all__ = [
     "INNERMOST_PARENTHETICAL",
     "MIN_TITLE_CHARS",
@@ -45,16 +48,6 @@ PARENTHETICAL = re.compile(r"\s*\([^)]*\)\s*$")
 #: A trailing parenthetical holding no other parenthesis: "A (b (c)" -> "A (b".
 INNERMOST_PARENTHETICAL = re.compile(r"\s*\([^()]*\)\s*$")
 MIN_TITLE_CHARS = 4  # shorter titles ("It", "Up") match by accident
-
-
-def normalize_text(text: Any) -> str:
-    """``text`` as a string with runs of white space made one space, trimmed, and casefolded.
-
-    Example:
-        >>> normalize_text("  Ed\\n WOOD ")
-        'ed wood'
-    """
-    return " ".join(str(text).split()).casefold()
 
 
 def title_key(title: Any, *, innermost: bool = False) -> str:

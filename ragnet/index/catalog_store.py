@@ -53,10 +53,10 @@ from typing import Any
 
 import numpy as np
 
+from ragnet._text import normalize_text
 from ragnet.core.rules import (
     _declared_places,
     _declared_years,
-    _norm,
     _terms,
     _unpack_item,
     question_terms,
@@ -137,7 +137,7 @@ class CatalogWriter:
         tid = self._title_ids.get(title)
         if tid is None:
             tid = self._title_ids[title] = len(self._title_ids)
-            self._title_group.append(self._group_ids.setdefault(_norm(title), len(self._group_ids)))
+            self._title_group.append(self._group_ids.setdefault(normalize_text(title), len(self._group_ids)))
         self._title_of_row.append(tid)
         keys = (
             title_keys(title),

@@ -44,6 +44,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ragnet._text import normalize_text
 from ragnet.core.bridge import bridge_entities
 from ragnet.core.routing import ROUTES, RouteRule, RouteSignals, question_form
 from ragnet.core.title_keys import mention_pattern, title_keys
@@ -63,10 +64,6 @@ DEFAULT_BUDGET = 4000  # the one-shot's: both routes answer within the router's 
 SIGNAL_NAMES = 3
 
 Rule = Callable[[RouteSignals], "tuple[str, str] | str"]
-
-
-def _norm(text: str) -> str:
-    return " ".join(str(text).split()).casefold()
 
 
 def route_signals(question: str, context: list[Chunk], index: Any, *, names: int = SIGNAL_NAMES) -> RouteSignals:
@@ -92,7 +89,7 @@ def route_signals(question: str, context: list[Chunk], index: Any, *, names: int
     is_title = (lambda key: key in by_title) if by_title is not None else None
     found = bridge_entities(question, [c.text for c in context], is_title=is_title,
                             exclude=[c.title for c in context], k=names)
-    asked = _norm(question)
+    asked = normalize_text(question)
     best: dict[str, Chunk] = {}
     for chunk in context:
         if chunk.title not in best or chunk.score > best[chunk.title].score:
@@ -104,7 +101,7 @@ def route_signals(question: str, context: list[Chunk], index: Any, *, names: int
         form=question_form(question),
         named=named,
         bridges=tuple(found),
-        bridge_titles=tuple(n for n in found if is_title is not None and is_title(_norm(n))),
+        bridge_titles=tuple(n for n in found if is_title is not None and is_title(normalize_text(n))),
         top_cosine=max(cosines) if cosines else None,
         title_gap=scores[0] - scores[1] if len(scores) > 1 else 0.0,
         titles=len(best),
