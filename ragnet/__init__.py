@@ -11,9 +11,7 @@ Example:
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
+from ragnet._lazy import lazy_getattr, listed_dir
 from ragnet.corpus.types import Chunk, Document
 from ragnet.errors import IndexFormatError, InputError, RagnetError
 
@@ -42,14 +40,5 @@ _LAZY = {
 __all__ = ["Chunk", "Document", "IndexFormatError", "InputError", "RagnetError", "__version__", *_LAZY]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ragnet' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__ = lazy_getattr(globals(), _LAZY)
+__dir__ = listed_dir(__all__)

@@ -21,7 +21,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "ragnet"
 
 #: The declared order, lowest first; packages on one line are on one layer.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("ragnet._atomic", "ragnet._hashing", "ragnet._printable", "ragnet._secrets", "ragnet._threads", "ragnet.errors"),
+    ("ragnet._atomic", "ragnet._hashing", "ragnet._lazy", "ragnet._printable", "ragnet._secrets", "ragnet._text",
+     "ragnet._threads", "ragnet.errors"),
     ("ragnet.core", "ragnet.corpus"),
     ("ragnet.index",),
     ("ragnet.lm", "ragnet.signatures"),

@@ -36,6 +36,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 
+from ragnet.core.title_keys import MIN_TITLE_CHARS, title_key
+
 __all__ = ["bridge_entities", "bridge_query", "identifiers", "name_phrases", "section_references"]
 
 _CAPITAL = r"(?:(?:[A-Z]\.)+|[A-Z][\w'\-&]*)"  # a word, or initials ("J.R.R."); a full stop ends a name
@@ -46,8 +48,7 @@ _PHRASE = re.compile(rf"{_CAPITAL}(?:[ \t]+(?:(?:of|the|de|von|van|la|le|du|del|
 _OPENERS = frozenset("The A An He She It They His Her Its In On At This That These Those There As After Before "
                      "During When While However Also Born Written Since Although Despite".split())
 _MONTHS = frozenset("January February March April May June July August September October November December".split())
-_PARENTHETICAL = re.compile(r"\s*\([^)]*\)\s*$")
-MIN_CHARS = 4  # shorter names ("It", "Up", "USA") match by accident
+MIN_CHARS = MIN_TITLE_CHARS  # shorter names ("It", "Up", "USA") match by accident
 
 
 # Identifiers in technical text, in one pass (earliest first): a long option, a call, a dotted code
@@ -88,10 +89,6 @@ def section_references(text: str) -> list[str]:
         ['4', '4.2']
     """
     return list(dict.fromkeys(_SECTION_REFERENCE.findall(text)))
-
-
-def _key(text: str) -> str:
-    return " ".join(_PARENTHETICAL.sub("", str(text)).split()).casefold()
 
 
 def name_phrases(text: str) -> list[str]:
@@ -146,12 +143,12 @@ def bridge_entities(
         identifier_weight: bonus for an identifier.
     """
     asked = question.casefold()
-    skip = {_key(e) for e in exclude}
+    skip = {title_key(e) for e in exclude}
     scores: dict[str, float] = {}
     for rank, text in enumerate(texts):
         codes = identifiers(str(text))
         for name in dict.fromkeys([*name_phrases(str(text)), *codes]):  # once per text
-            key = _key(name)
+            key = title_key(name)
             if not key or key in skip or key in asked:
                 continue
             if name not in scores:
@@ -163,7 +160,7 @@ def bridge_entities(
     if k <= 0:
         return out
     for name in ranked:  # one spelling per name ("Ed Wood" / "ED WOOD")
-        if _key(name) not in {_key(o) for o in out}:
+        if title_key(name) not in {title_key(o) for o in out}:
             out.append(name)
         if len(out) == k:
             break

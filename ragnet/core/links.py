@@ -22,25 +22,13 @@ Example:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 import numpy as np
 
+from ragnet.core.title_keys import MIN_TITLE_CHARS, mention_pattern, title_key
+
 __all__ = ["mention_bonus", "title_key"]
-
-_PARENTHETICAL = re.compile(r"\s*\([^)]*\)\s*$")
-MIN_TITLE_CHARS = 4  # shorter titles ("It", "Up") match by accident
-
-
-def title_key(title: str) -> str:
-    """The phrase searched for: lower-cased title without a trailing parenthetical.
-
-    Example:
-        >>> title_key("Ed Wood (film)")
-        'ed wood'
-    """
-    return " ".join(_PARENTHETICAL.sub("", str(title)).split()).casefold()
 
 
 def mention_bonus(
@@ -71,7 +59,7 @@ def mention_bonus(
         key = title_key(title)
         if len(key) < MIN_TITLE_CHARS:
             continue
-        pattern = re.compile(rf"(?<!\w){re.escape(key)}(?!\w)")
+        pattern = mention_pattern(key)
         sources = [question] + [h for j, h in enumerate(heads) if j != i]
         if any(pattern.search(s) for s in sources):
             out[i] = bonus

@@ -45,20 +45,18 @@ Example:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ragnet._text import normalize_text
+from ragnet.core.title_keys import title_keys
 from ragnet.errors import InputError
 
 __all__ = ["DROP_FIELDS", "MetadataCatalog", "RuleDecision", "RuleResult", "apply", "question_terms"]
 
 #: Metadata fields a contradiction can be detected on.
 DROP_FIELDS = ("years", "places")
-
-_PAREN_SUFFIX = re.compile(r"\s*\([^()]*\)\s*$")
-
 
 @dataclass(frozen=True)
 class RuleDecision:
@@ -164,7 +162,7 @@ class MetadataCatalog:
             cat._order[chunk_id] = n
             cat.metadata[chunk_id] = meta
             cat.titles[chunk_id] = title
-            for key in _title_keys(title):
+            for key in title_keys(title):
                 cat.by_title.setdefault(key, []).append(chunk_id)
             for ent in _terms(meta.get("title_entities")):
                 cat.by_entity.setdefault(ent, []).append(chunk_id)
@@ -206,7 +204,7 @@ class MetadataCatalog:
         rank_in_title: dict[str, int] = {}
         seen_titles: dict[str, int] = {}
         for cid in sorted(found, key=self._order.__getitem__):
-            key = " ".join(self.titles[cid].split()).casefold()
+            key = normalize_text(self.titles[cid])
             rank_in_title[cid] = seen_titles.get(key, 0)
             seen_titles[key] = rank_in_title[cid] + 1
 
@@ -333,10 +331,6 @@ def _fmt(values) -> str:
     return "/".join(str(v) for v in sorted(values))
 
 
-def _norm(text: Any) -> str:
-    return " ".join(str(text).split()).casefold()
-
-
 def _terms(values: Any) -> list[str]:
     """Normalised, non-empty strings from a list (or a single string)."""
     if values is None:
@@ -345,7 +339,7 @@ def _terms(values: Any) -> list[str]:
         values = [values]
     out = []
     for v in values:
-        t = _norm(v)
+        t = normalize_text(v)
         if t and t not in out:
             out.append(t)
     return out
@@ -395,14 +389,6 @@ def _question_years(q: Mapping[str, Any]) -> set[int]:
         if len(d) >= 4 and d[:4].isdigit():
             years.add(int(d[:4]))
     return years
-
-
-def _title_keys(title: str) -> list[str]:
-    full = _norm(title)
-    if not full:
-        return []
-    short = _norm(_PAREN_SUFFIX.sub("", title))
-    return [full] if not short or short == full else [full, short]
 
 
 def _unpack_item(item: Any, n: int) -> tuple[str, Mapping[str, Any], str]:

@@ -10,8 +10,9 @@ what their writer leaves in them:
   ``"ragnet-index"`` (every index of the format this ragnet reads declares it);
 - an eval run folder by its ``.ragnet-eval`` marker file.
 
-The names are those of :mod:`ragnet.index.index` and :mod:`ragnet.eval.run_folder`, which
-sit above this package; a test keeps the copies equal.
+This module is the one place that decides both: :mod:`ragnet.index.index` (which names it
+replaces) and :mod:`ragnet.eval.run_folder` take the names, and the index its manifest test
+(:func:`index_manifest`), from here.
 
 Example:
     >>> import tempfile, pathlib
@@ -28,7 +29,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-__all__ = ["EVAL_MARKER", "INDEX_FORMAT", "INDEX_MANIFEST", "ragnet_output"]
+__all__ = ["EVAL_MARKER", "INDEX_FORMAT", "INDEX_MANIFEST", "index_manifest", "ragnet_output"]
 
 #: The file every ragnet index folder holds, and the format it declares.
 INDEX_MANIFEST = "manifest.json"
@@ -48,12 +49,39 @@ def ragnet_output(folder: str | Path) -> str | None:
     try:
         if (folder / EVAL_MARKER).is_file():
             return "a ragnet eval run"
-        manifest_path = folder / INDEX_MANIFEST
-        if not manifest_path.is_file() or manifest_path.stat().st_size > _MAX_MANIFEST_BYTES:
+    except (OSError, ValueError):
+        return None
+    return "a ragnet index" if index_manifest(folder) is not None else None
+
+
+def index_manifest(folder: str | Path, *, unmarked: bool = False,
+                   max_bytes: int | None = _MAX_MANIFEST_BYTES) -> dict | None:
+    """The JSON object of ``folder``'s ``manifest.json`` when it declares a ragnet index
+    (``"format": "ragnet-index"``), else None. Never raises.
+
+    Args:
+        folder: the folder.
+        unmarked: also accept a manifest with no ``"format"`` at all, as indexes written before
+            the marker have (``ragnet index --out OLD`` replaces them; the caller then checks the
+            manifest's other keys).
+        max_bytes: a larger manifest is not read (None: no limit).
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> folder = pathlib.Path(tempfile.mkdtemp())
+        >>> _ = (folder / "manifest.json").write_text('{"files": {}}')
+        >>> index_manifest(folder), index_manifest(folder, unmarked=True)
+        (None, {'files': {}})
+    """
+    manifest_path = Path(folder) / INDEX_MANIFEST
+    try:
+        if not manifest_path.is_file() or (max_bytes is not None and manifest_path.stat().st_size > max_bytes):
             return None
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
         return None
     if not isinstance(manifest, dict):
         return None
-    return "a ragnet index" if manifest.get("format") == INDEX_FORMAT else None
+    if manifest.get("format", INDEX_FORMAT if unmarked else None) != INDEX_FORMAT:
+        return None
+    return manifest

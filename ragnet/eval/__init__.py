@@ -31,8 +31,7 @@ Example:
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from ragnet._lazy import lazy_getattr
 
 _LAZY = {
     "Evaluator": "ragnet.eval.evaluator",
@@ -59,10 +58,4 @@ _LAZY = {
 __all__ = sorted(_LAZY)
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ragnet.eval' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(globals(), _LAZY)

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ragnet._text import normalize_text
 from ragnet.eval.records import get_field
 
 __all__ = [
@@ -56,7 +57,7 @@ def _doc_map(index: Any) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
     by_title: dict[str, list[str]] = {}
     for c in index.chunks:
         by_doc.setdefault(c.doc_id, []).append(c.id)
-        by_title.setdefault(" ".join(str(c.title).split()).casefold(), []).append(c.id)
+        by_title.setdefault(normalize_text(c.title), []).append(c.id)
     try:
         _DOC_MAPS[index] = (len(index.chunks), by_doc, by_title)
     except TypeError:
@@ -76,7 +77,7 @@ def document_chunk_ids(index: Any, key: str) -> list[str]:
     """
     by_doc, by_title = _doc_map(index)
     key = str(key)
-    return list(by_doc.get(key) or by_title.get(" ".join(key.split()).casefold()) or [])
+    return list(by_doc.get(key) or by_title.get(normalize_text(key)) or [])
 
 
 def gold_chunk_ids(record: Any, index: Any) -> dict[str, list[str]]:
@@ -107,10 +108,6 @@ def _doc_of(chunk_id: str) -> str:
     """Document id of a chunk id ``"{doc_id}#{position}"``."""
     head, sep, tail = str(chunk_id).rpartition("#")
     return head if sep and tail.isdigit() else str(chunk_id)
-
-
-def _fold(text: str) -> str:
-    return " ".join(str(text).split()).casefold()
 
 
 @dataclass
@@ -167,8 +164,8 @@ def gold_present(gold: dict[str, set[str]], chunk_ids: Sequence[str]) -> int:
             n += bool(chunks & ids)
         else:
             if docs is None:
-                docs = {_fold(_doc_of(c)) for c in ids}
-            n += _fold(key) in docs
+                docs = {normalize_text(_doc_of(c)) for c in ids}
+            n += normalize_text(key) in docs
     return n
 
 

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from ragnet._printable import printable_name
+from ragnet._text import normalize_text
 from ragnet.errors import InputError, describe
 from ragnet.eval.report_input import check_page_target, check_row, check_summary
 
@@ -77,10 +78,6 @@ def _log(message: str) -> None:
 def _cap(text: Any, limit: int = TEXT_CHARS) -> str:
     text = "" if text is None else str(text)
     return text if len(text) <= limit else text[:limit] + f" … [{len(text) - limit:,} more characters]"
-
-
-def _norm(text: str) -> str:
-    return " ".join(str(text).split()).casefold()
 
 
 def _doc_of(chunk_id: str) -> str:
@@ -250,7 +247,7 @@ def _strategy_view(label: str, row: dict[str, Any] | None, gold: dict[str, Any] 
     context = [str(c) for c in row.get("context") or ()]
     passages = row.get("passages")
     gold_docs = [str(d) for d in (gold or {}).get("documents") or ()]
-    gold_keys = {_norm(d) for d in gold_docs}
+    gold_keys = {normalize_text(d) for d in gold_docs}
     sentences = [s for s in (gold or {}).get("sentences") or () if isinstance(s, (list, tuple)) and len(s) == 3]
     patterns = [_sentence_pattern(s[2]) for s in sentences]
     found: set[int] = set()
@@ -259,19 +256,20 @@ def _strategy_view(label: str, row: dict[str, Any] | None, gold: dict[str, Any] 
         for p in passages:
             pid, title = str(p.get("id", "")), str(p.get("title", ""))
             mine = [n for n, s in enumerate(sentences) if patterns[n] is not None
-                    and _norm(s[0]) in (_norm(title), _norm(_doc_of(pid)))]
+                    and normalize_text(s[0]) in (normalize_text(title), normalize_text(_doc_of(pid)))]
             segments, hit = _segments(_cap(p.get("text", ""), PASSAGE_CHARS), [patterns[n] for n in mine])
             found |= {mine[k] for k in hit}
             shown.append({"id": pid, "title": title, "segments": segments, "cited": pid in evidence,
-                          "gold_doc": bool(gold_keys & {_norm(title), _norm(_doc_of(pid))})})
+                          "gold_doc": bool(gold_keys & {normalize_text(title), normalize_text(_doc_of(pid))})})
         view["passages"] = shown
     else:
         view["passages"] = None
-        view["context_ids"] = [{"id": c, "cited": c in evidence, "gold_doc": _norm(_doc_of(c)) in gold_keys}
+        view["context_ids"] = [{"id": c, "cited": c in evidence, "gold_doc": normalize_text(_doc_of(c)) in gold_keys}
                                for c in context[:MAX_PASSAGES]]
-    present_docs = {_norm(_doc_of(c)) for c in context} | {_norm(p.get("title", "")) for p in passages or ()}
+    present_docs = ({normalize_text(_doc_of(c)) for c in context}
+                    | {normalize_text(p.get("title", "")) for p in passages or ()})
     view["gold_known"] = gold is not None
-    view["missing_docs"] = [d for d in gold_docs if _norm(d) not in present_docs]
+    view["missing_docs"] = [d for d in gold_docs if normalize_text(d) not in present_docs]
     if sentences and passages is not None:
         view["missing_sentences"] = [{"title": s[0], "text": s[2]} for n, s in enumerate(sentences) if n not in found]
     else:

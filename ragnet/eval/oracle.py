@@ -56,6 +56,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from ragnet._text import normalize_text
 from ragnet.corpus.sentences import split_sentences
 from ragnet.corpus.tokens import count_tokens
 from ragnet.corpus.types import Chunk
@@ -91,10 +92,6 @@ class GoldContext:
     mode: str
     chunks: list[Chunk]
     detail: dict[str, Any] = field(default_factory=dict)
-
-
-def _norm(text: str) -> str:
-    return " ".join(str(text).split()).casefold()
 
 
 def _chunks_of(index: Any, key: str) -> list[Chunk]:
@@ -175,7 +172,7 @@ def _sentence_chunks(found: Sequence[tuple[str, int, str, str]], index: Any) -> 
     record = []
     for title, i, text, source in found:
         chunks = _chunks_of(index, title)
-        base = next((c for c in chunks if _norm(text) in _norm(c.text)), chunks[0] if chunks else None)
+        base = next((c for c in chunks if normalize_text(text) in normalize_text(c.text)), chunks[0] if chunks else None)
         if base is None:  # the gold document is not in this index: shown all the same, under its title
             base = Chunk(id=f"{title}#0", doc_id=title, title=title, text="", tokens=0)
         groups.setdefault(base.id, (base, []))[1].append((i, text))
@@ -225,7 +222,7 @@ def _passage_chunks(record: Any, index: Any) -> tuple[list[Chunk], list[dict]]:
             continue
         base = None
         for chunk in index.chunks:
-            if at_place(chunk.metadata.get("location"), place) and _norm(quote) in _norm(chunk.text):
+            if at_place(chunk.metadata.get("location"), place) and normalize_text(quote) in normalize_text(chunk.text):
                 base = chunk
                 break
         if base is None:

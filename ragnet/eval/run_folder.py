@@ -56,12 +56,13 @@ from typing import Any
 
 from ragnet._printable import printable_name
 from ragnet._secrets import redact
+from ragnet.corpus.outputs import EVAL_MARKER
 from ragnet.errors import DiskFullError, InputError, is_disk_full
 
 __all__ = ["IDS", "MARKER", "REPORT", "RESULTS", "RUN_FILE", "SUMMARY", "RowWriter", "RunFolder", "claim_folder",
            "read_rows"]
 
-MARKER = ".ragnet-eval"
+MARKER = EVAL_MARKER  # what ragnet.corpus.outputs recognises an eval run folder by
 RESULTS = "results.jsonl"
 RUN_FILE = "run.json"
 REPORT = "report.md"

@@ -43,6 +43,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ragnet._text import normalize_text
 from ragnet.core import selection
 from ragnet.corpus.tokens import count_tokens_batch
 from ragnet.errors import InputError
@@ -52,10 +53,6 @@ __all__ = ["SELECTIONS", "format_sentence_report", "gold_sentence_texts", "gold_
 
 SELECTIONS = ("top5", "rank-fill", "rank-cut", "knapsack", "sentences", "sentences+links")
 DEFAULT_BUDGETS = (512, 1000, 2000, 4000)
-
-
-def _norm(text: str) -> str:
-    return " ".join(str(text).split()).casefold()
 
 
 def gold_sentences(record: Any) -> list[tuple[str, int, str]]:
@@ -79,7 +76,7 @@ def gold_sentences(record: Any) -> list[tuple[str, int, str]]:
             continue
         title, i = item
         sentences = (paragraphs.get(title) or {}).get("sentences") or []
-        if isinstance(i, int) and not isinstance(i, bool) and 0 <= i < len(sentences) and _norm(sentences[i]):
+        if isinstance(i, int) and not isinstance(i, bool) and 0 <= i < len(sentences) and normalize_text(sentences[i]):
             out.append((title, i, str(sentences[i]).strip()))
     return out
 
@@ -95,13 +92,13 @@ def gold_sentence_texts(record: Any) -> list[tuple[str, str]]:
         >>> gold_sentence_texts(r)
         [('T', 'two words.')]
     """
-    return [(title, _norm(text)) for title, _, text in gold_sentences(record)]
+    return [(title, normalize_text(text)) for title, _, text in gold_sentences(record)]
 
 
 def _covered(gold: list[tuple[str, str]], chunks: Sequence[Any]) -> bool:
     by_title: dict[str, str] = {}
     for c in chunks:
-        by_title[c.title] = by_title.get(c.title, "") + " " + _norm(c.text)
+        by_title[c.title] = by_title.get(c.title, "") + " " + normalize_text(c.text)
     return all(text in by_title.get(title, "") for title, text in gold)
 
 

@@ -53,15 +53,15 @@ from typing import Any
 
 import numpy as np
 
+from ragnet._text import normalize_text
 from ragnet.core.rules import (
     _declared_places,
     _declared_years,
-    _norm,
     _terms,
-    _title_keys,
     _unpack_item,
     question_terms,
 )
+from ragnet.core.title_keys import title_keys
 from ragnet.errors import IndexFormatError
 
 __all__ = ["FILES", "FORMAT", "MAPS", "CatalogStore", "CatalogWriter"]
@@ -137,10 +137,10 @@ class CatalogWriter:
         tid = self._title_ids.get(title)
         if tid is None:
             tid = self._title_ids[title] = len(self._title_ids)
-            self._title_group.append(self._group_ids.setdefault(_norm(title), len(self._group_ids)))
+            self._title_group.append(self._group_ids.setdefault(normalize_text(title), len(self._group_ids)))
         self._title_of_row.append(tid)
         keys = (
-            _title_keys(title),
+            title_keys(title),
             _terms(meta.get("title_entities")),
             _declared_places(meta),
             [str(y) for y in _declared_years(meta)],

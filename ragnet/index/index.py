@@ -44,6 +44,7 @@ import numpy as np
 
 from ragnet._atomic import DirSwap, atomic_dir, check_writable_parent, dir_lock, usual_permissions
 from ragnet._hashing import sha256_file
+from ragnet.corpus.outputs import INDEX_FORMAT, INDEX_MANIFEST, index_manifest
 from ragnet.corpus.types import Chunk, Document
 from ragnet.errors import IndexFormatError, InputError
 from ragnet.index.catalog_store import FILES as CATALOG_FILES
@@ -67,8 +68,8 @@ from ragnet.index.untrusted import member, npy_header
 
 FORMAT_VERSION = 2
 TOKENIZER = "tiktoken:cl100k_base"
-MANIFEST = "manifest.json"
-MANIFEST_FORMAT = "ragnet-index"  # what marks a folder as ragnet's to replace
+MANIFEST = INDEX_MANIFEST
+MANIFEST_FORMAT = INDEX_FORMAT  # what marks a folder as ragnet's to replace
 CHUNKS = "chunks.jsonl"
 EMBEDDINGS = "embeddings.npy"
 DENSE = "dense.faiss"
@@ -1110,10 +1111,11 @@ def _check_search_args(k: Any, lam: Any, pool: Any) -> None:
 def index_files(folder: Path) -> set[str] | None:
     """The files that belong to the ragnet index in ``folder`` (relative paths), or None.
 
-    A folder is a ragnet index when its ``manifest.json`` says so: a JSON object with a
-    format version, an embedder and the per-file checksums ``Index.build`` writes (older
-    manifests lack the ``"format": "ragnet-index"`` marker and are recognised by those keys).
-    Only the files the manifest lists, and the manifest itself, are ragnet's.
+    A folder is a ragnet index when its ``manifest.json`` says so
+    (:func:`ragnet.corpus.outputs.index_manifest`) and holds a format version, an embedder and
+    the per-file checksums ``Index.build`` writes (older manifests lack the
+    ``"format": "ragnet-index"`` marker and are recognised by those keys alone, so that a new
+    build can replace them). Only the files the manifest lists, and the manifest itself, are ragnet's.
 
     Example:
         >>> import tempfile, pathlib, json
@@ -1121,13 +1123,8 @@ def index_files(folder: Path) -> set[str] | None:
         >>> index_files(d) is None
         True
     """
-    try:
-        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return None
-    if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict):
-        return None
-    if manifest.get("format", MANIFEST_FORMAT) != MANIFEST_FORMAT:
+    manifest = index_manifest(folder, unmarked=True, max_bytes=None)
+    if manifest is None or not isinstance(manifest.get("files"), dict):
         return None
     if not all(key in manifest for key in ("format_version", "embedder", "dimension", "chunk_count")):
         return None

@@ -14,8 +14,7 @@ Example:
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from ragnet._lazy import lazy_getattr, listed_dir
 
 _LAZY = {
     "configure": "ragnet.lm.config",
@@ -37,14 +36,5 @@ _LAZY = {
 __all__ = sorted(_LAZY)
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ragnet.lm' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__ = lazy_getattr(globals(), _LAZY)
+__dir__ = listed_dir(__all__)

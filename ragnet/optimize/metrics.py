@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ragnet._text import normalize_text
 from ragnet.eval.program_metrics import PROGRAM_METRICS, Metric, evidence_recall, program_metric
 
 __all__ = [
@@ -64,10 +65,6 @@ def verdict_metric() -> Metric:
                   threshold=1.0, feedback=_verdict_feedback)
 
 
-def _norm(text: str) -> str:
-    return " ".join(str(text).split()).casefold()
-
-
 def crop_score(sentences: Sequence[str], gold_idx: Sequence[int], output: str, *, beta: float = 2.0) -> dict[str, float]:
     """Crop quality against gold sentences: recall, precision and their F-beta (recall-weighted).
 
@@ -82,8 +79,8 @@ def crop_score(sentences: Sequence[str], gold_idx: Sequence[int], output: str, *
         >>> crop_score(s, [1], "A is 1. B is 2. C is 3. D is 4.")   # kept everything
         {'recall': 1.0, 'precision': 0.25, 'score': 0.625}
     """
-    out = _norm(output)
-    kept = {i for i, s in enumerate(sentences) if _norm(s) and _norm(s) in out}
+    out = normalize_text(output)
+    kept = {i for i, s in enumerate(sentences) if normalize_text(s) and normalize_text(s) in out}
     gold = {int(i) for i in gold_idx if 0 <= int(i) < len(sentences)}
     hit = len(kept & gold)
     recall = hit / len(gold) if gold else 0.0

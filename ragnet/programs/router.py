@@ -41,12 +41,13 @@ Example:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
+from ragnet._text import normalize_text
 from ragnet.core.bridge import bridge_entities
 from ragnet.core.routing import ROUTES, RouteRule, RouteSignals, question_form
+from ragnet.core.title_keys import mention_pattern, title_keys
 from ragnet.corpus.types import Chunk
 from ragnet.errors import InputError
 from ragnet.programs.base import RAGProgram, RunResult, check_positive_int
@@ -61,13 +62,8 @@ DEFAULT_HARD = "oneshot:sentences+hops"
 DEFAULT_BUDGET = 4000  # the one-shot's: both routes answer within the router's budget
 # Bridge names recorded in the signals (a rule may read fewer; RouteRule reads its bridge_names)
 SIGNAL_NAMES = 3
-_PAREN_SUFFIX = re.compile(r"\s*\([^()]*\)\s*$")
 
 Rule = Callable[[RouteSignals], "tuple[str, str] | str"]
-
-
-def _norm(text: str) -> str:
-    return " ".join(str(text).split()).casefold()
 
 
 def route_signals(question: str, context: list[Chunk], index: Any, *, names: int = SIGNAL_NAMES) -> RouteSignals:
@@ -93,7 +89,7 @@ def route_signals(question: str, context: list[Chunk], index: Any, *, names: int
     is_title = (lambda key: key in by_title) if by_title is not None else None
     found = bridge_entities(question, [c.text for c in context], is_title=is_title,
                             exclude=[c.title for c in context], k=names)
-    asked = _norm(question)
+    asked = normalize_text(question)
     best: dict[str, Chunk] = {}
     for chunk in context:
         if chunk.title not in best or chunk.score > best[chunk.title].score:
@@ -105,7 +101,7 @@ def route_signals(question: str, context: list[Chunk], index: Any, *, names: int
         form=question_form(question),
         named=named,
         bridges=tuple(found),
-        bridge_titles=tuple(n for n in found if is_title is not None and is_title(_norm(n))),
+        bridge_titles=tuple(n for n in found if is_title is not None and is_title(normalize_text(n))),
         top_cosine=max(cosines) if cosines else None,
         title_gap=scores[0] - scores[1] if len(scores) > 1 else 0.0,
         titles=len(best),
@@ -120,10 +116,7 @@ def _label(program: Any) -> str:
 def _names(asked: str, title: str) -> bool:
     """Whether the casefolded question names ``title`` (whole words; a trailing parenthetical,
     "Ed Wood (film)", may be left out)."""
-    for key in {_norm(title), _norm(_PAREN_SUFFIX.sub("", title))}:
-        if key and re.search(rf"(?<!\w){re.escape(key)}(?!\w)", asked):
-            return True
-    return False
+    return any(mention_pattern(key).search(asked) for key in title_keys(title))
 
 
 class RouterRAG(RAGProgram):

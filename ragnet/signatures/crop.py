@@ -54,7 +54,8 @@ class CropChunk(dspy.Signature):
     relevant_text: str = dspy.OutputField(desc="the relevant sentences, copied word for word from the chunk")
 
 
-def _norm(text: str) -> str:
+def _fold_space(text: str) -> str:
+    """White space runs made one space; case kept (unlike :func:`ragnet._text.normalize_text`)."""
     return " ".join(text.split())
 
 
@@ -80,14 +81,14 @@ def verbatim_spans(output: str, source: str) -> tuple[list[str], list[str]]:
         >>> verbatim_spans("It rains. Snow is white.", "Snow is white. It rains here.")
         (['Snow is white.'], ['It rains.'])
     """
-    src = _norm(source)
+    src = _fold_space(source)
     fold = len(src.casefold()) == len(src)  # fold case only when offsets stay valid
     hay = src.casefold() if fold else src
     whole = {s.casefold() for s in split_sentences(source)}
     found: list[tuple[int, int]] = []
     rejected: list[str] = []
     for sentence in split_sentences(output):
-        needle = _norm(sentence)
+        needle = _fold_space(sentence)
         key = needle.casefold() if fold else needle
         pos = hay.find(key)
         if pos < 0 and needle.endswith((".", "!", "?")):
@@ -135,7 +136,7 @@ def crop_validator(
             pred.kept_full = True
             return pred, problems
         pred.relevant_text = " ".join(spans)
-        pred.kept_full = _norm(pred.relevant_text) == _norm(shown)
+        pred.kept_full = _fold_space(pred.relevant_text) == _fold_space(shown)
         return pred, problems
 
     return validate
