@@ -139,7 +139,10 @@ def answer_demos(predictor: Any, signature: type[dspy.Signature] | None = None) 
     demos = list(getattr(predictor, "demos", None) or [])
     if "question_preview" not in signature.input_fields or all("question_preview" in d for d in demos):
         return predictor.demos
-    return [d if "question_preview" in d else d.copy(question_preview=d.get("question", "")) for d in demos]
+    # a demo is a dspy.Example, or a plain dict once a compiled program is loaded from JSON
+    return [d if "question_preview" in d
+            else {**d, "question_preview": d.get("question", "")} if isinstance(d, dict)
+            else d.copy(question_preview=d.get("question", "")) for d in demos]
 
 
 def answer_inputs(signature: type[dspy.Signature], question: str, context: str) -> dict[str, str]:

@@ -182,3 +182,22 @@ def test_an_auto_reader_is_a_question_last_reader_when_saved_and_loaded(yearbook
     both = save_program(OneShotRAG(yearbook_index, answer=AnswerStep(question_at="both")), tmp_path / "both.json")
     with pytest.raises(InputError, match=r"AnswerStep\(question_at='both'\) \(the qboth preset"):
         load_program(build_program("oneshot:qauto", yearbook_index), both)
+
+
+def test_a_loaded_compiled_reader_shows_its_demos_with_the_preview(yearbook_index, run_with, tmp_path):
+    """Demos loaded from a compiled program's JSON are plain dicts; a question that names two
+    options (the preview layout) must still show them, not fail (found on the real-document dev set)."""
+    from ragnet.programs.persist import load_program, save_program
+
+    compiled = build_program("oneshot:sentences+qauto", yearbook_index, budget=900)
+    compiled.answer.predict.demos = [dspy.Example(question="Who founded Brindle?", context="[c1] Brindle: founded by Ada.",
+                                                  answer="Ada", evidence_ids=["c1"])]
+    path = save_program(compiled, tmp_path / "reader.json")
+    program = load_program(build_program("oneshot:sentences+qauto", yearbook_index, budget=900), path)
+    assert all(isinstance(d, dict) for d in program.answer.predict.demos)  # what DSPy's load gives
+    with run_with(ProgramLM()) as lm:
+        pred = program(question=OPTIONS_Q)
+    assert not pred.trace or not [e for e in pred.trace if e.get("error")]
+    user = _fields_of_last_user_message(lm.calls[-1][1])
+    assert "[[ ## question_preview ## ]]" in user
+    assert lm.calls[-1][1].count("Who founded Brindle?") == 2 and "Not supplied" not in lm.calls[-1][1]
