@@ -208,7 +208,7 @@ def run_demo(
     from rich.table import Table
 
     from ragnet.demo.corpus import choice_correct
-    from ragnet.eval.runner import QAEvaluator
+    from ragnet.eval.runner import EvalSettings, QAEvaluator
     from ragnet.programs.registry import parse_spec
 
     if answers < 1:
@@ -260,12 +260,13 @@ def run_demo(
              f"{usage.get('lm_calls', 0):2d} LM calls  {by_id[row['id']].question} -> {str(row.get('answer', ''))[:60]!r}",
              highlight=False)
 
+    settings = EvalSettings(judge=False, scorers=[score], extra_metrics=("correct", "gold_facts"),
+                            primary_metric="correct", plots=False, show_progress=False)
     evaluator = QAEvaluator(
-        questions, strategies, index=index, name="demo", judge=False,
+        questions, strategies, index=index, name="demo", settings=settings,
         program_factory=lambda run, idx: build_demo_program(run.spec, idx, budget=budget, max_turns=max_turns,
                                                             answer_lm=reader),
-        scorers=[score], extra_metrics=("correct", "gold_facts"), primary_metric="correct", plots=False,
-        show_progress=False, on_row=print_row, log=lambda msg: echo(msg),
+        on_row=print_row, log=lambda msg: echo(msg),
     )
     summary = evaluator(workdir / "results", fresh=True)  # a show, not a resumable experiment: cache makes reruns fast
     summary["evidence"] = evidence

@@ -36,7 +36,8 @@ Example:
     ...         Document(id="Rome", title="Rome", text="Rome is the capital of Italy.")]
     >>> index = Index.build(docs, tempfile.mkdtemp() + "/i", show_progress=False)
     >>> questions = [QARecord(id="q1", question="Capital of France?", answers=["Paris"], gold_titles=["Paris"])]
-    >>> evaluator = QAEvaluator(questions, ["basic"], index=index, judge=False, plots=False, show_progress=False)
+    >>> settings = EvalSettings(judge=False, plots=False, show_progress=False)
+    >>> evaluator = QAEvaluator(questions, ["basic"], index=index, settings=settings)
     >>> with dspy.context(lm=DummyLM([{"answer": "Paris", "evidence_ids": ["c1"]}])):
     ...     summary = evaluator(tempfile.mkdtemp())
     >>> summary["strategies"]["basic"]["em"], summary["strategies"]["basic"]["gold_all"]
@@ -63,7 +64,7 @@ from ragnet.eval.evaluator import Evaluator
 from ragnet.eval.records import get_field
 from ragnet.eval.run_folder import RESULTS, RUN_FILE, RunFolder, read_rows  # noqa: F401 - RUN_FILE re-exported
 
-__all__ = ["QAEvaluator", "StrategyRun", "iter_rows", "parse_program_args", "plan_strategies", "read_results",
+__all__ = ["EvalSettings", "QAEvaluator", "StrategyRun", "iter_rows", "parse_program_args", "plan_strategies", "read_results",
            "run_eval", "trained_questions"]
 
 #: Run settings that must match for rows in an existing results file to be reused.
@@ -268,16 +269,12 @@ ProgramFactory = Callable[["StrategyRun", Any], Any]
 Scorer = Callable[[Any, Any, Any], dict[str, Any]]
 
 
-class QAEvaluator(Evaluator):
-    """Strategies answering questions, side by side (see the module docstring).
+@dataclass(frozen=True)
+class EvalSettings:
+    """How a :class:`QAEvaluator` run answers, scores and reports: everything but the questions,
+    the strategies, the index and the hooks.
 
-    Args:
-        data: an ``EvalSet`` (from ``ragnet.eval.datasets.load_eval_set``), or records with
-            ``id``, ``question`` and ``answers`` (gold fields optional) answered over ``index``.
-        strategies: specs (``"oneshot:no-filter"``) or ready :class:`StrategyRun`\\ s.
-        index: the index every question is answered over; required with plain records, and
-            replaces an ``EvalSet``'s own index.
-        name: the set's name in reports when ``data`` is plain records (default ``"questions"``).
+    Attributes:
         judge: score LLM match with ``JudgeAnswer`` (an exact match needs no LM call).
         judge_lm: the judge's ``dspy.LM``; None uses the LM the programs use.
         answer_lm: the LM every program answers with (a spec or ``dspy.BaseLM``; see
@@ -286,8 +283,6 @@ class QAEvaluator(Evaluator):
         budget, budgets: token budget(s) of budgeted strategies (see :func:`plan_strategies`).
         programs: ``{spec: compiled program file}`` from ``ragnet optimize``.
         overrides: extra constructor arguments per strategy name, e.g. ``{"iterative": {"max_turns": 3}}``.
-        program_factory: ``factory(run, index) -> program`` replacing the default
-            (``build_program`` with ``overrides``, then the compiled ``run.program`` loaded).
         scorers: per-row hooks ``scorer(record, prediction, index) -> {field: value}``, merged
             into each row that ran (e.g. a task's own correctness).
         extra_metrics: row fields from ``scorers`` aggregated like accuracy (mean over every
@@ -302,6 +297,51 @@ class QAEvaluator(Evaluator):
         embedder: an ``Embedder`` for building/loading indexes (None: the bundled MiniLM).
         index_root: where cached indexes live (default ``$RAGNET_HOME/indexes``).
         show_progress: a progress bar over the jobs.
+
+    Example:
+        >>> EvalSettings(judge=False).primary
+        'em'
+    """
+
+    judge: bool = True
+    judge_lm: Any = None
+    answer_lm: Any = None
+    threads: int = 1
+    budget: int | None = None
+    budgets: Sequence[int] | None = None
+    programs: dict[str, str | Path] | None = None
+    overrides: dict[str, dict[str, Any]] | None = None
+    scorers: Sequence[Scorer] = ()
+    extra_metrics: Sequence[str] = ()
+    primary_metric: str | None = None
+    command: str | None = None
+    retry_errors: bool = False
+    store_trace: bool = True
+    plots: bool = True
+    baseline: str | None = None
+    embedder: Any = None
+    index_root: str | Path | None = None
+    show_progress: bool = True
+
+    @property
+    def primary(self) -> str:
+        """The metric that decides: the one given, else ``llm_match`` with a judge, else ``em``."""
+        return self.primary_metric or ("llm_match" if self.judge else "em")
+
+
+class QAEvaluator(Evaluator):
+    """Strategies answering questions, side by side (see the module docstring).
+
+    Args:
+        data: an ``EvalSet`` (from ``ragnet.eval.datasets.load_eval_set``), or records with
+            ``id``, ``question`` and ``answers`` (gold fields optional) answered over ``index``.
+        strategies: specs (``"oneshot:no-filter"``) or ready :class:`StrategyRun`\\ s.
+        index: the index every question is answered over; required with plain records, and
+            replaces an ``EvalSet``'s own index.
+        name: the set's name in reports when ``data`` is plain records (default ``"questions"``).
+        settings: how the run answers, scores and reports (:class:`EvalSettings`).
+        program_factory: ``factory(run, index) -> program`` replacing the default
+            (``build_program`` with the settings' ``overrides``, then the compiled ``run.program`` loaded).
         on_row: called with each new row once it is recorded (e.g. to print it).
         log: receives one-line notices and warnings.
     """
@@ -317,37 +357,20 @@ class QAEvaluator(Evaluator):
         *,
         index: Any = None,
         name: str | None = None,
-        judge: bool = True,
-        judge_lm: Any = None,
-        answer_lm: Any = None,
-        threads: int = 1,
-        budget: int | None = None,
-        budgets: Sequence[int] | None = None,
-        programs: dict[str, str | Path] | None = None,
-        overrides: dict[str, dict[str, Any]] | None = None,
+        settings: EvalSettings = EvalSettings(),
         program_factory: ProgramFactory | None = None,
-        scorers: Sequence[Scorer] = (),
-        extra_metrics: Sequence[str] = (),
-        primary_metric: str | None = None,
-        command: str | None = None,
-        retry_errors: bool = False,
-        store_trace: bool = True,
-        plots: bool = True,
-        baseline: str | None = None,
-        embedder: Any = None,
-        index_root: str | Path | None = None,
-        show_progress: bool = True,
         on_row: Callable[[dict[str, Any]], None] | None = None,
         log: Callable[[str], None] = _stderr,
     ) -> None:
         super().__init__(log=log)
+        threads = settings.threads
         if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
             raise InputError(f"must be a positive integer, got {threads!r}", argument="threads")
         if strategies and all(isinstance(s, StrategyRun) for s in strategies):
             self.plan = list(strategies)  # type: ignore[arg-type]
         else:
-            self.plan = plan_strategies(list(strategies), budget=budget, budgets=budgets,  # type: ignore[arg-type]
-                                        programs=programs)
+            self.plan = plan_strategies(list(strategies), budget=settings.budget,  # type: ignore[arg-type]
+                                        budgets=settings.budgets, programs=settings.programs)
         if isinstance(data, EvalSet):
             self.eval_set, self.questions = data, list(data.questions)
         else:
@@ -368,18 +391,21 @@ class QAEvaluator(Evaluator):
         self.set_name = data.name if isinstance(data, EvalSet) else (name or "questions")
         from ragnet.lm.config import LazyLM
 
-        self.judge, self.judge_lm, self.threads = bool(judge), judge_lm, threads
-        self.answer_lm = None if answer_lm is None else (answer_lm if isinstance(answer_lm, LazyLM)
-                                                         else LazyLM(answer_lm))
-        self.budget, self.budgets = budget, budgets
-        self.overrides = overrides or {}
+        st = self.eval_settings = settings
+        self.judge, self.judge_lm, self.threads = bool(st.judge), st.judge_lm, threads
+        self.answer_lm = None if st.answer_lm is None else (st.answer_lm if isinstance(st.answer_lm, LazyLM)
+                                                            else LazyLM(st.answer_lm))
+        self.budget, self.budgets = st.budget, st.budgets
+        self.overrides = st.overrides or {}
         self.program_factory = program_factory or self._build_program
-        self.scorers = list(scorers)
-        self.extra_metrics = tuple(extra_metrics)
-        self.primary_metric = primary_metric or ("llm_match" if judge else "em")
-        self.command, self.retry_errors, self.store_trace, self.plots = command, retry_errors, store_trace, plots
-        self.baseline = baseline
-        self.embedder, self.index_root, self.show_progress, self.on_row = embedder, index_root, show_progress, on_row
+        self.scorers = list(st.scorers)
+        self.extra_metrics = tuple(st.extra_metrics)
+        self.primary_metric = st.primary
+        self.command, self.retry_errors, self.store_trace, self.plots = (st.command, st.retry_errors, st.store_trace,
+                                                                         st.plots)
+        self.baseline = st.baseline
+        self.embedder, self.index_root, self.show_progress, self.on_row = (st.embedder, st.index_root,
+                                                                          st.show_progress, on_row)
         #: The rows of the last call (latest per strategy and question), in report order.
         self.rows: list[dict[str, Any]] = []
 
@@ -642,10 +668,9 @@ def run_eval(
 ) -> dict[str, Any]:
     """Run every strategy on every question of ``eval_set``; write results, report and plots.
 
-    ``QAEvaluator(eval_set, strategies, **options)(out_dir, fresh=fresh)``: see
-    :class:`QAEvaluator` for the options (``judge``, ``judge_lm``, ``threads``, ``budget``,
-    ``budgets``, ``programs``, ``overrides``, ``command``, ``retry_errors``, ``store_trace``,
-    ``plots``, ``embedder``, ``index_root``, ``show_progress``, ``log``, ...).
+    ``QAEvaluator(eval_set, strategies, settings=EvalSettings(**options), ...)(out_dir, fresh=fresh)``:
+    ``options`` are :class:`EvalSettings` fields (``judge``, ``threads``, ``budget``, ...) and the
+    evaluator's own ``index``, ``name``, ``program_factory``, ``on_row`` and ``log``.
 
     Args:
         eval_set: from ``ragnet.eval.datasets.load_eval_set``.
@@ -656,7 +681,8 @@ def run_eval(
     Returns:
         The summary (also written to ``summary.json``); see ``ragnet.eval.report``.
     """
-    return QAEvaluator(eval_set, strategies, **options)(out_dir, fresh=fresh)
+    hooks = {k: options.pop(k) for k in ("index", "name", "program_factory", "on_row", "log") if k in options}
+    return QAEvaluator(eval_set, strategies, settings=EvalSettings(**options), **hooks)(out_dir, fresh=fresh)
 
 
 def _run_threaded(jobs: list, run_job: Callable, record_row: Callable[[dict[str, Any]], None], threads: int,

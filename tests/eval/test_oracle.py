@@ -16,7 +16,7 @@ from ragnet.errors import InputError
 from ragnet.eval.datasets import QARecord, pooled_documents, to_examples
 from ragnet.eval.oracle import OracleRAG, build_oracle, gold_context, oracle_layout, parse_oracle_spec
 from ragnet.eval.program_metrics import program_metric
-from ragnet.eval.runner import QAEvaluator, parse_program_args, plan_strategies
+from ragnet.eval.runner import EvalSettings, QAEvaluator, parse_program_args, plan_strategies
 from ragnet.index import Index
 from ragnet.programs.packing import PromptBudget
 from ragnet.signatures.formatting import format_context, render_chunk
@@ -197,16 +197,16 @@ def test_questions_it_has_no_gold_for_are_refused(index):
 
 
 def _evaluate(index, strategies, records, **kwargs):
-    evaluator = QAEvaluator(records, strategies, index=index, judge=False, plots=False, show_progress=False,
-                            log=lambda _: None, **kwargs)
+    evaluator = QAEvaluator(records, strategies, index=index, log=lambda _: None,
+                            settings=EvalSettings(judge=False, plots=False, show_progress=False, **kwargs))
     return evaluator, evaluator()
 
 
 def test_runs_beside_the_other_strategies_and_counts_its_modes(index, tmp_path):
     records = [BRIDGE, _record("q2", "Who played Corliss Archer in Kiss and Tell?", gold_titles=[FILM]),
                _record("q3", "Where is Atlantis?", gold_titles=["Atlantis"], context=None)]
-    evaluator = QAEvaluator(records, ["oracle", "basic"], index=index, judge=False, plots=False, show_progress=False,
-                            budgets=[1000], log=lambda _: None)
+    evaluator = QAEvaluator(records, ["oracle", "basic"], index=index, log=lambda _: None,
+                            settings=EvalSettings(judge=False, plots=False, show_progress=False, budgets=[1000]))
     with scripted() as engine:
         summary = evaluator(tmp_path / "out")
     assert list(summary["strategies"]) == ["oracle@1000", "basic"]

@@ -350,7 +350,7 @@ def test_questions_over_a_given_index_with_a_scoring_hook_as_the_demo_needs(data
     from dataclasses import dataclass
 
     from ragnet.eval.index_cache import cached_index
-    from ragnet.eval.runner import QAEvaluator
+    from ragnet.eval.runner import EvalSettings, QAEvaluator
     from ragnet.programs.registry import build_program
 
     @dataclass
@@ -380,9 +380,10 @@ def test_questions_over_a_given_index_with_a_scoring_hook_as_the_demo_needs(data
     with pytest.raises(InputError) as err:
         QAEvaluator(questions, ["basic"])
     assert err.value.argument == "index"
-    evaluator = QAEvaluator(questions, ["basic"], index=index, judge=False, program_factory=factory,
-                            scorers=[correctness], extra_metrics=("correct", "gold_doc_recall"),
-                            primary_metric="correct", on_row=printed.append, show_progress=False, plots=False)
+    settings = EvalSettings(judge=False, scorers=[correctness], extra_metrics=("correct", "gold_doc_recall"),
+                            primary_metric="correct", show_progress=False, plots=False)
+    evaluator = QAEvaluator(questions, ["basic"], index=index, settings=settings, program_factory=factory,
+                            on_row=printed.append)
     with scripted():
         summary = evaluator()  # no output folder: nothing written, nothing resumed
     assert built == ["basic"] and [r["id"] for r in printed] == ["d1", "d2"]
