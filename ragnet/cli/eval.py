@@ -102,8 +102,11 @@ def evaluate(
     _check_split(split, ("dev", "acceptance", "all"))
     spec_list = [s.strip() for s in strategies.split(",") if s.strip()]
     programs = parse_program_args(program, spec_list)
+    recommended = recommended_strategy(lms.reader() or lms.lm)
     plan = plan_strategies(spec_list, budget=budget, budgets=parse_ints(budgets, "budgets") if budgets else None,
-                           programs=programs, recommended=recommended_strategy(lms.reader() or lms.lm))
+                           programs=programs, recommended=recommended)
+    if baseline is not None and baseline.strip().casefold() == "auto":
+        baseline = recommended[0]  # the spec auto ran as
     choose_baseline([r.label for r in plan], baseline)  # a --baseline that names no strategy fails now, not after the run
     if docs is not None:
         _evaluate_docs(ctx, docs, data, plan, n=n, ids=ids, out=out, fresh=fresh, retry_errors=retry_errors,

@@ -131,6 +131,23 @@ def test_eval_docs_scores_right_answers_places_and_citations(folder, tmp_path, m
     assert "### Over your documents" in report and "two-part right" in report
 
 
+def test_eval_docs_runs_auto_as_ask_does_and_takes_it_as_the_baseline(folder, tmp_path, monkeypatch):
+    """`--strategies basic,auto --baseline auto` with a local reader: auto is oneshot:sentences+hops
+    at 1,000 tokens, the row every other is compared with."""
+    docs, questions = folder
+    monkeypatch.setenv("RAGNET_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr("ragnet.lm.config.configure", lambda lm=None, **kw: dspy.settings.lm)
+    out = tmp_path / "out"
+    with dspy.context(lm=ProgramLM(answer=_answer).lm(), adapter=dspy.ChatAdapter(use_json_adapter_fallback=False)):
+        result = CliRunner().invoke(app, ["eval", "--docs", str(docs), "--data", str(questions), "--strategies",
+                                          "basic,auto", "--baseline", "auto", "--lm", "local", "--answer-lm", "none",
+                                          "--no-judge", "--no-plots", "--out", str(out)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert list(summary["strategies"]) == ["basic", "oneshot:sentences+hops@1000"]
+    assert summary["baseline"] == "oneshot:sentences+hops@1000"
+
+
 def test_gold_places_are_the_gold_documents_of_a_docs_question(folder, tmp_path):
     from ragnet import Index, load_documents
 
