@@ -19,4 +19,6 @@ def test_serve_bench_counts_every_request(tmp_path, monkeypatch):
                                  log=lambda _: None)
     assert (result["requests"], result["answered"], result["failed"], result["lost"]) == (6, 6, 0, 0)
     assert result["statuses"] == [200] and result["latency_p95_s"] >= result["latency_p50_s"] > 0
-    assert result["throughput_per_min"] > 0 and result["warm_per_question_s"] > 0
+    # a figure for every warm answer; the fake LM answers in milliseconds, so its median may round to 0.0
+    assert result["throughput_per_min"] > 0 and result["warm_per_question_s"] is not None
+    assert result["warm_per_question_s"] >= 0
