@@ -164,6 +164,19 @@ def _updating(path: Path) -> Iterator[None]:
             _ACTIVE.discard(key)
 
 
+@contextlib.contextmanager
+def _open_for_update(cls: type, path: Path) -> Iterator[tuple[Any, Sources]]:
+    """The index at ``path`` under the writer lock, checked as updatable, with its sources; what
+    it holds open is released on the way out."""
+    with _updating(path):
+        old = cls.load(path, verify=False)
+        try:
+            _check_updatable(old)
+            yield old, _sources_of(old)
+        finally:
+            _release(old)
+
+
 def _sources_of(old: Any) -> Sources:
     """The old index's sources, checked against its chunk ids; derived from the chunk ids (no
     hashes, so nothing counts as unchanged) when ``sources.json`` is missing or does not match,
@@ -214,48 +227,42 @@ def update_index(cls: type, path: Path, docs: Iterable[Document], *, remove_miss
             raise InputError(f"duplicate document id {doc.id!r}; ids must be unique", argument="docs")
         seen.add(doc.id)
     t0 = time.perf_counter()
-    with _updating(path):
-        old = cls.load(path, verify=False)
-        try:
-            _check_updatable(old)
-            sources = _sources_of(old)
-            hashes = {doc.id: document_hash(doc) for doc in docs}
-            given = {doc.id: doc for doc in docs}
-            plan: list[_Item] = []
-            report = UpdateReport("document")
+    with _open_for_update(cls, path) as (old, sources):
+        hashes = {doc.id: document_hash(doc) for doc in docs}
+        given = {doc.id: doc for doc in docs}
+        plan: list[_Item] = []
+        report = UpdateReport("document")
 
-            def item(doc: Document) -> _Item:
-                rec = sources.docs.get(doc.id)
-                if rec is not None and rec.sha256 and rec.sha256 == hashes[doc.id]:
-                    report.unchanged += 1
-                    return _Keep(doc.id, rec)
-                if rec is None:
-                    report.added += 1
-                else:
-                    report.changed += 1
-                return _Fresh(doc, hashes[doc.id])
+        def item(doc: Document) -> _Item:
+            rec = sources.docs.get(doc.id)
+            if rec is not None and rec.sha256 and rec.sha256 == hashes[doc.id]:
+                report.unchanged += 1
+                return _Keep(doc.id, rec)
+            if rec is None:
+                report.added += 1
+            else:
+                report.changed += 1
+            return _Fresh(doc, hashes[doc.id])
 
-            if remove_missing:
-                plan = [item(doc) for doc in docs]
-                report.removed = sum(1 for doc_id in sources.docs if doc_id not in given)
-            else:  # the old documents in place, changed ones replaced there, new ones at the end
-                for doc_id, rec in sources.docs.items():
-                    plan.append(item(given[doc_id]) if doc_id in given else _Keep(doc_id, rec))
-                    report.unchanged += doc_id not in given
-                plan.extend(item(doc) for doc in docs if doc.id not in sources.docs)
-            if not plan:
-                raise InputError("no documents left: an index needs at least one; give documents to keep",
-                                 argument="docs")
-            kept_ids = {it.doc_id for it in plan if isinstance(it, _Keep)}
-            files = {k: r for k, r in sources.files.items() if all(d in kept_ids for d in r.docs)}
-            if not (report.added or report.changed or report.removed) and _same_order(plan, sources):
-                report.written, report.chunks_reused = False, len(old)
-                report.seconds = time.perf_counter() - t0
-                return None, report
-            new = _rewrite(cls, path, old, plan, sources, files, report, embedder=embedder,
-                           show_progress=show_progress)
-        finally:
-            _release(old)
+        if remove_missing:
+            plan = [item(doc) for doc in docs]
+            report.removed = sum(1 for doc_id in sources.docs if doc_id not in given)
+        else:  # the old documents in place, changed ones replaced there, new ones at the end
+            for doc_id, rec in sources.docs.items():
+                plan.append(item(given[doc_id]) if doc_id in given else _Keep(doc_id, rec))
+                report.unchanged += doc_id not in given
+            plan.extend(item(doc) for doc in docs if doc.id not in sources.docs)
+        if not plan:
+            raise InputError("no documents left: an index needs at least one; give documents to keep",
+                             argument="docs")
+        kept_ids = {it.doc_id for it in plan if isinstance(it, _Keep)}
+        files = {k: r for k, r in sources.files.items() if all(d in kept_ids for d in r.docs)}
+        if not (report.added or report.changed or report.removed) and _same_order(plan, sources):
+            report.written, report.chunks_reused = False, len(old)
+            report.seconds = time.perf_counter() - t0
+            return None, report
+        new = _rewrite(cls, path, old, plan, sources, files, report, embedder=embedder,
+                       show_progress=show_progress)
     report.seconds = time.perf_counter() - t0
     return new, report
 
@@ -268,34 +275,28 @@ def remove_from_index(cls: type, path: Path, names: str | Iterable[str], *,
     if not names or not all(isinstance(n, str) for n in names):
         raise InputError("give file names or document ids (strings) to remove", argument="names")
     t0 = time.perf_counter()
-    with _updating(path):
-        old = cls.load(path, verify=False)
-        try:
-            _check_updatable(old)
-            sources = _sources_of(old)
-            gone: set[str] = set()
-            unknown = []
-            for name in dict.fromkeys(names):
-                if name in sources.files:
-                    gone.update(sources.files[name].docs)
-                elif name in sources.docs:
-                    gone.add(name)
-                else:
-                    unknown.append(name)
-            if unknown:
-                shown = ", ".join(repr(u) for u in unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
-                example = next(iter(sources.files), None) or next(iter(sources.docs), "")
-                raise InputError(f"not a file or document of the index at {path}: {shown} (names look like "
-                                 f"{example!r}); nothing was removed", argument="names")
-            plan: list[_Item] = [_Keep(i, r) for i, r in sources.docs.items() if i not in gone]
-            if not plan:
-                raise InputError("that removes every document; an index needs at least one (delete the folder "
-                                 "instead)", argument="names")
-            report = UpdateReport("document", removed=len(gone), unchanged=len(plan))
-            files = {k: r for k, r in sources.files.items() if not gone.intersection(r.docs)}
-            new = _rewrite(cls, path, old, plan, sources, files, report, show_progress=show_progress)
-        finally:
-            _release(old)
+    with _open_for_update(cls, path) as (old, sources):
+        gone: set[str] = set()
+        unknown = []
+        for name in dict.fromkeys(names):
+            if name in sources.files:
+                gone.update(sources.files[name].docs)
+            elif name in sources.docs:
+                gone.add(name)
+            else:
+                unknown.append(name)
+        if unknown:
+            shown = ", ".join(repr(u) for u in unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
+            example = next(iter(sources.files), None) or next(iter(sources.docs), "")
+            raise InputError(f"not a file or document of the index at {path}: {shown} (names look like "
+                             f"{example!r}); nothing was removed", argument="names")
+        plan: list[_Item] = [_Keep(i, r) for i, r in sources.docs.items() if i not in gone]
+        if not plan:
+            raise InputError("that removes every document; an index needs at least one (delete the folder "
+                             "instead)", argument="names")
+        report = UpdateReport("document", removed=len(gone), unchanged=len(plan))
+        files = {k: r for k, r in sources.files.items() if not gone.intersection(r.docs)}
+        new = _rewrite(cls, path, old, plan, sources, files, report, show_progress=show_progress)
     report.seconds = time.perf_counter() - t0
     return new, report
 
