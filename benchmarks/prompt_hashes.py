@@ -38,7 +38,11 @@ class PromptRecorder:
         self.prompts: list[str] = []
 
     def complete(self, request: Any) -> Response:
-        messages = [{"role": str(getattr(m, "role", "")), "text": m.text or ""} for m in request.messages]
+        # the system prompt carries the signature's instructions: a refactor that changed them moves the hash
+        system = request.system if isinstance(request.system, str) or request.system is None \
+            else "".join(getattr(part, "text", "") or "" for part in request.system)
+        messages = [{"role": "system", "text": system}] if system else []
+        messages += [{"role": str(getattr(m, "role", "")), "text": m.text or ""} for m in request.messages]
         self.prompts.append(json.dumps(messages, ensure_ascii=False))
         return Response(id=None, model="llamacpp/prompt-recorder", message=Message.assistant([TextPart(REPLY)]),
                         finish_reason="stop", usage=Usage(input_tokens=0, output_tokens=0, total_tokens=0))
