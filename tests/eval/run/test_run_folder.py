@@ -1,5 +1,5 @@
-"""The run folder every ``ragnet eval`` command writes: resumable rows, the settings check, the
-report files; and the Evaluator interface built on it."""
+"""The run folder every ``ragnet eval`` command writes: the settings check, the report files, the
+marker; and the Evaluator interface built on it (its rows: ``test_results_file.py``)."""
 
 from __future__ import annotations
 
@@ -9,53 +9,11 @@ import pytest
 
 from ragnet.errors import InputError
 from ragnet.eval.run.evaluator import Evaluator
-from ragnet.eval.run.results_file import read_rows
 from ragnet.eval.run.run_folder import RunFolder
 
 
 def _lines(path):
     return path.read_text(encoding="utf-8").splitlines()
-
-
-def test_rows_are_appended_one_line_each_and_read_back(tmp_path):
-    folder = RunFolder(tmp_path / "out", key=("id",))
-    folder.start({"lm": "a"})
-    with folder.writer() as write:
-        write({"id": "q1", "answer": "Zoë"})
-        write({"id": "q2", "answer": None})
-    assert [r["id"] for r in folder.rows()] == ["q1", "q2"]
-    assert _lines(folder.results_path)[0] == '{"id": "q1", "answer": "Zoë"}'
-    assert json.loads(folder.run_path.read_text()) == {"lm": "a"}
-
-
-def test_a_truncated_last_line_is_cut_with_a_warning_and_appending_continues(tmp_path):
-    path = tmp_path / "results.jsonl"
-    path.write_text('{"id": "q1"}\n{"id": "q2", "answ')
-    logs = []
-    assert [r["id"] for r in read_rows(path, key=("id",), log=logs.append)] == ["q1"]
-    assert logs and f"{path}:2: ignoring an incomplete last line" in logs[0]
-    assert path.read_text() == '{"id": "q1"}\n'  # cut, so the next row starts on a fresh line
-    folder = RunFolder(tmp_path, key=("id",))
-    with folder.writer() as write:
-        write({"id": "q2"})
-    assert [r["id"] for r in folder.rows()] == ["q1", "q2"]
-
-
-def test_a_complete_last_line_without_its_newline_is_kept(tmp_path):
-    (tmp_path / "results.jsonl").write_text('{"id": "q1"}')
-    folder = RunFolder(tmp_path, key=("id",))
-    with folder.writer() as write:
-        write({"id": "q2"})
-    assert _lines(folder.results_path) == ['{"id": "q1"}', '{"id": "q2"}']
-
-
-@pytest.mark.parametrize("middle", ["not json", "[1, 2]", '{"other": 1}'])
-def test_a_bad_line_elsewhere_names_file_and_line(tmp_path, middle):
-    path = tmp_path / "results.jsonl"
-    path.write_text(f'{{"id": "q1"}}\n{middle}\n{{"id": "q3"}}\n')
-    with pytest.raises(InputError) as err:
-        read_rows(path, key=("id",))
-    assert (err.value.path, err.value.line) == (str(path), 2) and "--fresh" in str(err.value)
 
 
 def test_settings_must_match_to_resume_naming_the_differences(tmp_path):
