@@ -28,7 +28,7 @@ Run it from a clone (the experiment lives outside the ``ragnet`` package)::
     python -m benchmarks.laziness --data hotpotqa_dev_distractor --split dev -n 10 --lm local --out DIR
 
 Example:
-    >>> from ragnet.eval.datasets import QARecord
+    >>> from ragnet.eval.run.datasets import QARecord
     >>> q = QARecord(id="q1", question="Where was the director of Jaws born?", answers=["Cincinnati"],
     ...              gold_titles=["Jaws (film)", "Steven Spielberg"],
     ...              context=[{"title": "Jaws (film)", "text": "Jaws is a 1975 film directed by Steven Spielberg."},
@@ -56,8 +56,8 @@ import typer
 from ragnet.corpus.tokens import count_tokens
 from ragnet.corpus.types import Chunk
 from ragnet.errors import InputError
-from ragnet.eval.stats import wilson_interval
-from ragnet.eval.tables import markdown_table, percent
+from ragnet.eval.metrics.stats import wilson_interval
+from ragnet.eval.report.markdown_tables import markdown_table, percent
 
 __all__ = [
     "POSITIONS",
@@ -133,7 +133,7 @@ class PaddingPool:
         records: ``QARecord``s with ``context`` paragraphs (typically the whole split).
 
     Example:
-        >>> from ragnet.eval.datasets import QARecord
+        >>> from ragnet.eval.run.datasets import QARecord
         >>> a = QARecord(id="a", question="?", answers=["Paris"], gold_titles=["France"],
         ...              context=[{"title": "France", "text": "Its capital is Paris."}])
         >>> b = QARecord(id="b", question="?", answers=["x"], gold_titles=[],
@@ -678,7 +678,7 @@ def command(
     """Follow-up search rate of the agent as padding grows, next to the iterative study's."""
     from benchmarks.laziness_evaluator import LazinessEvaluator, parse_pads
     from ragnet.cli.common import command_line, say
-    from ragnet.eval.run_folder import claim_folder
+    from ragnet.eval.run.run_folder import claim_folder
 
     if out is not None:
         claim_folder(out)

@@ -11,7 +11,7 @@ study's. In an output folder it resumes from ``results.jsonl`` (rows keyed by ca
 Example:
     >>> import dspy
     >>> from dspy.utils import DummyLM
-    >>> from ragnet.eval.datasets import QARecord
+    >>> from ragnet.eval.run.datasets import QARecord
     >>> q = QARecord(id="q1", question="Where was the director of Jaws born?", answers=["Cincinnati"],
     ...              gold_titles=["Jaws (film)", "Steven Spielberg"],
     ...              context=[{"title": "Jaws (film)", "text": "Jaws is a 1975 film directed by Steven Spielberg."},
@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from ragnet.errors import InputError
-from ragnet.eval.evaluator import Evaluator
-from ragnet.eval.run_folder import RunFolder
+from ragnet.eval.run.evaluator import Evaluator
+from ragnet.eval.run.run_folder import RunFolder
 
 __all__ = ["LazinessEvaluator", "configure_lm", "needed_n_ctx", "parse_pads"]
 
@@ -205,7 +205,7 @@ class LazinessEvaluator(Evaluator):
                   **options: Any) -> "LazinessEvaluator":
         """The experiment on a benchmark's split (padding from the same split); ``options`` as
         for the class (``n``, ``pads``, ``lm``, ...)."""
-        from ragnet.eval.datasets import load_questions, resolve_dataset
+        from ragnet.eval.run.datasets import load_questions, resolve_dataset
 
         started = time.perf_counter()
         _check_options(**{k: options[k] for k in ("n", "position", "timeout", "retries") if k in options})

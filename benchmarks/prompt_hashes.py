@@ -59,8 +59,8 @@ def prompt_hashes(data: str, n: int, strategies: tuple[str, ...] = STRATEGIES, *
                   data_dir: str | None = None) -> dict[str, dict[str, list[str]]]:
     """``{strategy: {question id: [sha256 of each prompt, in order]}}`` for the first ``n`` dev
     questions of ``data`` over its pooled index."""
-    from ragnet.eval.datasets import load_eval_set
-    from ragnet.eval.indexes import pooled_index
+    from ragnet.eval.run.datasets import load_eval_set
+    from ragnet.eval.run.eval_indexes import pooled_index
     from ragnet.lm.config import resolve_adapter
     from ragnet.programs.registry import BUDGETED, build_program, parse_spec
 

@@ -59,7 +59,7 @@ def decision_step(program_file: str | Path | None = None) -> DecisionStep:
             without a sufficiency step (naming those that have one).
     """
     from ragnet._hashing import sha256_file
-    from ragnet.eval.indexes import NoIndex
+    from ragnet.eval.run.eval_indexes import NoIndex
     from ragnet.programs import STRATEGIES, IterativeRAG
 
     if program_file is None:

@@ -55,7 +55,7 @@ def test_an_index_inside_the_folder_it_indexes_is_not_read_back_on_rebuild(tmp_p
 
     assert sorted({c.doc_id for c in Index.load(out).chunks}) == ["d0.md", "d1.md", "d2.md"]
     # the loader's copies of the writers' names recognise what the writers really write
-    from ragnet.eval.run_folder import MARKER
+    from ragnet.eval.run.run_folder import MARKER
     from ragnet.index.index import MANIFEST, MANIFEST_FORMAT
 
     assert (INDEX_MANIFEST, INDEX_FORMAT, EVAL_MARKER) == (MANIFEST, MANIFEST_FORMAT, MARKER)
@@ -71,7 +71,7 @@ def fake_index(folder: Path, manifest: dict) -> Path:
 
 
 def eval_run(folder: Path) -> Path:
-    from ragnet.eval.run_folder import RunFolder
+    from ragnet.eval.run.run_folder import RunFolder
 
     run = RunFolder(folder, key=("id",))
     folder.mkdir(parents=True)

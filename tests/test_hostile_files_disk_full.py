@@ -24,7 +24,8 @@ from ragnet._atomic import write_text
 from ragnet.cli import app
 from ragnet.cli.common import new_app
 from ragnet.errors import DiskFullError
-from ragnet.eval.run_folder import RowWriter, RunFolder
+from ragnet.eval.run.results_file import RowWriter
+from ragnet.eval.run.run_folder import RunFolder
 from tests.eval.tiny_set import tiny_lm, write_tiny_set
 
 NO_SPACE = os.strerror(errno.ENOSPC)

@@ -1,11 +1,16 @@
 """What ``pip install .`` puts in the wheel: the ``ragnet`` packages, found as pyproject.toml's
-``[tool.setuptools.packages.find]`` finds them, and none of the lab (a clone's top-level
-``benchmarks/`` folder: studies and research benchmarks, run as ``python -m benchmarks.NAME``).
+``[tool.setuptools.packages.find]`` finds them, their package data (``report.html``'s template),
+and none of the lab (a clone's top-level ``benchmarks/`` folder: studies and research benchmarks,
+run as ``python -m benchmarks.NAME``).
 """
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+import sys
 import tomllib
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -55,6 +60,26 @@ def test_the_wheel_carries_the_whole_library_and_the_users_timings():
         library.add(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
     assert library - modules == set()
     assert set(KEPT) <= modules and "ragnet.cli.bench" in modules
-    # Nothing but Python in the package: no data file that package-data would have to carry.
-    assert sorted(str(p.relative_to(ROOT)) for p in (ROOT / "ragnet").rglob("*")
-                  if p.is_file() and p.suffix not in (".py", ".pyc") and "__pycache__" not in p.parts) == []
+
+
+@pytest.fixture(scope="module")
+def wheel_files(tmp_path_factory) -> set[str]:
+    """The files of the wheel setuptools builds from a copy of the package (what ``pip install .`` installs)."""
+    pytest.importorskip("setuptools")
+    source = tmp_path_factory.mktemp("source")
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    shutil.copytree(ROOT / "ragnet", source / "ragnet", ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run([sys.executable, "-c", "from setuptools import build_meta; build_meta.build_wheel('dist')"],
+                   cwd=source, check=True, capture_output=True)
+    (wheel,) = (source / "dist").glob("*.whl")
+    return set(zipfile.ZipFile(wheel).namelist())
+
+
+def test_the_wheel_carries_the_report_template_and_every_data_file_of_the_package(wheel_files):
+    assert "ragnet/eval/report/html_report.j2" in wheel_files
+    data = {p.relative_to(ROOT).as_posix() for p in (ROOT / "ragnet").rglob("*")
+            if p.is_file() and p.suffix not in (".py", ".pyc") and "__pycache__" not in p.parts}
+    assert data and data <= wheel_files
+    library = {p.relative_to(ROOT).as_posix() for p in (ROOT / "ragnet").rglob("*.py") if "__pycache__" not in p.parts}
+    assert library <= wheel_files and not [f for f in wheel_files if f.startswith("benchmarks/")]

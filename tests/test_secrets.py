@@ -7,7 +7,7 @@ import json
 
 from ragnet._atomic import write_json, write_text
 from ragnet._secrets import REDACTED, redact, redact_argv
-from ragnet.eval.run_folder import RowWriter
+from ragnet.eval.run.results_file import RowWriter
 from ragnet.lm.config import LMOptions
 
 

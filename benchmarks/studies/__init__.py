@@ -42,14 +42,11 @@ def parser(doc: str | None, prog: str):
 
 def result_rows(folder: str) -> list[dict]:
     """The rows of ``docs/results/<folder>``: its ``results.jsonl``, or the compressed
-    ``results.jsonl.gz`` the repository keeps."""
-    import gzip
-    import json
+    ``results.jsonl.gz`` ``python -m benchmarks.fetch_rows`` restores
+    (:func:`ragnet.eval.run.results_file.read_finished_rows`)."""
+    from ragnet.eval.run.results_file import read_finished_rows
 
-    path = RESULTS / folder / "results.jsonl"
-    opener = open if path.is_file() else gzip.open
-    with opener(path if path.is_file() else path.with_name("results.jsonl.gz"), "rt", encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
+    return read_finished_rows(RESULTS / folder)
 
 
 def encode_with(encoder, texts: list[str], batch_size: int = 64):

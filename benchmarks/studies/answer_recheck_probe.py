@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import ragnet
 from benchmarks.studies import parser, result_rows
-from ragnet.eval.indexes import load_pooled
+from ragnet.eval.run.eval_indexes import load_pooled
 from ragnet.programs.registry import build_program
 from ragnet.signatures.formatting import format_context
 

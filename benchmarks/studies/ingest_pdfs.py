@@ -130,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     pin_threads(1)
     from ragnet.corpus.chunking import chunk_documents
     from ragnet.corpus.loader import load_documents
-    from ragnet.eval.datasets import default_data_dir
+    from ragnet.eval.run.datasets import default_data_dir
 
     corpus = args.corpus or default_data_dir() / "2wikimultihopqa_hipporag_pooled" / "corpus.jsonl"
     folder = args.keep or Path(tempfile.mkdtemp(prefix="ragnet-pdfs-"))

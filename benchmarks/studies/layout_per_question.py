@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 
 from benchmarks.studies import parser, result_rows
-from ragnet.eval.stats import paired_bootstrap, sign_test
+from ragnet.eval.metrics.stats import paired_bootstrap, sign_test
 
 OPT = re.compile(r"\s+or\s+[^,?]+\?\s*$")
 

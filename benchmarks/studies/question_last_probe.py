@@ -26,8 +26,8 @@ from pathlib import Path
 
 import ragnet
 from benchmarks.studies import RESULTS, parser, result_rows
-from ragnet.eval.answers import f1
-from ragnet.eval.indexes import load_pooled
+from ragnet.eval.metrics.answer_match import f1
+from ragnet.eval.run.eval_indexes import load_pooled
 from ragnet.programs.registry import build_program
 from ragnet.signatures.answer import GenerateAnswer
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from benchmarks.studies import RESULTS, parser
-from ragnet.eval.stats import paired_bootstrap
+from ragnet.eval.metrics.stats import paired_bootstrap
 
 
 def ci(diffs: list[float]) -> str:

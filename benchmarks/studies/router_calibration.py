@@ -49,9 +49,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     import dspy
 
     from ragnet.core.routing import RouteRule
-    from ragnet.eval.datasets import load_questions, resolve_dataset
-    from ragnet.eval.evidence import gold_chunks
-    from ragnet.eval.indexes import load_pooled
+    from ragnet.eval.metrics.gold_evidence import gold_chunks
+    from ragnet.eval.run.datasets import load_questions, resolve_dataset
+    from ragnet.eval.run.eval_indexes import load_pooled
     from ragnet.programs.router import RouterRAG
 
     p = parser(__doc__, "router_calibration")

@@ -18,7 +18,7 @@ import pydantic
 
 import ragnet
 from benchmarks.studies import parser
-from ragnet.eval.datasets import load_questions, resolve_dataset
+from ragnet.eval.run.datasets import load_questions, resolve_dataset
 from ragnet.optimize.cases import sufficiency_cases
 from ragnet.optimize.run import _select_questions
 from ragnet.signatures.step import run_step

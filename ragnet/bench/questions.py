@@ -6,7 +6,7 @@ measure the same ones and never touch the acceptance split.
 Example:
     >>> import tempfile
     >>> from pathlib import Path
-    >>> from ragnet.eval.datasets import QARecord
+    >>> from ragnet.eval.run.datasets import QARecord
     >>> root = Path(tempfile.mkdtemp())
     >>> (root / "splits").mkdir()
     >>> _ = (root / "splits" / "toy.dev.txt").write_text("q2\\nq3\\n")
@@ -38,7 +38,7 @@ def dev_questions(records: Sequence[Any], dataset_path: str | Path, limit: int |
     Raises:
         InputError: the benchmark has no dev split file.
     """
-    from ragnet.eval.datasets import read_split
+    from ragnet.eval.run.datasets import read_split
 
     dev = read_split(Path(dataset_path), "dev")
     return [r for r in records if r.id in dev][:limit]
@@ -52,7 +52,7 @@ def benchmark_inputs(data: str | Path = REAL_SET, data_dir: str | Path | None = 
     Raises:
         InputError: an unknown benchmark, or one without a dev split when questions are asked for.
     """
-    from ragnet.eval.datasets import load_questions, pooled_documents, resolve_dataset
+    from ragnet.eval.run.datasets import load_questions, pooled_documents, resolve_dataset
 
     path = resolve_dataset(data, data_dir)
     records = load_questions(path)

@@ -109,7 +109,7 @@ class VectorModel:
 # -- distractor texts --------------------------------------------------------------------
 def distractor_documents(data_dir: str | Path | None = None) -> list[Any]:
     """The paragraphs of the benchmarks other than HotpotQA, as documents (pooled, deduplicated)."""
-    from ragnet.eval.datasets import dedup_policy, load_corpus, load_questions, pooled_documents, resolve_dataset
+    from ragnet.eval.run.datasets import dedup_policy, load_corpus, load_questions, pooled_documents, resolve_dataset
 
     docs: dict[str, Any] = {}
     for name in DISTRACTOR_SETS:
@@ -316,8 +316,8 @@ def measure_in_subprocess(index_path: Path, questions_file: Path, exact: bool = 
 def question_file(folder: Path, real_index: Any, data_dir: str | Path | None, limit: int) -> Path:
     """HotpotQA dev questions with their gold chunk ids (in the real index), as JSON lines."""
     from ragnet.bench.questions import dev_questions
-    from ragnet.eval.datasets import load_questions, resolve_dataset
-    from ragnet.eval.evidence import gold_chunk_ids
+    from ragnet.eval.metrics.gold_evidence import gold_chunk_ids
+    from ragnet.eval.run.datasets import load_questions, resolve_dataset
 
     path = resolve_dataset(REAL_SET, data_dir)
     records = dev_questions(load_questions(path), path, limit)
@@ -333,8 +333,8 @@ def run_backend_recall(backend: str, workdir: str | Path, *, data_dir: str | Pat
                        log: Callable[[str], None] = print) -> dict[str, Any]:
     """OneShotRAG's all-gold recall at 4k tokens on HotpotQA dev, the pooled index embedded
     (documents and queries) with ``backend`` against the torch-embedded pooled index."""
-    from ragnet.eval.datasets import load_eval_set
-    from ragnet.eval.indexes import load_pooled
+    from ragnet.eval.run.datasets import load_eval_set
+    from ragnet.eval.run.eval_indexes import load_pooled
     from ragnet.index import DenseOptions, Index
     from ragnet.index.embedder import Embedder
 
@@ -379,7 +379,7 @@ def run_scale_bench(passages: int, workdir: str | Path, *, data_dir: str | Path 
         query_backends: ``Embedder`` backends the search processes embed queries with (the
             first also measures exact-search recall).
     """
-    from ragnet.eval.indexes import load_pooled
+    from ragnet.eval.run.eval_indexes import load_pooled
 
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)

@@ -98,7 +98,7 @@ def run_update_bench(workdir: Path, *, pdfs: int = 115, pages: int = 10, paragra
                      log: Callable[[str], None] = print) -> dict[str, Any]:
     """Full build of ``pdfs`` generated PDFs, then an update after one PDF changed; figures as a dict."""
     require("fpdf", extra="test", purpose="writing the benchmark's PDFs")
-    from ragnet.eval.datasets import default_data_dir
+    from ragnet.eval.run.datasets import default_data_dir
     from ragnet.index import Index
 
     corpus = corpus or default_data_dir() / "2wikimultihopqa_hipporag_pooled" / "corpus.jsonl"

@@ -29,7 +29,7 @@ def core(
     if not skip_search:
         from ragnet.bench.index import run_search_bench
         from ragnet.bench.questions import dev_questions
-        from ragnet.eval.indexes import load_pooled
+        from ragnet.eval.run.eval_indexes import load_pooled
 
         idx, ev = load_pooled(data, data_dir=data_dir, path=index_dir, log=say)
         texts = [q.question for q in dev_questions(ev.questions, ev.path, queries)]

@@ -91,10 +91,11 @@ def evaluate(
     if ctx.invoked_subcommand is not None:
         return
     from ragnet._threads import pin_threads
-    from ragnet.eval.datasets import load_eval_set
-    from ragnet.eval.report import choose_baseline
-    from ragnet.eval.run_folder import claim_folder
-    from ragnet.eval.runner import parse_program_args, plan_strategies, run_eval
+    from ragnet.eval.report.summary import choose_baseline
+    from ragnet.eval.run.datasets import load_eval_set
+    from ragnet.eval.run.qa_evaluator import run_eval
+    from ragnet.eval.run.run_folder import claim_folder
+    from ragnet.eval.run.strategy_plan import parse_program_args, plan_strategies
     from ragnet.programs.registry import recommended_strategy
 
     if threads < 1:
@@ -144,11 +145,11 @@ def _evaluate_docs(ctx: typer.Context, docs: Path, data: str, plan: list, *, n: 
     """``ragnet eval --docs FOLDER --data FILE``: the strategies over a folder of documents, scored
     on right answers (primary) and where the evidence and the citations point."""
     from ragnet._threads import pin_threads
-    from ragnet.eval.datasets import parse_ids
-    from ragnet.eval.doc_questions import PLACE_METRICS, load_doc_questions, place_scores
-    from ragnet.eval.indexes import docs_index
-    from ragnet.eval.run_folder import claim_folder
-    from ragnet.eval.runner import run_eval
+    from ragnet.eval.run.datasets import parse_ids
+    from ragnet.eval.run.doc_questions import PLACE_METRICS, load_doc_questions, place_scores
+    from ragnet.eval.run.eval_indexes import docs_index
+    from ragnet.eval.run.qa_evaluator import run_eval
+    from ragnet.eval.run.run_folder import claim_folder
 
     questions = load_doc_questions(Path(data), ids=parse_ids(ids), limit=n)
     name = f"{Path(docs).name}-{Path(data).stem}"
@@ -188,7 +189,7 @@ def _p50(agg: dict) -> str:
 def _print_table(summary: dict) -> None:
     from rich.table import Table
 
-    from ragnet.eval.tables import percent
+    from ragnet.eval.report.markdown_tables import percent
 
     table = Table(title=f"{summary['meta']['set']} ({summary['meta']['questions']} questions)")
     against = f"vs {summary['baseline'] or 'basic'}"
@@ -222,10 +223,10 @@ def retrieval(
 ) -> None:
     """Gold-evidence recall of top-k, rank-order filling, Top-Kmax and sentence selections; no LM."""
     from ragnet._threads import pin_threads
-    from ragnet.eval.datasets import load_questions
-    from ragnet.eval.indexes import load_pooled
-    from ragnet.eval.retrieval import RetrievalEvaluator
-    from ragnet.eval.run_folder import claim_folder
+    from ragnet.eval.recall.retrieval_recall import RetrievalEvaluator
+    from ragnet.eval.run.datasets import load_questions
+    from ragnet.eval.run.eval_indexes import load_pooled
+    from ragnet.eval.run.run_folder import claim_folder
 
     _check_split(split)
     budget_list = parse_ints(budgets, "budgets")
@@ -266,11 +267,11 @@ def hops(
     lms: LMOptions,
 ) -> None:
     """Hop recall: how often follow-up searches find the gold document the first context missed; no answer call."""
-    from ragnet.eval.datasets import load_questions
-    from ragnet.eval.doc_questions import load_doc_questions
-    from ragnet.eval.hops import HopEvaluator, parse_policies
-    from ragnet.eval.indexes import docs_index, load_pooled
-    from ragnet.eval.run_folder import claim_folder
+    from ragnet.eval.recall.hop_recall import HopEvaluator, parse_policies
+    from ragnet.eval.run.datasets import load_questions
+    from ragnet.eval.run.doc_questions import load_doc_questions
+    from ragnet.eval.run.eval_indexes import docs_index, load_pooled
+    from ragnet.eval.run.run_folder import claim_folder
 
     _check_split(split)
     chosen = parse_policies(policies)  # before the index is built or loaded
@@ -299,7 +300,7 @@ def hops(
 
 def _rewrite_step(path: Path) -> Any:
     """The rewrite step of the compiled program saved at ``path``."""
-    from ragnet.eval.indexes import NoIndex
+    from ragnet.eval.run.eval_indexes import NoIndex
     from ragnet.programs.persist import load_program, read_header
     from ragnet.programs.registry import build_program
 
@@ -320,7 +321,7 @@ def report(
     html: Optional[Path] = typer.Option(None, "--html", help="Write the page here instead of OUT/report.html."),
 ) -> None:
     """(Re)build report.html of a finished run from its files; runs nothing (no index search, no LM)."""
-    from ragnet.eval.html_report import rebuild_html
+    from ragnet.eval.report.html_report import rebuild_html
 
     typer.echo(f"wrote {rebuild_html(out, data=data, data_dir=data_dir, output=html, log=say)}")
 

@@ -608,7 +608,7 @@ def parse_jsonl_record(line: str, where: Any, number: int) -> dict:
     A string holding a lone surrogate escape is refused here, naming its field, rather than
     failing later in whatever first encodes it.
 
-    Shared by the document loader and the benchmark loaders (``ragnet.eval.datasets``).
+    Shared by the document loader and the benchmark loaders (``ragnet.eval.run.datasets``).
     """
     try:
         record = json.loads(line)

@@ -11,7 +11,7 @@ what their writer leaves in them:
 - an eval run folder by its ``.ragnet-eval`` marker file.
 
 This module is the one place that decides both: :mod:`ragnet.index.index` (which names it
-replaces) and :mod:`ragnet.eval.run_folder` take the names, and the index its manifest test
+replaces) and :mod:`ragnet.eval.run.run_folder` take the names, and the index its manifest test
 (:func:`index_manifest`), from here.
 
 Example:

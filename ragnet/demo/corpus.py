@@ -564,7 +564,7 @@ class DemoQuestion:
         return self.answers[0]
 
     def to_dict(self) -> dict[str, Any]:
-        """A record in the common question schema of ``ragnet.eval.datasets`` (plus ``gold_facts``).
+        """A record in the common question schema of ``ragnet.eval.run.datasets`` (plus ``gold_facts``).
 
         ``gold_passage_ids`` and ``gold_titles`` point at the yearbooks; ``context`` is null
         because the yearbooks form a pooled corpus (``write_demo_corpus``).

@@ -201,14 +201,15 @@ def run_demo(
         echo: prints a line or a rich renderable (default: a rich console on stdout).
 
     Returns:
-        The answers' evaluation summary (``ragnet.eval.report``) with ``summary["evidence"]``
+        The answers' evaluation summary (``ragnet.eval.report.summary``) with ``summary["evidence"]``
         (:func:`evidence_table`) and ``summary["questions"]`` (the picked questions' ids).
     """
     from rich.console import Console
     from rich.table import Table
 
     from ragnet.demo.corpus import choice_correct
-    from ragnet.eval.runner import EvalSettings, QAEvaluator
+    from ragnet.eval.run.eval_settings import EvalSettings
+    from ragnet.eval.run.qa_evaluator import QAEvaluator
     from ragnet.programs.registry import parse_spec
 
     if answers < 1:

@@ -13,7 +13,7 @@ only (``dspy.context``, which is a ``contextvars`` override):
 Each call that returned is also listed under ``calls`` with a key of its request (model,
 messages and settings: the same request gives the same key) and its seconds, so a report can
 price a cache hit at the live time the same call took elsewhere
-(``ragnet.eval.stats.priced_latency``).
+(``ragnet.eval.metrics.stats.priced_latency``).
 
 Nothing reads the global LM history, so meters in concurrent threads each see only
 their own calls. ``dspy.Parallel`` / ``Evaluate`` worker threads inherit the meter of

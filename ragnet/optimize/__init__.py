@@ -6,7 +6,8 @@ Modules:
   before/after scores on a held-out part, and ``expected_lm_calls``;
 * :mod:`ragnet.optimize.steps`: compile one step (``sufficiency``, ``crop``) and install it;
 * :mod:`ragnet.optimize.cases`: examples and step cases from benchmark questions;
-* :mod:`ragnet.optimize.metrics`: program and step metrics in the shapes optimizers call;
+* :mod:`ragnet.optimize.step_metrics`: the step metrics (the program metrics, :class:`Metric` and
+  :func:`program_metric`, are ``ragnet.eval``'s and re-exported here);
 * :mod:`ragnet.optimize.split`: seeded, deterministic train/validation splits;
 * :mod:`ragnet.optimize.run`: ``run_optimize(spec, questions=DevQuestions(...), settings=CompileSettings(...))``,
   what ``ragnet optimize`` runs;
@@ -36,8 +37,8 @@ _LAZY = {
     "compile_step": "ragnet.optimize.steps",
     "install_step": "ragnet.optimize.steps",
     "STEPS": "ragnet.optimize.steps",
-    "Metric": "ragnet.eval.program_metrics",
-    "program_metric": "ragnet.eval.program_metrics",
+    "Metric": "ragnet.eval.metrics.program_metrics",
+    "program_metric": "ragnet.eval.metrics.program_metrics",
     "qa_examples": "ragnet.optimize.cases",
     "sufficiency_cases": "ragnet.optimize.cases",
     "crop_cases": "ragnet.optimize.cases",

@@ -20,7 +20,7 @@ Everything is deterministic: the same records in the same order and the same see
 same cases.
 
 Example:
-    >>> from ragnet.eval.datasets import QARecord
+    >>> from ragnet.eval.run.datasets import QARecord
     >>> ctx = [{"title": t, "text": f"{t} is a thing."} for t in "ABCDE"]
     >>> rec = QARecord(id="q1", question="How are A and B related?", answers=["x"], gold_titles=["A", "B"], context=ctx)
     >>> cases = sufficiency_cases([rec], paragraphs=3, both=True)
@@ -46,7 +46,7 @@ def qa_examples(records: Iterable[Any]) -> list[dspy.Example]:
     """One ``dspy.Example`` per benchmark question; the program's input is ``question``.
 
     Example:
-        >>> from ragnet.eval.datasets import QARecord
+        >>> from ragnet.eval.run.datasets import QARecord
         >>> ex = qa_examples([QARecord(id="q1", question="Who?", answers=["A"])])[0]
         >>> ex.inputs().toDict(), ex.answers
         ({'question': 'Who?'}, ['A'])
@@ -249,7 +249,7 @@ def answer_cases(
         InputError: no record has sentence-level gold.
 
     Example:
-        >>> from ragnet.eval.datasets import QARecord
+        >>> from ragnet.eval.run.datasets import QARecord
         >>> ctx = [{"title": "Paris", "sentences": ["Paris is in France.", " It is big."]},
         ...        {"title": "Rome", "sentences": ["Rome is in Italy."]}]
         >>> rec = QARecord(id="q", question="Where is Paris?", answers=["France"], gold_titles=["Paris"],
@@ -313,20 +313,20 @@ def rewrite_cases(
     """Follow-up query cases for the rewrite step, measured as ``ragnet eval hops`` measures them.
 
     For each question, the first context is what ``oneshot:sentences`` at ``budget`` answers from
-    (:func:`ragnet.eval.hops.first_context`, no LM). A question whose first context holds every
+    (:func:`ragnet.eval.recall.hop_recall.first_context`, no LM). A question whose first context holds every
     gold document needs no hop and yields no case. The others become cases with the rewrite
     step's inputs (``question``, ``context`` as the agents show it, ``previous_queries`` = the
     question, ``n`` = 1) and a label: the title of a missing gold document, preferring one the
     context names (the bridge entity a demo should teach the step to pick out), as ``entity`` and
     ``query`` (the one-query form) and as ``queries`` (the sampled form). ``missing`` (gold key ->
-    chunk ids) and ``exclude`` (the first context's chunk ids) let :func:`ragnet.optimize.metrics.hop_metric`
+    chunk ids) and ``exclude`` (the first context's chunk ids) let :func:`ragnet.optimize.step_metrics.hop_metric`
     score a query by a real search.
 
     Raises:
         InputError: no question needs a hop (or none has gold documents in ``index``).
     """
-    from ragnet.eval.evidence import gold_chunks
-    from ragnet.eval.hops import first_context, missing_gold
+    from ragnet.eval.metrics.gold_evidence import gold_chunks
+    from ragnet.eval.recall.hop_recall import first_context, missing_gold
     from ragnet.signatures import format_context
 
     del seed  # the cases are a function of the questions and the index alone; kept for the case-builder API
@@ -354,7 +354,7 @@ def rewrite_cases(
 
 
 def quote_records(questions: Sequence[Any], *, distractors: int = 3, seed: int = 0) -> list[Any]:
-    """Questions over a folder of documents (:class:`ragnet.eval.doc_questions.DocQuestion`)
+    """Questions over a folder of documents (:class:`ragnet.eval.run.doc_questions.DocQuestion`)
     with the fields the step cases read, built from their gold quotes: ``context`` holds one
     paragraph per gold place with a quote (titled by the place, ``file › section, p. N``, as a
     citation names it) and ``distractors`` quotes of other questions' places (seeded);
@@ -362,7 +362,7 @@ def quote_records(questions: Sequence[Any], *, distractors: int = 3, seed: int =
     quote nothing is left out: there is no evidence to show.
 
     Example:
-        >>> from ragnet.eval.doc_questions import DocQuestion, GoldPlace
+        >>> from ragnet.eval.run.doc_questions import DocQuestion, GoldPlace
         >>> qs = [DocQuestion(id="a", question="Default depth?", answers=["3000"],
         ...                   places=(GoldPlace("x.html", section=("Options",), quote="The default is 3000."),)),
         ...       DocQuestion(id="b", question="Which flag?", answers=["-v"],

@@ -17,7 +17,7 @@ Optimizers and efforts (``effort`` scales each one; :data:`SETTINGS` is the exac
 * ``mipro``: ``dspy.MIPROv2(auto=effort)``: bootstrapped demo sets plus instructions proposed
   by the teacher (prompt) LM, searched with Optuna (``pip install 'ragnet[optimize]'``).
 * ``gepa``: ``dspy.GEPA(auto=effort)``: instructions evolved by a reflection LM (the teacher,
-  else the main LM) from textual feedback that :class:`ragnet.optimize.metrics.Metric` gives.
+  else the main LM) from textual feedback that :class:`ragnet.eval.metrics.program_metrics.Metric` gives.
 
 :func:`expected_lm_calls` gives an upper estimate of the LM calls a run makes; :func:`compile`
 prints it before starting.
@@ -44,9 +44,9 @@ from typing import Any
 import dspy
 
 from ragnet.errors import InputError, require
+from ragnet.eval.metrics.program_metrics import Metric
 from ragnet.lm.usage import track_usage
 from ragnet.optimize.demos import cap_demos
-from ragnet.optimize.metrics import Metric
 from ragnet.optimize.split import train_val_split
 from ragnet.programs.base import check_positive_int
 
@@ -305,7 +305,7 @@ class CompileResult:
     def change(self) -> dict[str, Any]:
         """The after - before change on the validation part with its paired-bootstrap 95% interval.
 
-        ``mean``, ``low``, ``high`` and ``p_value`` as ``ragnet.eval.stats.paired_bootstrap``
+        ``mean``, ``low``, ``high`` and ``p_value`` as ``ragnet.eval.metrics.stats.paired_bootstrap``
         gives them, plus ``n`` and ``resolvable_n``: about how many validation examples an
         interval would need to exclude zero for a change of this size and spread (None when
         the change is zero or the interval already excludes zero).
@@ -319,7 +319,7 @@ class CompileResult:
             >>> c = r.change(); c["mean"], c["n"], c["low"] <= 0 <= c["high"], c["resolvable_n"]
             (0.25, 4, True, 16)
         """
-        from ragnet.eval.stats import paired_bootstrap
+        from ragnet.eval.metrics.stats import paired_bootstrap
 
         diffs = [float(a[2]) - float(b[2]) for b, a in zip(self.before_results, self.after_results)]
         out = {**paired_bootstrap(diffs), "n": len(diffs), "resolvable_n": None}
@@ -489,7 +489,7 @@ def compile(  # noqa: A001 - the name the optimizer API is known by
             :mod:`ragnet.optimize.steps`). It is not modified; the result holds a compiled copy.
         trainset: ``dspy.Example``s with inputs set. Without ``valset`` they are split into
             training and validation parts (:func:`split_examples`: seeded, grouped by question).
-        metric: a :class:`ragnet.optimize.metrics.Metric`.
+        metric: a :class:`ragnet.eval.metrics.program_metrics.Metric`.
         optimizer: ``"bootstrap"``, ``"mipro"`` or ``"gepa"``.
         valset: explicit validation examples (then ``trainset`` is used whole for training).
         effort: ``"light"``, ``"medium"`` or ``"heavy"`` (see :data:`SETTINGS`).
@@ -516,7 +516,7 @@ def compile(  # noqa: A001 - the name the optimizer API is known by
     if demo_tokens is not None:
         check_positive_int(demo_tokens, "demo-tokens", minimum=0)
     if not isinstance(metric, Metric):
-        raise InputError("expected a ragnet.optimize.metrics.Metric (e.g. program_metric('f1'))", argument="metric")
+        raise InputError("expected a ragnet.optimize.Metric (e.g. program_metric('f1'))", argument="metric")
     if dspy.settings.lm is None:
         raise InputError("no LM configured; call ragnet.configure(...) first", argument="lm")
     say = log or (lambda msg: print(msg, file=sys.stderr, flush=True))

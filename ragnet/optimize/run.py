@@ -64,10 +64,10 @@ class DevQuestions:
 
     def records(self) -> tuple[list, str]:
         """The questions of the split, and the data's name for the run's header."""
-        from ragnet.eval.datasets import load_questions, resolve_dataset
+        from ragnet.eval.run.datasets import load_questions, resolve_dataset
 
         if self.docs is not None:
-            from ragnet.eval.doc_questions import load_doc_questions
+            from ragnet.eval.run.doc_questions import load_doc_questions
 
             return load_doc_questions(Path(self.data)), Path(self.data).name
         path = resolve_dataset(self.data, self.data_dir)
@@ -79,10 +79,10 @@ class DevQuestions:
     def index(self, log: Callable[[str], None]):
         """The index whole programs (and the rewrite step's cases) search."""
         if self.docs is not None:
-            from ragnet.eval.indexes import docs_index
+            from ragnet.eval.run.eval_indexes import docs_index
 
             return docs_index(self.docs, log=log)
-        from ragnet.eval.indexes import load_pooled
+        from ragnet.eval.run.eval_indexes import load_pooled
 
         return load_pooled(self.data, data_dir=self.data_dir, path=self.index_dir, log=log)[0]
 
@@ -167,22 +167,71 @@ def run_optimize(
     Returns:
         The :class:`ragnet.optimize.compile.CompileResult` (``record`` holds the header saved).
     """
-    from ragnet._atomic import check_writable_parent
-    from ragnet.eval.indexes import NoIndex
-    from ragnet.optimize.cases import qa_examples, quote_records
-    from ragnet.optimize.compile import EFFORTS, OPTIMIZERS, compile as compile_program
-    from ragnet.optimize.metrics import PROGRAM_METRICS, program_metric
-    from ragnet.programs.base import check_positive_int
     from ragnet.programs.persist import save_program
-    from ragnet.optimize.steps import STEPS, compile_step
-    from ragnet.programs.registry import build_program, parse_spec
 
     say = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
     q, c = questions, settings
-    split, optimizer, effort, metric, step, seed = q.split, c.optimizer, c.effort, c.metric, c.step, c.seed
-    demo_tokens = c.demo_tokens
-    # -- validate everything cheap before loading data, models or indexes -------------------
-    if split == "acceptance":
+    # validate everything cheap before loading data, models or indexes
+    out, spec, demo_tokens = _check_run(program_spec, q, c, out)
+    records, data_name = q.records()
+    train_q, val_q = _select_questions(records, q.n, q.val_fraction, c.seed)
+    main_lm = lms.configure()
+    teacher = lms.make(teacher_lm) if teacher_lm is not None else None
+
+    started = time.perf_counter()
+    options = {"teacher": teacher, "demo_tokens": demo_tokens, "context_budget": context_budget,
+               "progress": progress, "log": say}
+    if spec is not None:
+        result = _compile_one_step(program_spec, spec, q, c, train_q, val_q, **options)
+        label = spec.label
+    else:
+        result = _compile_whole_program(program_spec, q, c, train_q, val_q, judge=teacher or main_lm, **options)
+        label = None
+
+    record = {
+        **result.to_dict(),
+        "program_spec": program_spec,
+        "data": data_name,
+        "docs": None if q.docs is None else str(q.docs),
+        "split": q.split,
+        "val_fraction": q.val_fraction,
+        "n_questions": len(train_q) + len(val_q),
+        "train_questions": [r.id for r in train_q],
+        "val_questions": [r.id for r in val_q],
+        "lm": getattr(main_lm, "model", str(lms.lm)),
+        "teacher_lm": getattr(teacher, "model", None),
+        "paragraphs": c.paragraphs if c.step == "sufficiency" else None,
+        "max_words": c.max_words,
+        "breakdown": result.breakdown(label) if label else None,
+        "wall_seconds": round(time.perf_counter() - started, 1),
+        "command": command,
+    }
+    save_program(result.program, out, spec=program_spec, optimization=record)
+    result.record = record
+    result.label = label
+    # whether the saved program runs the compiled step (a preset may switch it off)
+    result.step_enabled = c.step is None or getattr(result.program, c.step, True) is not False
+    return result
+
+
+def _check_run(program_spec: str, q: DevQuestions, c: CompileSettings, out: str | Path
+               ) -> tuple[Path, Any, Optional[int]]:
+    """The output path, the step's :class:`~ragnet.optimize.steps.StepSpec` (None: the whole
+    program) and the demo cap of a run, checked before anything is loaded.
+
+    Raises:
+        InputError: the acceptance split, an unknown optimizer, effort, step or metric, an
+            output that is not a writable ``.json``, or a step or metric ``--docs`` cannot give.
+    """
+    from ragnet._atomic import check_writable_parent
+    from ragnet.eval.metrics.program_metrics import PROGRAM_METRICS
+    from ragnet.optimize.compile import EFFORTS, OPTIMIZERS
+    from ragnet.optimize.steps import STEPS
+    from ragnet.programs.base import check_positive_int
+    from ragnet.programs.registry import parse_spec
+
+    optimizer, effort, metric, step = c.optimizer, c.effort, c.metric, c.step
+    if q.split == "acceptance":
         raise InputError("the acceptance split is for final measurement only; compile on the dev split",
                          argument="split")
     if optimizer not in OPTIMIZERS:
@@ -213,74 +262,59 @@ def run_optimize(
         raise InputError("over --docs a question's gold is a place, not a document title: compile the answer, "
                          "sufficiency or crop step, or the whole program on f1, em or llm_match",
                          argument="step" if step else "metric")
+    demo_tokens = c.demo_tokens
     if demo_tokens is None and spec is not None:
         demo_tokens = spec.demo_tokens
     if demo_tokens is not None:
         check_positive_int(demo_tokens, "demo-tokens", minimum=0)
+    return out, spec, demo_tokens
 
-    # -- data: seeded question split, then examples ------------------------------------------
-    records, data_name = q.records()
-    train_q, val_q = _select_questions(records, q.n, q.val_fraction, seed)
 
-    # -- LMs ---------------------------------------------------------------------------------
-    main_lm = lms.configure()
-    teacher = lms.make(teacher_lm) if teacher_lm is not None else None
+def _compile_one_step(program_spec: str, spec: Any, q: DevQuestions, c: CompileSettings, train_q: list, val_q: list,
+                      *, teacher: Any, demo_tokens: Optional[int], context_budget: Optional[int], progress: bool,
+                      log: Callable[[str], None]) -> Any:
+    """Compile the step ``spec`` of ``program_spec`` on cases built from the questions."""
+    from ragnet.eval.run.eval_indexes import NoIndex
+    from ragnet.optimize.cases import quote_records
+    from ragnet.optimize.steps import compile_step
+    from ragnet.programs.registry import build_program
 
-    started = time.perf_counter()
-    if spec is not None:
-        options: dict[str, Any] = ({"paragraphs": c.paragraphs, "seed": seed} if step == "sufficiency"
-                                   else {"seed": seed} if step == "answer" else {})
-        if c.max_words is not None:
-            options["max_words"] = c.max_words
-        index, step_metric = NoIndex(), spec.metric()
-        if spec.needs_index:  # cases and metric search the pooled index (the rewrite step's hop recall)
-            index = q.index(say)
-            options = {"index": index, "seed": seed, **({"budget": context_budget} if context_budget else {})}
-            step_metric = spec.metric(index=index)
-        if q.docs is not None:  # the gold quotes stand for a benchmark's gold sentences
-            train_q, val_q = quote_records(train_q, seed=seed), quote_records(val_q, seed=seed)
-        train, val = spec.cases(train_q, **options), spec.cases(val_q, **options)
-        if not train or not val:
-            raise InputError(f"{len(train)} training and {len(val)} validation {step} cases from {len(train_q)} + "
-                             f"{len(val_q)} questions; use more questions (-n)", argument="n")
-        say(f"{step} cases: {len(train)} training (from {len(train_q)} questions), {len(val)} validation "
-            f"(from {len(val_q)} questions)")
-        program = build_program(program_spec, index, budget=context_budget)
-        result = compile_step(program, step, train, metric=step_metric, valset=val, optimizer=optimizer, effort=effort,
-                              teacher_lm=teacher, seed=seed, threads=c.threads, progress=progress, log=say,
-                              demo_tokens=demo_tokens)
-        label = spec.label
-    else:
-        index = q.index(say)
-        program = build_program(program_spec, index, budget=context_budget)
-        judge = teacher or main_lm
-        metric_obj = program_metric(metric or "f1", index=index, judge_lm=judge)
-        result = compile_program(program, qa_examples(train_q), metric_obj, optimizer=optimizer,
-                                 valset=qa_examples(val_q), effort=effort, teacher_lm=teacher, seed=seed,
-                                 threads=c.threads, progress=progress, log=say, demo_tokens=demo_tokens)
-        label = None
+    step, seed = c.step, c.seed
+    options: dict[str, Any] = ({"paragraphs": c.paragraphs, "seed": seed} if step == "sufficiency"
+                               else {"seed": seed} if step == "answer" else {})
+    if c.max_words is not None:
+        options["max_words"] = c.max_words
+    index, step_metric = NoIndex(), spec.metric()
+    if spec.needs_index:  # cases and metric search the pooled index (the rewrite step's hop recall)
+        index = q.index(log)
+        options = {"index": index, "seed": seed, **({"budget": context_budget} if context_budget else {})}
+        step_metric = spec.metric(index=index)
+    if q.docs is not None:  # the gold quotes stand for a benchmark's gold sentences
+        train_q, val_q = quote_records(train_q, seed=seed), quote_records(val_q, seed=seed)
+    train, val = spec.cases(train_q, **options), spec.cases(val_q, **options)
+    if not train or not val:
+        raise InputError(f"{len(train)} training and {len(val)} validation {step} cases from {len(train_q)} + "
+                         f"{len(val_q)} questions; use more questions (-n)", argument="n")
+    log(f"{step} cases: {len(train)} training (from {len(train_q)} questions), {len(val)} validation "
+        f"(from {len(val_q)} questions)")
+    program = build_program(program_spec, index, budget=context_budget)
+    return compile_step(program, step, train, metric=step_metric, valset=val, optimizer=c.optimizer, effort=c.effort,
+                        teacher_lm=teacher, seed=seed, threads=c.threads, progress=progress, log=log,
+                        demo_tokens=demo_tokens)
 
-    record = {
-        **result.to_dict(),
-        "program_spec": program_spec,
-        "data": data_name,
-        "docs": None if q.docs is None else str(q.docs),
-        "split": split,
-        "val_fraction": q.val_fraction,
-        "n_questions": len(train_q) + len(val_q),
-        "train_questions": [r.id for r in train_q],
-        "val_questions": [r.id for r in val_q],
-        "lm": getattr(main_lm, "model", str(lms.lm)),
-        "teacher_lm": getattr(teacher, "model", None),
-        "paragraphs": c.paragraphs if step == "sufficiency" else None,
-        "max_words": c.max_words,
-        "breakdown": result.breakdown(label) if label else None,
-        "wall_seconds": round(time.perf_counter() - started, 1),
-        "command": command,
-    }
-    save_program(result.program, out, spec=program_spec, optimization=record)
-    result.record = record
-    result.label = label
-    # whether the saved program runs the compiled step (a preset may switch it off)
-    result.step_enabled = step is None or getattr(result.program, step, True) is not False
-    return result
+
+def _compile_whole_program(program_spec: str, q: DevQuestions, c: CompileSettings, train_q: list, val_q: list, *,
+                           judge: Any, teacher: Any, demo_tokens: Optional[int], context_budget: Optional[int],
+                           progress: bool, log: Callable[[str], None]) -> Any:
+    """Compile every predictor of ``program_spec`` against a program metric over its index."""
+    from ragnet.eval.metrics.program_metrics import program_metric
+    from ragnet.optimize.cases import qa_examples
+    from ragnet.optimize.compile import compile as compile_program
+    from ragnet.programs.registry import build_program
+
+    index = q.index(log)
+    program = build_program(program_spec, index, budget=context_budget)
+    metric = program_metric(c.metric or "f1", index=index, judge_lm=judge)
+    return compile_program(program, qa_examples(train_q), metric, optimizer=c.optimizer, valset=qa_examples(val_q),
+                           effort=c.effort, teacher_lm=teacher, seed=c.seed, threads=c.threads, progress=progress,
+                           log=log, demo_tokens=demo_tokens)

@@ -23,7 +23,7 @@ Steps:
   or the one-query NextQuery, whichever the program holds), cases from
   :func:`ragnet.optimize.cases.rewrite_cases` (questions whose one-shot context lacks a gold
   document, labelled with its title), metric: hop recall by a real search
-  (:func:`ragnet.optimize.metrics.hop_metric`). Its cases and metric need the pooled index
+  (:func:`ragnet.optimize.step_metrics.hop_metric`). Its cases and metric need the pooled index
   (``StepSpec.needs_index``).
 
 Example:
@@ -45,8 +45,9 @@ from typing import Any
 import dspy
 
 from ragnet.errors import InputError
+from ragnet.eval.metrics.program_metrics import Metric
 from ragnet.optimize.cases import answer_cases, crop_cases, rewrite_cases, sufficiency_cases
-from ragnet.optimize.metrics import Metric, crop_metric, hop_metric, verdict_metric
+from ragnet.optimize.step_metrics import crop_metric, hop_metric, verdict_metric
 from ragnet.signatures import AnswerStep, CropStep, RewriteStep, Step, SufficiencyStep
 
 __all__ = ["STEPS", "AnswerStep", "CropStep", "StepSpec", "SufficiencyStep", "answer_metric", "compile_step",
@@ -55,7 +56,7 @@ __all__ = ["STEPS", "AnswerStep", "CropStep", "StepSpec", "SufficiencyStep", "an
 
 def answer_metric() -> Metric:
     """Answer step: token F1 of the answer against the gold answers (a demo needs F1 >= 0.8)."""
-    from ragnet.eval.program_metrics import program_metric
+    from ragnet.eval.metrics.program_metrics import program_metric
 
     metric = program_metric("f1")
     return Metric("answer_f1", metric.score, threshold=metric.threshold, feedback=metric.feedback)

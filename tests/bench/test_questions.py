@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ragnet.bench.questions import benchmark_inputs, dev_questions, passage_texts
-from ragnet.eval.datasets import load_questions
+from ragnet.eval.run.datasets import load_questions
 from tests.eval.tiny_set import write_tiny_set
 
 

@@ -26,8 +26,8 @@ from benchmarks.laziness import (
 )
 from ragnet.corpus.tokens import count_tokens
 from ragnet.errors import InputError
-from ragnet.eval.datasets import QARecord
-from ragnet.eval.indexes import NoIndex
+from ragnet.eval.run.datasets import QARecord
+from ragnet.eval.run.eval_indexes import NoIndex
 from ragnet.programs.persist import save_program
 from tests.programs.scripted import ProgramLM
 

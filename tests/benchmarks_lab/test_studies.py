@@ -35,11 +35,12 @@ def test_result_rows_read_a_plain_or_a_compressed_results_file(tmp_path, monkeyp
 
     monkeypatch.setattr(studies, "RESULTS", tmp_path)
     (tmp_path / "plain").mkdir()
-    (tmp_path / "plain" / "results.jsonl").write_text('{"id": "q1"}\n\n', encoding="utf-8")
+    (tmp_path / "plain" / "results.jsonl").write_text('{"strategy": "basic", "id": "q1"}\n\n', encoding="utf-8")
     (tmp_path / "packed").mkdir()
     with gzip.open(tmp_path / "packed" / "results.jsonl.gz", "wt", encoding="utf-8") as fh:
-        fh.write('{"id": "q2"}\n')
-    assert studies.result_rows("plain") == [{"id": "q1"}] and studies.result_rows("packed") == [{"id": "q2"}]
+        fh.write('{"strategy": "basic", "id": "q2"}\n')
+    assert studies.result_rows("plain") == [{"strategy": "basic", "id": "q1"}]
+    assert studies.result_rows("packed") == [{"strategy": "basic", "id": "q2"}]
 
 
 def test_print_speeds_gives_texts_per_second_and_the_speed_up_over_torch(capsys):

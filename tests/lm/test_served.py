@@ -158,7 +158,7 @@ def test_eval_counts_outages_apart_and_stops_when_the_lm_is_down(tmp_path, dspy_
 
 
 def test_lm_failure_rows_stay_out_of_accuracy():
-    from ragnet.eval.stats import aggregate, paired_comparison
+    from ragnet.eval.metrics.stats import aggregate, paired_comparison
 
     ok = {"id": "a", "em": 1.0, "f1": 1.0, "contains": 1.0, "llm_match": None, "usage": {}}
     outage = {"id": "b", "em": 0.0, "f1": 0.0, "contains": 0.0, "llm_match": None, "error": "LM failure: x",

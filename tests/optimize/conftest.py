@@ -25,7 +25,7 @@ import pytest
 from dspy.lm15 import Message, Response, TextPart, Usage
 
 from ragnet.corpus.types import Chunk
-from ragnet.eval.datasets import QARecord
+from ragnet.eval.run.datasets import QARecord
 from tests.programs.scripted import ProgramLM, _format, _text
 
 

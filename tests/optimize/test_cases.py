@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ragnet.errors import InputError
-from ragnet.eval.datasets import QARecord
+from ragnet.eval.run.datasets import QARecord
 from ragnet.optimize.cases import crop_cases, qa_examples, sufficiency_cases
 from tests.optimize.conftest import make_records
 from tests.required import skip_or_fail
@@ -99,7 +99,7 @@ def hotpot_questions() -> Path:
 
 
 def test_hotpotqa_dev_cases_are_balanced_and_labelled_from_their_gold(hotpot_questions):
-    from ragnet.eval.datasets import load_questions
+    from ragnet.eval.run.datasets import load_questions
 
     records = load_questions(hotpot_questions, split="dev", limit=60)
     cases = sufficiency_cases(records, paragraphs=4)

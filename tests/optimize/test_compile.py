@@ -9,12 +9,13 @@ import dspy
 import pytest
 
 from ragnet.errors import InputError
+from ragnet.eval.metrics.program_metrics import program_metric
 from ragnet.optimize.cases import qa_examples, sufficiency_cases
 from ragnet.optimize.compile import best_capped_candidate, compile, expected_lm_calls, lm_calls_per_example
-from ragnet.optimize.metrics import program_metric, verdict_metric
-from ragnet.programs.persist import save_program
+from ragnet.optimize.step_metrics import verdict_metric
 from ragnet.optimize.steps import SufficiencyStep, compile_step, install_step
 from ragnet.programs import BasicRAG, CombinedRAG, IterativeRAG, OneShotRAG, ReflectiveRAG
+from ragnet.programs.persist import save_program
 from tests.optimize.conftest import FakeIndex, OptimizeLM, demo_dependent_sufficiency
 
 STOCK = SufficiencyStep().predict.signature.instructions

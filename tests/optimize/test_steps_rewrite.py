@@ -9,9 +9,9 @@ from dspy.utils import DummyLM
 
 from ragnet import Document, Index
 from ragnet.errors import InputError
-from ragnet.eval.datasets import QARecord
+from ragnet.eval.run.datasets import QARecord
 from ragnet.optimize.cases import rewrite_cases
-from ragnet.optimize.metrics import hop_metric
+from ragnet.optimize.step_metrics import hop_metric
 from ragnet.optimize.steps import STEPS, compile_step
 
 Q = "Which post did the star of the film Kiss and Tell hold?"

@@ -10,7 +10,7 @@ import pytest
 from ragnet.corpus.tokens import count_tokens
 from ragnet.corpus.types import Document
 from ragnet.errors import InputError
-from ragnet.eval.indexes import NoIndex
+from ragnet.eval.run.eval_indexes import NoIndex
 from ragnet.index import Index
 from ragnet.programs import CombinedRAG, IterativeRAG, ReflectiveRAG
 from ragnet.programs.agent import STOP_REASONS

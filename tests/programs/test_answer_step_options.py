@@ -9,7 +9,7 @@ import pytest
 from dspy.utils import DummyLM
 
 from ragnet.errors import InputError
-from ragnet.eval.indexes import NoIndex
+from ragnet.eval.run.eval_indexes import NoIndex
 from ragnet.programs import STRATEGIES, BasicRAG, CombinedRAG, IterativeRAG, OneShotRAG, ReflectiveRAG
 from ragnet.signatures import AnswerStep
 

@@ -166,7 +166,7 @@ def test_missing_file_and_wrong_suffix(tmp_path, records, compiled):
 
 
 def test_a_whole_program_pickle_is_refused_and_json_state_still_saves(tmp_path):
-    from ragnet.eval.indexes import NoIndex
+    from ragnet.eval.run.eval_indexes import NoIndex
     from ragnet.programs import OneShotRAG
 
     program = OneShotRAG(NoIndex())
@@ -193,7 +193,7 @@ def test_the_committed_showcase_loads():
     """docs/results/optimize-sufficiency/iterative-sufficiency.json, the compiled sufficiency step."""
     from pathlib import Path
 
-    from ragnet.eval.indexes import NoIndex
+    from ragnet.eval.run.eval_indexes import NoIndex
 
     from ragnet.signatures import AnswerStep
 

@@ -7,7 +7,7 @@ import dspy
 import pytest
 
 from ragnet.errors import InputError
-from ragnet.eval.indexes import NoIndex
+from ragnet.eval.run.eval_indexes import NoIndex
 from ragnet.optimize.compile import lm_calls_per_example
 from ragnet.programs import BasicRAG, CombinedRAG, IterativeRAG, OneShotRAG, ReflectiveRAG
 from ragnet.signatures import Step

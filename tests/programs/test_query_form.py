@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ragnet.errors import InputError
-from ragnet.eval.indexes import NoIndex
+from ragnet.eval.run.eval_indexes import NoIndex
 from ragnet.programs.registry import build_program
 from ragnet.signatures import NextQueryStep, RewriteStep
 

@@ -8,7 +8,7 @@ import pytest
 from dspy.utils import DummyLM
 
 from ragnet.errors import InputError
-from ragnet.eval.indexes import NoIndex
+from ragnet.eval.run.eval_indexes import NoIndex
 from ragnet.programs import STRATEGIES
 from ragnet.programs.registry import ANSWER_PRESETS, PRESETS, answer_layout, build_program, parse_spec, spec_options
 from ragnet.signatures import AnswerStep
@@ -52,7 +52,7 @@ def test_unknown_parts_and_disagreeing_presets_are_refused_naming_the_argument(s
 
 
 def test_presets_that_disagree_are_refused_before_anything_is_built():
-    from ragnet.eval.runner import plan_strategies
+    from ragnet.eval.run.strategy_plan import plan_strategies
 
     with pytest.raises(InputError, match="set question_at") as err:
         plan_strategies(["basic", "oneshot:qlast+qfirst"])
@@ -93,7 +93,7 @@ def test_an_override_the_strategy_does_not_take_is_refused():
 def test_eval_runs_auto_as_ask_does_for_the_reader():
     """``ragnet eval --strategies basic,auto``: auto is the reader's recommended spec at its
     budget, a budget given wins, a sweep runs it at each; without a reader it cannot be planned."""
-    from ragnet.eval.runner import plan_strategies
+    from ragnet.eval.run.strategy_plan import plan_strategies
     from ragnet.programs.registry import recommended_strategy
 
     local, other = recommended_strategy("local"), recommended_strategy("openai/gpt-4o-mini")

@@ -10,7 +10,7 @@ import pytest
 from ragnet import Document, Index
 from ragnet.core.routing import RouteRule
 from ragnet.errors import InputError
-from ragnet.eval.indexes import NoIndex
+from ragnet.eval.run.eval_indexes import NoIndex
 from ragnet.programs import STRATEGIES, IterativeRAG, OneShotRAG, RouterRAG
 from ragnet.programs.persist import load_program, save_program
 from ragnet.programs.registry import BUDGETED, build_program, parse_spec, spec_options

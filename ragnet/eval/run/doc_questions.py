@@ -1,0 +1,286 @@
+"""Questions over your own documents: a plain questions file, a folder of documents, and where
+each answer is stated (file, page or section), for ``ragnet eval --docs FOLDER --data FILE``.
+
+A benchmark names its gold evidence by Wikipedia title; a team's manuals name it by place: the
+file, and the page (PDF) or section (HTML, DOCX, Markdown heading path) that states the answer.
+One JSON object per line:
+
+``id``, ``question``, ``answers``
+    as in every ragnet questions file (``answers``: short answers, any one counts).
+``kind`` (or ``type``)
+    optional: ``lookup``, ``definition``, ``numeric``, ``two-part``..., reported per kind.
+``gold``
+    optional: the places that hold the evidence, each ``{"file": path relative to the folder,
+    "page": n, "section": [headings, outermost first], "quote": "the words there",
+    "role": "answer" | "link"}``; ``page``, ``section`` and ``quote`` are optional, ``role``
+    defaults to ``"answer"`` (a two-part question also names the ``"link"`` place that leads
+    to it).
+
+Each answered question is scored (:func:`place_scores`, beside EM/F1 and the rest) for:
+
+``contains``
+    the right answer: a gold answer occurs in the prediction (case, punctuation and number
+    formatting aside), what the report calls *right*;
+``gold_place_in_context``
+    a chunk from the answer's place was in the reader's context;
+``answer_in_context``
+    the answer itself was in the text the reader saw;
+``gold_cited`` / ``gold_cited_first``
+    a citation (the first citation) points at the answer's place;
+
+and, as for a benchmark's gold documents, ``gold_all``: every gold place (a two-part question's
+link too) had a chunk in the context (:func:`ragnet.eval.metrics.gold_evidence.gold_chunks` maps each place
+to the index chunks located at it, :func:`place_chunk_ids`).
+
+Example:
+    >>> import json, pathlib, tempfile
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "questions.jsonl"
+    >>> _ = path.write_text(json.dumps({"id": "q1", "question": "Which option names the log file?",
+    ...     "answers": ["--log-file"], "kind": "lookup",
+    ...     "gold": [{"file": "manual.pdf", "page": 4, "quote": "--log-file names the log."}]}) + "\\n")
+    >>> [q] = load_doc_questions(path)
+    >>> q.type, q.places[0].page, q.places[0].key()
+    ('lookup', 4, 'manual.pdf, p. 4')
+    >>> at_place({"file": "manual.pdf", "page": 3, "page_end": 4}, q.places[0])
+    True
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from ragnet.corpus.loader import parse_jsonl_record
+from ragnet.errors import InputError
+
+__all__ = ["DocQuestion", "GoldPlace", "PLACE_METRICS", "ROLES", "at_place", "load_doc_questions", "place_chunk_ids",
+           "place_scores"]
+
+#: What a gold place is to its question.
+ROLES = ("answer", "link")
+#: The per-question figures :func:`place_scores` adds to a row (averaged like EM in the report).
+PLACE_METRICS = ("gold_place_in_context", "answer_in_context", "gold_cited", "gold_cited_first")
+
+
+@dataclass(frozen=True)
+class GoldPlace:
+    """Where a question's evidence is: ``file`` (relative to the folder), and ``page`` or
+    ``section`` when known, the ``quote`` found there and its ``role``."""
+
+    file: str
+    page: int | None = None
+    section: tuple[str, ...] | None = None
+    quote: str = ""
+    role: str = "answer"
+
+    def key(self) -> str:
+        """The place in one line, as reports name it: ``file, p. 4`` or ``file › Section``."""
+        where = self.file + (" › " + " › ".join(self.section) if self.section else "")
+        return where + (f", p. {self.page}" if self.page is not None else "")
+
+
+@dataclass(frozen=True)
+class DocQuestion:
+    """A question over a folder of documents, with its gold places (and the other fields ragnet's
+    scoring reads from a benchmark record, empty)."""
+
+    id: str
+    question: str
+    answers: list[str]
+    places: tuple[GoldPlace, ...] = ()
+    type: str | None = None
+    level: Any = None
+    gold_titles: list[str] = field(default_factory=list)
+    gold_passage_ids: Any = None
+    gold_sentences: Any = None
+    context: Any = None
+    gold_paragraph_idxs: Any = None
+
+    def answer_places(self) -> tuple[GoldPlace, ...]:
+        """The places that state the answer (all places when none is marked ``"answer"``)."""
+        return tuple(p for p in self.places if p.role == "answer") or self.places
+
+
+def _file_key(path: str) -> str:
+    return str(PurePosixPath(str(path).replace("\\", "/")))
+
+
+def _place(item: Any, where: Path, line: int, i: int) -> GoldPlace:
+    def bad(message: str) -> InputError:
+        return InputError(f"gold[{i}]: {message}", path=where, line=line)
+
+    if not isinstance(item, Mapping) or not isinstance(item.get("file"), str) or not item["file"].strip():
+        raise bad("must be an object with a 'file' (the path relative to the documents folder)")
+    page = item.get("page")
+    if page is not None and (isinstance(page, bool) or not isinstance(page, int) or page < 1):
+        raise bad(f"'page' must be a positive integer, got {page!r}")
+    section = item.get("section")
+    if isinstance(section, str):
+        section = [section]
+    if section is not None and (not isinstance(section, list) or not all(isinstance(h, str) for h in section)):
+        raise bad("'section' must be a list of headings (outermost first)")
+    quote = item.get("quote", "")
+    if not isinstance(quote, str):
+        raise bad("'quote' must be a string")
+    role = item.get("role", "answer")
+    if role not in ROLES:
+        raise bad(f"'role' must be one of {', '.join(ROLES)}, got {role!r}")
+    return GoldPlace(file=_file_key(item["file"]), page=page, section=tuple(section) if section else None,
+                     quote=quote, role=role)
+
+
+def load_doc_questions(path: str | Path, *, ids: Sequence[str] | None = None, limit: int | None = None) -> list[DocQuestion]:
+    """The questions of a questions file over documents (see the module docstring), in file order.
+
+    Args:
+        path: the JSONL file.
+        ids: keep only these question ids (an unknown one is an error).
+        limit: at most this many questions (after ``ids``).
+
+    Raises:
+        InputError: a missing file, malformed JSON or fields, a duplicate id (naming file and line).
+    """
+    where = Path(path)
+    if not where.is_file():
+        raise InputError("no such questions file", path=where, argument="data")
+    out: list[DocQuestion] = []
+    seen: dict[str, int] = {}
+    try:
+        lines = where.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError:
+        raise InputError("not UTF-8 text (is it a JSONL file?)", path=where) from None
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        rec = parse_jsonl_record(line, where, lineno)
+        for key in ("id", "question", "answers"):
+            if key not in rec:
+                raise InputError(f"record has no {key!r} field", path=where, line=lineno)
+        question, answers = rec["question"], rec["answers"]
+        if not isinstance(question, str) or not question.strip():
+            raise InputError("'question' must be a non-empty string", path=where, line=lineno)
+        answers = [answers] if isinstance(answers, str) else answers
+        if not isinstance(answers, list) or not answers or not all(isinstance(a, (str, int, float)) for a in answers):
+            raise InputError("'answers' must be a non-empty list of strings", path=where, line=lineno)
+        gold = rec.get("gold") or []
+        if not isinstance(gold, list):
+            raise InputError("'gold' must be a list of places", path=where, line=lineno)
+        qid = str(rec["id"])
+        if qid in seen:
+            raise InputError(f"duplicate question id {qid!r} (first on line {seen[qid]})", path=where, line=lineno)
+        seen[qid] = lineno
+        kind = rec.get("kind", rec.get("type"))
+        out.append(DocQuestion(id=qid, question=question.strip(), answers=[str(a) for a in answers],
+                               places=tuple(_place(item, where, lineno, i) for i, item in enumerate(gold)),
+                               type=str(kind) if kind is not None else None, level=rec.get("level")))
+    if ids is not None:
+        wanted = [str(i) for i in ids]
+        unknown = [i for i in wanted if i not in seen]
+        if unknown:
+            raise InputError(f"unknown question id(s): {', '.join(unknown[:5])}", argument="ids")
+        keep = set(wanted)
+        out = [q for q in out if q.id in keep]
+    if limit is not None:
+        out = out[:limit]
+    if not out:
+        raise InputError("no questions selected", path=where, argument="data")
+    return out
+
+
+def at_place(location: Mapping[str, Any] | None, place: GoldPlace) -> bool:
+    """Whether a chunk or citation ``location`` (``file``, ``page``, ``page_end``, ``headings``)
+    lies at ``place``: the same file, a page range that holds its page, a heading path inside its
+    section (the section itself or one of its subsections).
+
+    Example:
+        >>> at_place({"file": "a.html", "headings": ["Rules", "Variables"]}, GoldPlace("a.html", section=("Rules",)))
+        True
+        >>> at_place({"file": "a.pdf", "page": 2}, GoldPlace("a.pdf", page=3))
+        False
+    """
+    if not isinstance(location, Mapping) or _file_key(location.get("file") or "") != place.file:
+        return False
+    if place.page is not None:
+        first = location.get("page")
+        if not isinstance(first, int):
+            return False
+        last = location.get("page_end") if isinstance(location.get("page_end"), int) else first
+        if not first <= place.page <= last:
+            return False
+    if place.section:
+        headings = tuple(location.get("headings") or ())
+        if headings[:len(place.section)] != place.section:
+            return False
+    return True
+
+
+# index -> {file: [(chunk id, location)]}, built once per index (weak keys: never keeps an index alive)
+_BY_FILE: "weakref.WeakKeyDictionary[Any, tuple[int, dict[str, list[tuple[str, Mapping[str, Any]]]]]]" = (
+    weakref.WeakKeyDictionary())
+
+
+def place_chunk_ids(index: Any, place: GoldPlace) -> list[str]:
+    """The ids of ``index``'s chunks located at ``place`` (:func:`at_place`), in index order."""
+    try:
+        cached = _BY_FILE.get(index)
+    except TypeError:
+        cached = None
+    if cached is None or cached[0] != len(index.chunks):
+        by_file: dict[str, list[tuple[str, Mapping[str, Any]]]] = {}
+        for chunk in index.chunks:
+            loc = chunk.metadata.get("location") if isinstance(chunk.metadata, Mapping) else None
+            if isinstance(loc, Mapping) and loc.get("file"):
+                by_file.setdefault(_file_key(loc["file"]), []).append((chunk.id, loc))
+        cached = (len(index.chunks), by_file)
+        try:
+            _BY_FILE[index] = cached
+        except TypeError:
+            pass
+    return [cid for cid, loc in cached[1].get(place.file, []) if at_place(loc, place)]
+
+
+def _located(index: Any, ids: Sequence[str]) -> list[Mapping[str, Any]]:
+    out = []
+    for chunk in index.get([i for i in ids if i in index]) if index is not None else []:
+        loc = chunk.metadata.get("location") if isinstance(chunk.metadata, Mapping) else None
+        if isinstance(loc, Mapping):
+            out.append(loc)
+    return out
+
+
+def place_scores(record: Any, pred: Any, index: Any = None) -> dict[str, Any]:
+    """The place figures of one answered question (see the module docstring); ``{}`` for a record
+    without gold places, so it can score any questions file. A scoring hook of
+    :class:`ragnet.eval.run.qa_evaluator.QAEvaluator`.
+
+    Example:
+        >>> q = DocQuestion(id="q", question="?", answers=["8"], places=(GoldPlace("m.pdf", page=2),))
+        >>> pred = {"context": [], "passages": [{"text": "The default is 8."}],
+        ...         "citations": [{"file": "m.pdf", "page": 1}, {"file": "m.pdf", "page": 2}]}
+        >>> scores = place_scores(q, pred)
+        >>> scores["gold_cited"], scores["gold_cited_first"], scores["answer_in_context"]
+        (1.0, 0.0, 1.0)
+    """
+    from ragnet.core.support import states_answer
+    from ragnet.eval.run.records import get_field
+
+    places = tuple(getattr(record, "places", ()) or ())
+    if not places:
+        return {}
+    answer_places = record.answer_places()
+    context = _located(index, [str(c) for c in get_field(pred, "context", []) or []])
+    shown = " ".join(str(p.get("text") or "") for p in get_field(pred, "passages", []) or [] if isinstance(p, Mapping))
+    cites = [c for c in get_field(pred, "citations", []) or [] if isinstance(c, Mapping)]
+
+    def anywhere(locations: Sequence[Mapping[str, Any]], wanted: Sequence[GoldPlace]) -> float:
+        return float(any(at_place(loc, p) for loc in locations for p in wanted))
+
+    return {
+        "gold_place_in_context": anywhere(context, answer_places),
+        "answer_in_context": float(any(states_answer(a, shown) for a in record.answers)),
+        "gold_cited": anywhere(cites, answer_places),
+        "gold_cited_first": anywhere(cites[:1], answer_places),
+    }

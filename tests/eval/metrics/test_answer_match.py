@@ -1,0 +1,56 @@
+"""Answer metrics: SQuAD normalisation plus dspy's Unicode NFD step, checked against dspy's own
+``normalize_text`` and against stored result rows (the step changes no stored figure): a sample of
+25 rows of every results folder, kept in ``tests/eval/data`` since the rows left docs/results, and
+any full row files a checkout has (``python -m benchmarks.fetch_rows`` restores them)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import unicodedata
+from pathlib import Path
+
+import pytest
+from dspy.evaluate.metrics import normalize_text
+
+from ragnet.eval.metrics.answer_match import contains_match, exact_match, f1, normalize_answer
+
+ROOT = Path(__file__).resolve().parents[3]
+SAMPLE = Path(__file__).resolve().parent / "data" / "result_rows.jsonl.gz"
+COMMITTED = sorted([SAMPLE, *(ROOT / "docs" / "results").glob("*/results.jsonl"),
+                    *(ROOT / "docs" / "results").glob("*/results.jsonl.gz")])
+
+
+def test_composed_and_decomposed_accents_now_match():
+    composed, decomposed = "Ren\u00e9e Fleming", "Rene\u0301e Fleming"
+    assert composed != decomposed and unicodedata.normalize("NFD", composed) == decomposed
+    assert exact_match(composed, [decomposed]) == 1.0
+    assert f1(f"{composed} sang", [decomposed]) == pytest.approx(0.8)
+    assert contains_match(f"It was {decomposed}.", [composed]) == 1.0
+    assert exact_match("Zo\u00eb", ["Zoe\u0308"]) == 1.0 and exact_match("Zo\u00eb", ["Zoe"]) == 0.0  # accents kept
+
+
+@pytest.mark.parametrize("text", [
+    "The Eiffel Tower!", "  a  b   c ", "Ca\u0301diz, Spain", "Señor Frogs", "An apple a day", "Ŧhe ÅNSWER.",
+    "U.S.A. (1776)", "naïve café", "theatre", "",
+])
+def test_normalisation_is_dspys(text):
+    assert normalize_answer(text) == normalize_text(text)
+
+
+def test_committed_em_and_f1_are_unchanged():
+    checked = 0
+    for path in COMMITTED:
+        raw = path.read_bytes()
+        text = (gzip.decompress(raw) if path.suffix == ".gz" else raw).decode("utf-8")
+        for line in text.splitlines():
+            row = json.loads(line)
+            if row.get("error") or "answers" not in row or "em" not in row:
+                continue  # laziness rows, error rows
+            where = (row.get("folder", path.parent.name), row["id"])
+            assert exact_match(row["answer"], row["answers"]) == row["em"], where
+            assert round(f1(row["answer"], row["answers"]), 6) == row["f1"], where
+            if "contains" in row:
+                assert contains_match(row["answer"], row["answers"]) == row["contains"]
+            checked += 1
+    assert checked >= 400

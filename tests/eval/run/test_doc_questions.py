@@ -1,0 +1,174 @@
+"""``ragnet eval --docs FOLDER --data FILE``: questions over a folder of documents, scored on right
+answers, the gold place in the context and in the citations, with an oracle row that reads the gold
+quotes (issue 46, item 1). A real index of real files; a scripted LM for the control flow."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import dspy
+import pytest
+from typer.testing import CliRunner
+
+from ragnet.cli import app
+from ragnet.errors import InputError
+from ragnet.eval.metrics.gold_evidence import gold_chunks
+from ragnet.eval.run.doc_questions import GoldPlace, at_place, load_doc_questions
+from tests.corpus.make_files import write
+from tests.programs.scripted import ProgramLM
+
+MANUAL = """# Tool manual
+
+## Options
+
+Use --jobs to set how many commands run at once. The --log-file option names the log.
+
+## Defaults
+
+The number of parallel jobs defaults to 8 on every machine. Logs are kept for 30 days.
+"""
+GUIDE = """# Guide
+
+## Install
+
+Install the tool with pip, then run the self test before anything else.
+"""
+QUESTIONS = [
+    {"id": "d1", "question": "How many days are logs kept?", "answers": ["30 days"], "kind": "numeric",
+     "gold": [{"file": "manual.md", "section": ["Tool manual", "Defaults"], "quote": "Logs are kept for 30 days."}]},
+    {"id": "d2", "question": "What is the default of the option that sets how many commands run at once?",
+     "answers": ["8"], "kind": "two-part",
+     "gold": [{"file": "manual.md", "section": ["Tool manual", "Options"], "role": "link",
+               "quote": "Use --jobs to set how many commands run at once."},
+              {"file": "manual.md", "section": ["Tool manual", "Defaults"],
+               "quote": "The number of parallel jobs defaults to 8 on every machine."}]},
+    {"id": "d3", "question": "What should you run after installing?", "answers": ["the self test"], "kind": "lookup",
+     "gold": [{"file": "docs/guide.md", "section": ["Guide", "Install"]}]},
+]
+ANSWERS = {"How many days are logs kept?": ("30 days", "Options"),  # right answer, the reader cites the wrong section
+           "What is the default of the option that sets how many commands run at once?": ("8", "Defaults"),
+           "What should you run after installing?": ("pip", "Install")}
+
+
+def _answer(prompt: str, n: int):
+    question = re.findall(r"\[\[ ## question ## \]\]\s*\n(.*)", prompt)[-1].strip()
+    answer, section = ANSWERS[question]
+    cited = re.findall(rf"\[(c\d+)\] [^\n]*{section}: ", prompt)
+    return {"answer": answer, "evidence_ids": cited[:1]}
+
+
+@pytest.fixture
+def folder(tmp_path):
+    docs = tmp_path / "docs"
+    write(docs / "manual.md", MANUAL)
+    write(docs / "docs" / "guide.md", GUIDE)
+    questions = tmp_path / "questions.jsonl"
+    questions.write_text("\n".join(json.dumps(q) for q in QUESTIONS) + "\n", encoding="utf-8")
+    return docs, questions
+
+
+def test_questions_file_is_read_with_its_places(folder):
+    _, path = folder
+    q1, q2, q3 = load_doc_questions(path)
+    assert q2.type == "two-part" and [p.role for p in q2.places] == ["link", "answer"]
+    assert q2.answer_places() == (q2.places[1],)
+    assert q3.places[0].file == "docs/guide.md" and q3.places[0].section == ("Guide", "Install")
+    assert [q.id for q in load_doc_questions(path, ids=["d3", "d1"])] == ["d1", "d3"]
+
+
+@pytest.mark.parametrize("line, message", [
+    ('{"id": "x", "question": "q?", "answers": []}', "'answers' must be a non-empty list"),
+    ('{"id": "x", "question": "q?", "answers": ["a"], "gold": [{"page": 2}]}', "gold[0]: must be an object with a 'file'"),
+    ('{"id": "x", "question": "q?", "answers": ["a"], "gold": [{"file": "a.pdf", "page": 0}]}', "'page' must be"),
+    ('{"id": "x", "question": "q?", "answers": ["a"], "gold": [{"file": "a.pdf", "role": "main"}]}', "'role' must be"),
+    ('{"id": "x", "question": "q?", "answers": ["a"]', "invalid JSON"),
+])
+def test_bad_questions_name_the_file_and_line(tmp_path, line, message):
+    path = tmp_path / "q.jsonl"
+    path.write_text('{"id": "ok", "question": "q?", "answers": ["a"]}\n' + line + "\n", encoding="utf-8")
+    with pytest.raises(InputError, match=re.escape(message)) as err:
+        load_doc_questions(path)
+    assert "q.jsonl:2" in str(err.value)
+
+
+def test_a_place_matches_its_page_range_and_subsections():
+    place = GoldPlace("a.pdf", page=4)
+    assert at_place({"file": "a.pdf", "page": 3, "page_end": 5}, place)
+    assert not at_place({"file": "b.pdf", "page": 4}, place)
+    assert not at_place({"file": "a.pdf"}, place)
+    section = GoldPlace("m.html", section=("Rules",))
+    assert at_place({"file": "m.html", "headings": ["Rules", "Variables"]}, section)
+    assert not at_place({"file": "m.html", "headings": ["Build"]}, section)
+
+
+def test_eval_docs_scores_right_answers_places_and_citations(folder, tmp_path, monkeypatch):
+    docs, questions = folder
+    monkeypatch.setenv("RAGNET_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr("ragnet.lm.config.configure", lambda lm=None, **kw: dspy.settings.lm)
+    lm = ProgramLM(answer=_answer)
+    out = tmp_path / "out"
+    with dspy.context(lm=lm.lm(), adapter=dspy.ChatAdapter(use_json_adapter_fallback=False)):
+        result = CliRunner().invoke(app, ["eval", "--docs", str(docs), "--data", str(questions), "--strategies",
+                                          "basic,oracle", "--lm", "scripted", "--no-judge", "--no-plots",
+                                          "--out", str(out)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["primary_metric"] == "contains"
+    basic, oracle = summary["documents"]["basic"], summary["documents"]["oracle"]
+    assert basic["right_count"] == 2 and basic["two_part"] == 1 and basic["two_part_right"] == 1.0
+    # "30" is stated in the Defaults section: the citation is moved there from the reader's Options chunk
+    assert basic["cited_of_right"] == 1.0
+    # d3's place quotes nothing: the oracle reads its gold document instead
+    assert oracle["right_count"] == 2 and summary["strategies"]["oracle"]["oracle"] == {
+        "passages": 2, "sentences": 0, "documents": 1, "none": 0}
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    d1 = next(r for r in rows if r["strategy"] == "basic" and r["id"] == "d1")
+    assert d1["gold_cited_first"] == 1.0 and d1["gold_place_in_context"] == 1.0 and d1["answer_in_context"] == 1.0
+    d3 = next(r for r in rows if r["strategy"] == "basic" and r["id"] == "d3")
+    assert d3["contains"] == 0.0 and d3["gold_place_in_context"] == 1.0  # a miss with the evidence in front of it
+    report = (out / "report.md").read_text()
+    assert "### Over your documents" in report and "two-part right" in report
+
+
+def test_eval_docs_runs_auto_as_ask_does_and_takes_it_as_the_baseline(folder, tmp_path, monkeypatch):
+    """`--strategies basic,auto --baseline auto` with a local reader: auto is oneshot:sentences+hops
+    at 1,000 tokens, the row every other is compared with."""
+    docs, questions = folder
+    monkeypatch.setenv("RAGNET_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr("ragnet.lm.config.configure", lambda lm=None, **kw: dspy.settings.lm)
+    out = tmp_path / "out"
+    with dspy.context(lm=ProgramLM(answer=_answer).lm(), adapter=dspy.ChatAdapter(use_json_adapter_fallback=False)):
+        result = CliRunner().invoke(app, ["eval", "--docs", str(docs), "--data", str(questions), "--strategies",
+                                          "basic,auto", "--baseline", "auto", "--lm", "local", "--answer-lm", "none",
+                                          "--no-judge", "--no-plots", "--out", str(out)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert list(summary["strategies"]) == ["basic", "oneshot:sentences+hops@1000"]
+    assert summary["baseline"] == "oneshot:sentences+hops@1000"
+
+
+def test_gold_places_are_the_gold_documents_of_a_docs_question(folder, tmp_path):
+    from ragnet import Index, load_documents
+
+    docs, questions = folder
+    index = Index.build(load_documents([docs]), tmp_path / "idx", show_progress=False)
+    q2 = load_doc_questions(questions)[1]
+    gold = gold_chunks(q2, index)
+    assert list(gold) == ["manual.md › Tool manual › Options", "manual.md › Tool manual › Defaults"]
+    assert all(len(ids) == 1 for ids in gold.values())
+
+
+def test_eval_hops_over_documents_counts_the_places_the_first_context_misses(folder, tmp_path, monkeypatch):
+    docs, questions = folder
+    monkeypatch.setenv("RAGNET_HOME", str(tmp_path / "home"))
+    out = tmp_path / "hops"
+    result = CliRunner().invoke(app, ["eval", "hops", "--docs", str(docs), "--data", str(questions),
+                                      "--kind", "two-part", "--budget", "450", "--out", str(out)],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in rows] == ["d2"]  # the two-part question only
+    assert set(rows[0]["missing"]) <= {"manual.md › Tool manual › Options", "manual.md › Tool manual › Defaults"}
+    bad = CliRunner().invoke(app, ["eval", "hops", "--docs", str(docs), "--data", str(questions), "--kind", "nope"])
+    assert bad.exit_code == 2 and "no questions of kind 'nope'" in bad.output
