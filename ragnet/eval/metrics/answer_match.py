@@ -12,6 +12,12 @@ Example:
     0.667
     >>> exact_match("Jos\\u00e9", ["Jose\\u0301"]), contains_match("It was Alexander Fleming.", ["fleming"])
     (1.0, 1.0)
+
+A gold answer made only of punctuation (a manual's ``||`` or ``^$``) would normalise to nothing,
+so it is compared as written instead, whitespace aside:
+
+    >>> contains_match("Use || for order-only dependencies", ["||"]), exact_match("'$'", ["||"]), f1("||", ["||"])
+    (1.0, 0.0, 1.0)
 """
 
 from __future__ import annotations
@@ -26,6 +32,8 @@ __all__ = ["contains_match", "exact_match", "f1", "normalize_answer", "token_f1"
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCT = set(string.punctuation)
+# quotes a reader may put around a verbatim answer ("'||'"), stripped before a punctuation-only gold is compared
+_QUOTES = "'\"`‘’“”"
 
 
 def normalize_answer(text: str) -> str:
@@ -42,10 +50,27 @@ def normalize_answer(text: str) -> str:
     return " ".join(text.split())
 
 
+def _verbatim_tokens(text: str) -> list[str]:
+    """``text``'s whitespace-separated words, quotes around them stripped: how a punctuation-only
+    gold answer is found in a prediction."""
+    words = (w.rstrip(".,;:!?") or w for w in unicodedata.normalize("NFKC", str(text)).split())
+    return [w.strip(_QUOTES) for w in words]
+
+
+def _punctuation_only(gold: str) -> bool:
+    return bool(str(gold).strip()) and not normalize_answer(gold)
+
+
+def _verbatim_equal(prediction: str, gold: str) -> bool:
+    return " ".join(_verbatim_tokens(prediction)) == " ".join(_verbatim_tokens(gold))
+
+
 def exact_match(prediction: str, golds: Iterable[str]) -> float:
-    """1.0 when the normalised prediction equals any normalised gold answer."""
+    """1.0 when the normalised prediction equals any normalised gold answer (a punctuation-only
+    gold: the prediction as written, quotes and whitespace aside)."""
     pred = normalize_answer(prediction)
-    return float(any(pred == normalize_answer(g) for g in golds))
+    return float(any(_verbatim_equal(prediction, g) if _punctuation_only(g) else pred == normalize_answer(g)
+                     for g in golds))
 
 
 def token_f1(pred_tokens: list[str], gold_tokens: list[str]) -> float:
@@ -68,10 +93,19 @@ def token_f1(pred_tokens: list[str], gold_tokens: list[str]) -> float:
 def f1(prediction: str, golds: Iterable[str]) -> float:
     """Best token-level F1 of the prediction against any gold answer."""
     pred = normalize_answer(prediction).split()
-    return max((token_f1(pred, normalize_answer(g).split()) for g in golds), default=0.0)
+    return max((float(_verbatim_equal(prediction, g)) if _punctuation_only(g)
+                else token_f1(pred, normalize_answer(g).split()) for g in golds), default=0.0)
 
 
 def contains_match(prediction: str, golds: Iterable[str]) -> float:
-    """1.0 when any normalised gold answer appears as a whole-word span of the normalised prediction."""
+    """1.0 when any normalised gold answer appears as a whole-word span of the normalised prediction
+    (a punctuation-only gold: as one of the prediction's words, as written)."""
     pred = f" {normalize_answer(prediction)} "
-    return float(any(normalize_answer(g) and f" {normalize_answer(g)} " in pred for g in golds))
+    words = _verbatim_tokens(prediction)
+
+    def found(gold: str) -> bool:
+        if _punctuation_only(gold):
+            return " ".join(_verbatim_tokens(gold)) in {" ".join(words[i:i + len(gold.split())]) for i in range(len(words))}
+        return bool(normalize_answer(gold)) and f" {normalize_answer(gold)} " in pred
+
+    return float(any(found(g) for g in golds))
