@@ -16,6 +16,9 @@ that engine for ``llama_cpp.Llama``:
 * every call has a wall-clock ``timeout``: generation stops at the first token
   past the deadline and :class:`~ragnet.lm.deadline.LMCallTimeoutError` is raised;
 * ``Response.usage`` carries the real prompt and completion token counts;
+* ``stream`` (DSPy's streaming hook, which ``dspy.streamify`` and ``ragnet serve``'s
+  ``stream: true`` use) yields the text as llama.cpp generates it: the same prompt, loop guard,
+  deadline and usage as ``complete``, and a stream closed early stops at the next token;
 * with ``grammar=True``, JSON-schema response formats (DSPy's ``JSONAdapter``)
   become a llama.cpp grammar, so structured output is always valid JSON. It is off
   by default: llama-cpp-python's grammar sampler checks candidate tokens in Python

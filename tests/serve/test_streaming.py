@@ -169,10 +169,10 @@ def test_the_local_reader_streams_its_tokens(serve, serve_index, live_model_path
     openai = pytest.importorskip("openai")
     from ragnet.lm.config import LMOptions
 
-    dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)  # both questions reach the model
     monkeypatch.setenv("RAGNET_LM_THREADS", os.environ.get("RAGNET_LM_THREADS", "1"))
     question = [{"role": "user", "content": "Which river runs through Rome?"}]
     with serve(options(serve_index.path, timeout=600, lm=LMOptions(timeout=600))) as (url, _):
+        dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)  # both questions reach the model
         client = openai.OpenAI(base_url=f"{url}/v1", api_key="not-needed", max_retries=0, timeout=600)
         t0, times, pieces, last = time.perf_counter(), [], [], None
         for chunk in client.chat.completions.create(model="ragnet-auto", stream=True, messages=question):
