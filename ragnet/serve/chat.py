@@ -17,6 +17,7 @@ and the final answer follows it after a blank line. A failure after the stream s
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 import uuid
 from typing import Any, AsyncIterator
@@ -34,6 +35,7 @@ from ragnet.serve.service import Service, cited
 __all__ = ["ChatRequest", "router"]
 
 router = APIRouter()
+log = logging.getLogger("ragnet.serve")
 
 
 class Message(BaseModel):
@@ -93,6 +95,11 @@ async def _events(items: AsyncIterator[str | None | Answer], writer: openai_api.
                     result = item
         except ApiError as exc:
             yield writer.error(exc.message, exc.kind, exc.code)
+            yield writer.done()
+            return
+        except Exception as exc:  # noqa: BLE001 - the stream has started: the error is its last event
+            log.exception("unexpected error in a streamed answer")
+            yield writer.error(f"internal error: {type(exc).__name__}", "server_error", "internal_error")
             yield writer.done()
             return
     pred = result.prediction

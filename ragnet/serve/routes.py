@@ -13,7 +13,9 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
+from ragnet.serve import page
 from ragnet.serve.errors import ApiError
+from ragnet.serve.openai_api import model_names
 from ragnet.serve.service import Service, cited
 
 __all__ = ["OPEN", "index_routes", "pages", "service"]
@@ -43,22 +45,16 @@ class AskRequest(BaseModel):
 # -- open -------------------------------------------------------------------------------------
 @pages.get("/", response_class=HTMLResponse, include_in_schema=False)
 async def home() -> Response:
-    from ragnet.serve import page
-
     return HTMLResponse(page.PAGE, headers={"Content-Security-Policy": page.CSP, "X-Frame-Options": "DENY"})
 
 
 @pages.get("/static/app.js", include_in_schema=False)
 async def script() -> Response:
-    from ragnet.serve import page
-
     return Response(page.SCRIPT, media_type="text/javascript; charset=utf-8")
 
 
 @pages.get("/static/style.css", include_in_schema=False)
 async def style() -> Response:
-    from ragnet.serve import page
-
     return Response(page.STYLE, media_type="text/css; charset=utf-8")
 
 
@@ -74,8 +70,6 @@ async def health(state: Service = Depends(service)) -> dict[str, Any]:
 # -- behind the key ---------------------------------------------------------------------------
 @index_routes.get("/v1/models")
 async def models(state: Service = Depends(service)) -> dict[str, Any]:
-    from ragnet.serve.openai_api import model_names
-
     created = int(state.holder.current.loaded_at)
     return {"object": "list", "data": [{"id": name, "object": "model", "created": created, "owned_by": "ragnet"}
                                        for name in model_names()]}
