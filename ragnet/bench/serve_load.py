@@ -71,56 +71,21 @@ def run_serve_bench(index_dir: Path, *, clients: int = 8, questions: int = 25, w
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     t_start = time.perf_counter()
-    # every process gets an empty LM cache: no answer may come from an earlier run's
-    fresh = lambda: {**os.environ, "RAGNET_CACHE_DIR": tempfile.mkdtemp(prefix="ragnet-bench-cache-")}  # noqa: E731
     proc = subprocess.Popen([sys.executable, "-m", "ragnet", "serve", "--index", str(index_dir), "--port", str(port),
                              "--queue", str(total + 8), "--timeout", str(timeout), *serve_args],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=fresh())
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_fresh_cache())
     try:
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"ragnet serve exited with status {proc.returncode}")
-            try:
-                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.3)
+        _wait_until_up(proc, url)
         startup_s = time.perf_counter() - t_start
         log(f"server up in {startup_s:.1f}s")
         client = httpx.Client(timeout=timeout + 60)
-
-        def ask(question: str) -> tuple[int, float, dict]:
-            t0 = time.perf_counter()
-            try:
-                reply = client.post(f"{url}/ask", json={"question": question})
-                body = reply.json()
-                return reply.status_code, time.perf_counter() - t0, body
-            except (httpx.HTTPError, ValueError) as exc:
-                return -1, time.perf_counter() - t0, {"error": str(exc)}
-
+        ask = _asker(client, url)
         warm_times = []
         for q in qs[:warm]:
             status, seconds, _ = ask(q)
             warm_times.append(seconds)
             log(f"warm question: {seconds:.1f}s (status {status})")
-        results: list[tuple[int, float, dict]] = []
-        lock = threading.Lock()
-
-        def worker(k: int) -> None:
-            for q in qs[warm + k * questions: warm + (k + 1) * questions]:
-                got = ask(q)
-                with lock:
-                    results.append(got)
-                    if len(results) % max(1, total // 10) == 0:
-                        log(f"{len(results)}/{total} answered")
-
-        t0 = time.perf_counter()
-        threads = [threading.Thread(target=worker, args=(k,)) for k in range(clients)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        wall = time.perf_counter() - t0
+        results, wall = _load(ask, [qs[warm + k * questions: warm + (k + 1) * questions] for k in range(clients)], log)
         health = client.get(f"{url}/health").json()
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -131,13 +96,7 @@ def run_serve_bench(index_dir: Path, *, clients: int = 8, questions: int = 25, w
     ok = [r for r in results if r[0] == 200]
     latencies = [r[1] for r in ok]
     service = [r[2].get("usage", {}).get("seconds", float("nan")) for r in ok]
-    ask_times = []
-    for q in qs[:ask_runs]:
-        t1 = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "ragnet", "ask", q, "--index", str(index_dir)], check=False,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=fresh())
-        ask_times.append(time.perf_counter() - t1)
-        log(f"ragnet ask: {ask_times[-1]:.1f}s")
+    ask_times = _ask_times(index_dir, qs[:ask_runs], log)
     return {
         "clients": clients, "questions_per_client": questions, "requests": total,
         "answered": len(ok), "failed": len(results) - len(ok), "lost": total - len(results),
@@ -153,3 +112,73 @@ def run_serve_bench(index_dir: Path, *, clients: int = 8, questions: int = 25, w
         "ragnet_ask_per_question_s": round(float(np.median(ask_times)), 2) if ask_times else None,
         "strategy": health.get("strategy"), "index_chunks": health.get("index", {}).get("chunks"),
     }
+
+
+def _fresh_cache() -> dict[str, str]:
+    """The environment with an empty LM cache: no answer may come from an earlier run's."""
+    return {**os.environ, "RAGNET_CACHE_DIR": tempfile.mkdtemp(prefix="ragnet-bench-cache-")}
+
+
+def _wait_until_up(proc: subprocess.Popen, url: str) -> None:
+    import httpx
+
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError(f"ragnet serve exited with status {proc.returncode}")
+        try:
+            if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            time.sleep(0.3)
+
+
+def _asker(client: Any, url: str) -> Callable[[str], tuple[int, float, dict]]:
+    """``ask(question) -> (status, seconds, body)`` over ``client``; status -1 when no reply came."""
+    import httpx
+
+    def ask(question: str) -> tuple[int, float, dict]:
+        t0 = time.perf_counter()
+        try:
+            reply = client.post(f"{url}/ask", json={"question": question})
+            body = reply.json()
+            return reply.status_code, time.perf_counter() - t0, body
+        except (httpx.HTTPError, ValueError) as exc:
+            return -1, time.perf_counter() - t0, {"error": str(exc)}
+
+    return ask
+
+
+def _load(ask: Callable[[str], tuple[int, float, dict]], batches: list[list[str]],
+          log: Callable[[str], None]) -> tuple[list[tuple[int, float, dict]], float]:
+    """One client thread per batch, all at once; every reply, and the run's wall time."""
+    total = sum(len(b) for b in batches)
+    results: list[tuple[int, float, dict]] = []
+    lock = threading.Lock()
+
+    def worker(batch: list[str]) -> None:
+        for q in batch:
+            got = ask(q)
+            with lock:
+                results.append(got)
+                if len(results) % max(1, total // 10) == 0:
+                    log(f"{len(results)}/{total} answered")
+
+    t0 = time.perf_counter()
+    threads = [threading.Thread(target=worker, args=(batch,)) for batch in batches]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results, time.perf_counter() - t0
+
+
+def _ask_times(index_dir: Path, questions: Sequence[str], log: Callable[[str], None]) -> list[float]:
+    """Seconds of one cold ``ragnet ask`` process per question."""
+    times = []
+    for q in questions:
+        t1 = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "ragnet", "ask", q, "--index", str(index_dir)], check=False,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_fresh_cache())
+        times.append(time.perf_counter() - t1)
+        log(f"ragnet ask: {times[-1]:.1f}s")
+    return times

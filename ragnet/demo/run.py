@@ -204,12 +204,6 @@ def run_demo(
         The answers' evaluation summary (``ragnet.eval.report.summary``) with ``summary["evidence"]``
         (:func:`evidence_table`) and ``summary["questions"]`` (the picked questions' ids).
     """
-    from rich.console import Console
-    from rich.table import Table
-
-    from ragnet.demo.corpus import choice_correct
-    from ragnet.eval.run.eval_settings import EvalSettings
-    from ragnet.eval.run.qa_evaluator import QAEvaluator
     from ragnet.programs.registry import parse_spec
 
     if answers < 1:
@@ -219,11 +213,7 @@ def run_demo(
     strategies = list(strategies or (FULL_STRATEGIES if full else DEFAULT_STRATEGIES))
     for spec in strategies:
         parse_spec(spec)
-    if echo is None:
-        console = Console()
-        if not console.is_terminal:  # logs/CI: rich would squeeze the table into 80 columns
-            console = Console(width=150)
-        echo = console.print
+    echo = echo if echo is not None else _console()
     workdir = Path(workdir)
     started = time.perf_counter()
     index, corpus = build_demo_index(workdir)
@@ -232,8 +222,45 @@ def run_demo(
     # 1. evidence, no LM
     picked = pick_questions(index, evidence_per_level)
     evidence = evidence_table(index, picked, budget)
-    levels = sorted({q.level for q in picked})
     hard = [q for q in picked if top_k_misses(index, q)]
+    echo(_evidence_view(evidence, picked, hard, budget))
+
+    # 2. answers
+    lms = lms if lms is not None else LMOptions(answer_lm="auto")
+    lms.configure()
+    reader = lms.reader_lm()
+    questions = picked if full else answered_questions(hard, answers)
+    evaluator = _answers_evaluator(questions, strategies, index, reader, budget=budget, max_turns=max_turns, echo=echo)
+    summary = evaluator(workdir / "results", fresh=True)  # a show, not a resumable experiment: cache makes reruns fast
+    summary["evidence"] = evidence
+    summary["questions"] = [q.id for q in picked]
+    reader_name = reader.name if reader is not None else str(getattr(get_lm(), "model", lms.lm))
+    echo(_answers_view(summary, evaluator.rows, questions, reader_name, budget))
+    _cache_note(evaluator.rows, echo)
+    left = [s for s in FULL_STRATEGIES if s not in {parse_spec(x)[0] for x in strategies}]
+    if not full:
+        echo(f"left out to keep the demo to a few minutes: {', '.join(left) or 'nothing'}"
+             f"{'; ' if left else ''}answers for {len(questions)} of the {len(picked)} picked questions "
+             "(`--answers N` answers more). `ragnet demo --full` runs every strategy on every picked question.")
+    echo(f"total {time.perf_counter() - started:.0f}s; per-question answers in "
+         f"{workdir / 'results' / 'results.jsonl'}")
+    return summary
+
+
+def _console() -> Callable[[Any], None]:
+    """Print with rich, 150 columns wide when stdout is no terminal (logs, CI: rich would
+    squeeze the tables into 80)."""
+    from rich.console import Console
+
+    console = Console()
+    return (console if console.is_terminal else Console(width=150)).print
+
+
+def _evidence_view(evidence: dict[str, dict[str, Any]], picked: Sequence[Any], hard: Sequence[Any], budget: int) -> Any:
+    """The evidence table (:func:`evidence_table`) as a rich table."""
+    from rich.table import Table
+
+    levels = sorted({q.level for q in picked})
     table = Table(title=f"evidence in the reader's context ({len(picked)} questions, top-5 misses gold evidence "
                         f"in {len(hard)}; budget {budget} tokens; no LM)")
     for col in ["selection", "gold yearbooks", "gold facts", *[f"facts L{lv}" for lv in levels], "context tokens"]:
@@ -241,20 +268,24 @@ def run_demo(
     for name, row in evidence.items():
         table.add_row(name, f"{row['docs']:.0%}", f"{row['facts']:.0%}",
                       *[f"{row['by_level'].get(lv, 0):.0%}" for lv in levels], f"{row['tokens']:,.0f}")
-    echo(table)
+    return table
 
-    # 2. answers
-    lms = lms if lms is not None else LMOptions(answer_lm="auto")
-    lms.configure()
-    reader = lms.reader_lm()
-    questions = picked if full else answered_questions(hard, answers)
+
+def _answers_evaluator(questions: Sequence[Any], strategies: Sequence[str], index: Any, reader: Any, *, budget: int,
+                       max_turns: int, echo: Callable[..., None]) -> Any:
+    """The evaluator that answers ``questions`` with each strategy, scoring the multiple-choice
+    answer and the gold facts its context held, and printing one line per answer (the demo's progress)."""
+    from ragnet.demo.corpus import choice_correct
+    from ragnet.eval.run.eval_settings import EvalSettings
+    from ragnet.eval.run.qa_evaluator import QAEvaluator
+
     by_id = {q.id: q for q in questions}
 
     def score(record: Any, pred: Any, idx: Any) -> dict[str, float]:
         return {"correct": choice_correct(pred.answer, record),
                 "gold_facts": _facts_in(pred.get("passages") or [], record)}
 
-    def print_row(row: dict[str, Any]) -> None:  # one line per answer: the demo's progress
+    def print_row(row: dict[str, Any]) -> None:
         usage = row.get("usage") or {}
         mark = "ERR" if row.get("error") else ("ok " if row.get("correct") else "no ")
         echo(f"{row['strategy']:<12} L{row['level']} {mark} {usage.get('seconds', 0):6.1f}s "
@@ -263,23 +294,24 @@ def run_demo(
 
     settings = EvalSettings(judge=False, scorers=[score], extra_metrics=("correct", "gold_facts"),
                             primary_metric="correct", plots=False, show_progress=False)
-    evaluator = QAEvaluator(
+    return QAEvaluator(
         questions, strategies, index=index, name="demo", settings=settings,
         program_factory=lambda run, idx: build_demo_program(run.spec, idx, budget=budget, max_turns=max_turns,
                                                             answer_lm=reader),
         on_row=print_row, log=lambda msg: echo(msg),
     )
-    summary = evaluator(workdir / "results", fresh=True)  # a show, not a resumable experiment: cache makes reruns fast
-    summary["evidence"] = evidence
-    summary["questions"] = [q.id for q in picked]
 
-    reader_name = reader.name if reader is not None else str(getattr(get_lm(), "model", lms.lm))
+
+def _answers_view(summary: dict[str, Any], rows: Sequence[dict[str, Any]], questions: Sequence[Any],
+                  reader_name: str, budget: int) -> Any:
+    """The answers table: accuracy (by level), evidence and cost of each strategy, as a rich table."""
+    from rich.table import Table
+
     table = Table(title=f"answers: {len(questions)} questions, reader {reader_name}, budget {budget} tokens")
     answered_levels = sorted({q.level for q in questions})  # levels with no answered question get no column
     for col in ["strategy", "accuracy", *[f"L{lv}" for lv in answered_levels], "gold yearbooks", "gold facts", "LM calls",
                 "tokens in", "s/question", "LM errors"]:
         table.add_column(col, justify="right" if col != "strategy" else "left")
-    rows = evaluator.rows
     for label, agg in summary["strategies"].items():
         mine = [r for r in rows if r["strategy"] == label and not r.get("error")]
         by_level = summary["by_level"][label]
@@ -291,19 +323,16 @@ def run_demo(
             f"{_mean([r['usage']['input_tokens'] for r in mine]):,.0f}",
             f"{_mean([r['usage']['seconds'] for r in mine]):.1f}", str(agg["total_lm_errors"] + agg["errors"]),
         )
-    echo(table)
+    return table
+
+
+def _cache_note(rows: Sequence[dict[str, Any]], echo: Callable[..., None]) -> None:
+    """Say so when LM calls came from the DSPy cache: a cached call reports no tokens and ~0 s,
+    and the table is then not a timing."""
     calls = sum(r["usage"]["lm_calls"] for r in rows if r.get("usage"))
     cached = sum(r["usage"].get("cached_calls", 0) for r in rows if r.get("usage"))
-    if cached:  # a cached call reports no tokens and ~0 s: the table is then not a timing
+    if cached:
         from ragnet.lm.config import cache_dir
 
         echo(f"{cached} of {calls} LM calls were answered from the DSPy cache ({cache_dir()}); tokens "
              "and seconds count the live calls only. For a timing, set RAGNET_CACHE_DIR to an empty folder.")
-    left = [s for s in FULL_STRATEGIES if s not in {parse_spec(x)[0] for x in strategies}]
-    if not full:
-        echo(f"left out to keep the demo to a few minutes: {', '.join(left) or 'nothing'}"
-             f"{'; ' if left else ''}answers for {len(questions)} of the {len(picked)} picked questions "
-             "(`--answers N` answers more). `ragnet demo --full` runs every strategy on every picked question.")
-    echo(f"total {time.perf_counter() - started:.0f}s; per-question answers in "
-         f"{workdir / 'results' / 'results.jsonl'}")
-    return summary

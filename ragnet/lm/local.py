@@ -16,6 +16,9 @@ that engine for ``llama_cpp.Llama``:
 * every call has a wall-clock ``timeout``: generation stops at the first token
   past the deadline and :class:`~ragnet.lm.deadline.LMCallTimeoutError` is raised;
 * ``Response.usage`` carries the real prompt and completion token counts;
+* ``stream`` (DSPy's streaming hook, which ``dspy.streamify`` and ``ragnet serve``'s
+  ``stream: true`` use) yields the text as llama.cpp generates it: the same prompt, loop guard,
+  deadline and usage as ``complete``, and a stream closed early stops at the next token;
 * with ``grammar=True``, JSON-schema response formats (DSPy's ``JSONAdapter``)
   become a llama.cpp grammar, so structured output is always valid JSON. It is off
   by default: llama-cpp-python's grammar sampler checks candidate tokens in Python
@@ -40,16 +43,17 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import atexit
+import contextlib
 import importlib.util
 import json
-import atexit
 import os
 import re
 import threading
 import time
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, AsyncIterator, Iterator, Sequence
 
 from dspy.clients.engines.base import validate_request
 from dspy.lm15 import (
@@ -57,10 +61,13 @@ from dspy.lm15 import (
     Message,
     Request,
     Response,
+    StreamDeltaEvent,
+    StreamEndEvent,
+    StreamStartEvent,
+    TextDelta,
     TextPart,
     UnsupportedFeatureError,
     Usage,
-    response_to_events,
 )
 
 from ragnet.errors import InputError, MissingDependencyError, RagnetError, require
@@ -173,6 +180,50 @@ def _is_looping(tokens: Sequence[int]) -> bool:
         if all(tail[n - (k + 1) * period:n - k * period] == block for k in range(1, _LOOP_REPEATS)):
             return True
     return False
+
+
+class _Call:
+    """One generation under way: its prompt, its deadline, and what its stopping criteria saw."""
+
+    def __init__(self, prompt: list[int], started: float, deadline: float | None) -> None:
+        self.prompt, self.started, self.deadline = prompt, started, deadline
+        self.generated = 0
+        self.timed_out = self.looped = False
+        self.options: dict[str, Any] = {}
+
+    def past_deadline(self, input_ids: Any, logits: Any) -> bool:
+        self.generated += 1
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            self.timed_out = True
+            return True
+        return False
+
+    def looping(self, input_ids: Any, logits: Any) -> bool:
+        # Checked every 4 tokens: the scan is cheap next to generating a token.
+        if self.generated % 4 or self.generated < 3 * _LOOP_MIN_PERIOD:
+            return False
+        if _is_looping(input_ids[len(self.prompt):]):
+            self.looped = True
+            return True
+        return False
+
+    def finish(self, reason: str | None) -> str:
+        # A loop cut short is reported like the max_tokens cut it would have become.
+        return "length" if reason == "length" or self.looped else "stop"
+
+    def provider_data(self, elapsed: float) -> dict[str, Any]:
+        return {"elapsed_s": round(elapsed, 4), "stopped_loop": self.looped}
+
+
+@contextlib.contextmanager
+def _context_errors() -> Iterator[None]:
+    """llama.cpp's "context window" ValueError as DSPy's ContextLengthError."""
+    try:
+        yield
+    except ValueError as exc:
+        if "context window" in str(exc):
+            raise ContextLengthError(str(exc), provider="llama.cpp") from exc
+        raise
 
 
 class LlamaCppEngine:
@@ -361,79 +412,91 @@ class LlamaCppEngine:
         """
         validate_request(request)
         messages = self._messages(request)
-        config = request.config
         loaded = self._loaded()
-        llm = loaded.llm
         with loaded.lock:
-            started = time.monotonic()
-            rendered = loaded.formatter(messages=messages)
-            prompt = llm.tokenize(rendered.prompt.encode("utf-8"), add_bos=not rendered.added_special, special=True)
-            if len(prompt) >= self.n_ctx:
-                raise ContextLengthError(
-                    f"prompt has {len(prompt)} tokens but the local model's context is n_ctx={self.n_ctx}; "
-                    "shorten the input (smaller budget / fewer chunks) or raise n_ctx",
-                    provider="llama.cpp",
-                )
-            max_tokens = min(config.max_tokens or self.max_tokens, self.n_ctx - len(prompt))
-            template_stop = [rendered.stop] if isinstance(rendered.stop, str) else list(rendered.stop or [])
-            stop = list(config.stop) + template_stop
-            deadline = None if self.timeout is None else started + self.timeout
-            state = {"timed_out": False, "generated": 0}
-            if not self._prefill(llm, prompt, deadline):
-                elapsed = time.monotonic() - started
-                raise self._timeout_error(elapsed, len(prompt), 0, reading=True)
-
-            def past_deadline(input_ids, logits) -> bool:
-                state["generated"] += 1
-                if deadline is not None and time.monotonic() > deadline:
-                    state["timed_out"] = True
-                    return True
-                return False
-
-            def looping(input_ids, logits) -> bool:
-                # Checked every 4 tokens: the scan is cheap next to generating a token.
-                if state["generated"] % 4 or state["generated"] < 3 * _LOOP_MIN_PERIOD:
-                    return False
-                if _is_looping(input_ids[len(prompt):]):
-                    state["looped"] = True
-                    return True
-                return False
-
-            criteria = [past_deadline, looping, *(rendered.stopping_criteria or [])]
-            from llama_cpp import StoppingCriteriaList
-
-            temperature = self.temperature if config.temperature is None else config.temperature
-            options: dict[str, Any] = dict(
-                prompt=prompt, max_tokens=max_tokens, temperature=temperature, stop=stop,
-                stopping_criteria=StoppingCriteriaList(criteria), repeat_penalty=1.0,
-                grammar=self._grammar(config.response_format), model=self.model_name,
-            )
-            for name in ("top_p", "top_k", "seed", "presence_penalty", "frequency_penalty"):
-                value = getattr(config, name)
-                if value is not None:
-                    options[name] = value
-            try:
-                out = llm.create_completion(**options)
-            except ValueError as exc:
-                if "context window" in str(exc):
-                    raise ContextLengthError(str(exc), provider="llama.cpp") from exc
-                raise
-            elapsed = time.monotonic() - started
+            call = self._start(loaded, messages, request)
+            with _context_errors():
+                out = loaded.llm.create_completion(**call.options)
+            elapsed = time.monotonic() - call.started
         choice = out["choices"][0]
         usage = out.get("usage") or {}
-        if state["timed_out"]:
-            raise self._timeout_error(elapsed, len(prompt), state["generated"], reading=False)
-        # A loop cut short is reported like the max_tokens cut it would have become.
-        finish = "length" if choice.get("finish_reason") == "length" or state.get("looped") else "stop"
+        self._raise_if_late(call, elapsed)
         return Response(
             id=out.get("id") or None,
             model=self.model_name,
             message=Message.assistant([TextPart(choice.get("text") or "")]),
-            finish_reason=finish,
-            usage=Usage(input_tokens=int(usage.get("prompt_tokens", len(prompt))),
+            finish_reason=call.finish(choice.get("finish_reason")),
+            usage=Usage(input_tokens=int(usage.get("prompt_tokens", len(call.prompt))),
                         output_tokens=int(usage.get("completion_tokens", 0))),
-            provider_data={"elapsed_s": round(elapsed, 4), "stopped_loop": bool(state.get("looped"))},
+            provider_data=call.provider_data(elapsed),
         )
+
+    def stream(self, request: Request) -> Iterator[Any]:
+        """Run one request as :meth:`complete` does, yielding the text as llama.cpp generates it
+        (DSPy's streaming hook: ``dspy.streamify`` reads these events).
+
+        The model stays locked until the stream ends; a consumer that closes it early (a client
+        gone) stops the generation at the next token and frees the model. A timeout raises
+        :class:`LMCallTimeoutError` after the text generated so far.
+        """
+        validate_request(request)
+        messages = self._messages(request)
+        loaded = self._loaded()
+        llm = loaded.llm
+        with loaded.lock:
+            call = self._start(loaded, messages, request)
+            yield StreamStartEvent(model=self.model_name)
+            finish = None
+            with _context_errors(), contextlib.closing(llm.create_completion(**call.options, stream=True)) as chunks:
+                # read to its end: llama.cpp stores the prompt's KV state after the last chunk
+                for chunk in chunks:
+                    choice = chunk["choices"][0]
+                    if choice.get("text"):
+                        yield StreamDeltaEvent(delta=TextDelta(text=choice["text"], part_index=0))
+                    finish = choice.get("finish_reason") or finish
+            elapsed = time.monotonic() - call.started
+            # llama.cpp reports no usage when streaming. Every kept token but the last is in the KV
+            # cache; a cut at max_tokens keeps the last one too (an end-of-generation token is dropped).
+            generated = llm.n_tokens - len(call.prompt) + (finish == "length")
+        self._raise_if_late(call, elapsed)
+        yield StreamEndEvent(finish_reason=call.finish(finish),
+                             usage=Usage(input_tokens=len(call.prompt), output_tokens=max(0, generated)),
+                             provider_data=call.provider_data(elapsed))
+
+    def _start(self, loaded: _Loaded, messages: list[dict[str, str]], request: Request) -> "_Call":
+        """Render and tokenize the prompt, read it into the KV cache, and set the generation up
+        (its loop guard and deadline); the model's lock is held."""
+        config = request.config
+        llm = loaded.llm
+        started = time.monotonic()
+        rendered = loaded.formatter(messages=messages)
+        prompt = llm.tokenize(rendered.prompt.encode("utf-8"), add_bos=not rendered.added_special, special=True)
+        if len(prompt) >= self.n_ctx:
+            raise ContextLengthError(
+                f"prompt has {len(prompt)} tokens but the local model's context is n_ctx={self.n_ctx}; "
+                "shorten the input (smaller budget / fewer chunks) or raise n_ctx",
+                provider="llama.cpp",
+            )
+        max_tokens = min(config.max_tokens or self.max_tokens, self.n_ctx - len(prompt))
+        template_stop = [rendered.stop] if isinstance(rendered.stop, str) else list(rendered.stop or [])
+        stop = list(config.stop) + template_stop
+        call = _Call(prompt, started, None if self.timeout is None else started + self.timeout)
+        if not self._prefill(llm, prompt, call.deadline):
+            raise self._timeout_error(time.monotonic() - started, len(prompt), 0, reading=True)
+        from llama_cpp import StoppingCriteriaList
+
+        temperature = self.temperature if config.temperature is None else config.temperature
+        call.options = dict(
+            prompt=prompt, max_tokens=max_tokens, temperature=temperature, stop=stop,
+            stopping_criteria=StoppingCriteriaList([call.past_deadline, call.looping,
+                                                    *(rendered.stopping_criteria or [])]),
+            repeat_penalty=1.0, grammar=self._grammar(config.response_format), model=self.model_name,
+        )
+        for name in ("top_p", "top_k", "seed", "presence_penalty", "frequency_penalty"):
+            value = getattr(config, name)
+            if value is not None:
+                call.options[name] = value
+        return call
 
     def _prefill(self, llm: Any, prompt: list[int], deadline: float | None) -> bool:
         """Read the prompt into the KV cache in slices, checking the deadline between them.
@@ -458,6 +521,10 @@ class LlamaCppEngine:
             llm.eval(prompt[start:min(end, start + step)])
         return True
 
+    def _raise_if_late(self, call: "_Call", elapsed: float) -> None:
+        if call.timed_out:
+            raise self._timeout_error(elapsed, len(call.prompt), call.generated, reading=False)
+
     def _timeout_error(self, elapsed: float, prompt_tokens: int, generated: int, *, reading: bool) -> LMCallTimeoutError:
         where = "while reading the prompt" if reading else f"after generating {generated} tokens"
         return LMCallTimeoutError(
@@ -467,10 +534,6 @@ class LlamaCppEngine:
             timeout=self.timeout, elapsed=elapsed, prompt_tokens=prompt_tokens, completion_tokens=generated,
             model=self.model_name,
         )
-
-    def stream(self, request: Request):
-        """DSPy streaming hook: the whole answer as one chunk (llama.cpp runs to completion)."""
-        return response_to_events(self.complete(request))
 
     def close(self) -> None:
         """Engines are shared and borrowed by ``dspy.LM``; the model stays loaded."""
@@ -514,10 +577,39 @@ class AsyncLlamaCppEngine:
     async def complete(self, request: Request) -> Response:
         return await asyncio.to_thread(self.sync.complete, request)
 
-    async def stream(self, request: Request):
-        response = await self.complete(request)
-        for event in response_to_events(response):
-            yield event
+    async def stream(self, request: Request) -> AsyncIterator[Any]:
+        """The sync engine's stream, read in a worker thread; closing this one stops that one at
+        its next event (the model is freed)."""
+        loop = asyncio.get_running_loop()
+        events: asyncio.Queue = asyncio.Queue()
+        stop = threading.Event()
+
+        def pump() -> None:
+            source = self.sync.stream(request)
+            try:
+                for event in source:
+                    loop.call_soon_threadsafe(events.put_nowait, (event, None))
+                    if stop.is_set():
+                        break
+            except BaseException as exc:  # handed to the reader, whatever it is
+                loop.call_soon_threadsafe(events.put_nowait, (None, exc))
+                return
+            finally:
+                source.close()
+            loop.call_soon_threadsafe(events.put_nowait, (None, None))
+
+        worker = asyncio.ensure_future(asyncio.to_thread(pump))
+        try:
+            while True:
+                event, error = await events.get()
+                if error is not None:
+                    raise error
+                if event is None:
+                    return
+                yield event
+        finally:
+            stop.set()
+            await asyncio.shield(worker)
 
     async def aclose(self) -> None:
         """Nothing to release; the model stays loaded for other engines."""

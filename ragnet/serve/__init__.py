@@ -5,15 +5,18 @@ and LM calls. Endpoints (:mod:`ragnet.serve.app`):
 
 * ``POST /v1/chat/completions``: OpenAI-compatible (the model is the strategy: ``ragnet-auto``,
   ``ragnet-oneshot:sentences+hops`` ...; ``GET /v1/models`` lists them), with the answer's
-  ``citations`` in the response and a Sources list in the message; ``stream: true`` answers
-  as server-sent events.
+  ``citations`` in the response and a Sources list in the message; ``stream: true`` sends the
+  reader's tokens as it writes them, as server-sent events (:mod:`ragnet.serve.chat`).
 * ``POST /ask`` (question, strategy, budget, trace), ``GET /search?q=&k=``, ``GET /health``,
-  ``POST /reload``, and ``GET /``, a small page to ask and read the cited passages.
+  ``POST /reload``, and ``GET /``, a small page to ask and read the cited passages
+  (:mod:`ragnet.serve.routes`).
 
 Safe by default: it binds 127.0.0.1, checks a Bearer key when one is set, limits body and
 question sizes, answers every bad request with one JSON error, and cuts a request at its
-deadline (504). Questions queue for the LM (:mod:`ragnet.serve.answering`); an index updated
-on disk is picked up between requests, never half (:mod:`ragnet.serve.state`).
+deadline (504) (:mod:`ragnet.serve.errors`). Questions queue for the LM
+(:mod:`ragnet.serve.answering`); an index updated on disk is picked up between requests, never
+half (:mod:`ragnet.serve.state`). Past one process: Ray Serve replicas over one index folder
+(:mod:`ragnet.serve.ray_serve`, the ``ragnet[scale]`` extra).
 
 Example:
     >>> from ragnet.serve import ServeOptions

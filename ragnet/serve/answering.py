@@ -6,7 +6,9 @@ answer; the engine's own lock keeps them apart anyway). At most ``queue`` more w
 gets :class:`Busy` at once (HTTP 503). A question whose deadline passes gets :class:`TimedOut`
 (504), and its program stops at its next LM call or step (:class:`Cancelled`, raised by a DSPy
 callback), so the slot is free again after at most the LM call under way, which the LM's own
-timeout bounds.
+timeout bounds. A streamed question (:meth:`Answerer.stream`) holds its slot the same way, and a
+client that goes away mid-stream frees it as a deadline does, the generation stopping at its
+next token.
 
 Example:
     >>> import asyncio, dspy
@@ -27,7 +29,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, AsyncIterator, Callable
 
 import dspy
 from dspy.utils.callback import BaseCallback
@@ -77,6 +79,21 @@ class Answer:
     generation: int
     seconds: float
     queued_s: float
+
+
+_END = object()  # a stream's last piece has been handed on
+
+
+class _Job:
+    """One admitted question: its program's future, the event that stops it, its deadline."""
+
+    def __init__(self, stop: threading.Event, deadline: float) -> None:
+        self.stop, self.deadline = stop, deadline
+        self.future: Any = None
+
+    def left(self) -> float:
+        """Seconds to the deadline (0 past it)."""
+        return max(0.0, self.deadline - time.monotonic())
 
 
 class Answerer:
@@ -134,6 +151,58 @@ class Answerer:
             TimedOut: the deadline passed (the program stops at its next LM call).
             InputError: a bad strategy or budget.
         """
+        job = self._submit(question, strategy, budget)
+        try:
+            return await asyncio.wait_for(asyncio.shield(job.future), job.left())
+        except (asyncio.TimeoutError, Cancelled):
+            raise self._timed_out(job) from None
+        except asyncio.CancelledError:  # the client went away
+            job.stop.set()
+            raise
+
+    def stream(self, question: str, strategy: str | None = None, budget: int | None = None, *,
+               heartbeat: float = 10.0) -> AsyncIterator[str | None | Answer]:
+        """Answer ``question`` as the reader writes it: an async iterator of the answer's text, in
+        pieces as they are generated (:mod:`ragnet.serve.streaming`), then the :class:`Answer`.
+        ``None`` comes after each ``heartbeat`` seconds without text. The question takes a slot
+        as :meth:`answer` does, and gives it back when the iterator is closed early (a client
+        gone) as at its deadline: the program stops at its next token, LM call or step.
+
+        Raises:
+            Busy: here, before the first item (nothing was started); InputError too.
+            TimedOut: while iterating.
+        """
+        loop = asyncio.get_running_loop()
+        pieces: asyncio.Queue = asyncio.Queue()
+        job = self._submit(question, strategy, budget,
+                           emit=lambda text: loop.call_soon_threadsafe(pieces.put_nowait, text))
+        job.future.add_done_callback(lambda _: pieces.put_nowait(_END))  # after every piece it emitted
+        return self._pieces(job, pieces, heartbeat)
+
+    async def _pieces(self, job: "_Job", pieces: asyncio.Queue, heartbeat: float) -> AsyncIterator[Any]:
+        try:
+            while True:
+                try:
+                    item = await asyncio.wait_for(pieces.get(), min(heartbeat, job.left()))
+                except asyncio.TimeoutError:
+                    if job.left() <= 0:
+                        raise self._timed_out(job) from None
+                    yield None
+                    continue
+                if item is _END:
+                    break
+                yield item
+            try:
+                result = job.future.result()
+            except Cancelled:
+                raise self._timed_out(job) from None
+            yield result
+        finally:
+            job.stop.set()  # a no-op once answered; else its program stops at its next token or step
+
+    def _submit(self, question: str, strategy: str | None, budget: int | None,
+                emit: Callable[[str], None] | None = None) -> "_Job":
+        """Admit the question and queue its program (Busy, InputError: nothing was started)."""
         spec, budget = self.resolve(strategy, budget)
         with self._lock:
             if self._pending >= self.concurrency + self.queue:
@@ -141,29 +210,21 @@ class Answerer:
                            f"{self.concurrency + self.queue}); try again shortly")
             self._pending += 1
         arrived = time.monotonic()
-        deadline = arrived + self.timeout
-        event = threading.Event()
-        loop = asyncio.get_running_loop()
+        job = _Job(threading.Event(), arrived + self.timeout)
         try:
-            future = loop.run_in_executor(self._pool, self._run, question, spec, budget, event, deadline, arrived)
+            job.future = asyncio.get_running_loop().run_in_executor(
+                self._pool, self._run, question, spec, budget, job, arrived, emit)
         except BaseException:
             self._finished()
             raise
-        future.add_done_callback(self._done)
-        try:
-            return await asyncio.wait_for(asyncio.shield(future), max(0.0, deadline - time.monotonic()))
-        except asyncio.TimeoutError:
-            event.set()
-            self.timed_out += 1
-            raise TimedOut(f"no answer within the server's {self.timeout:g}s timeout (ragnet serve --timeout); "
-                           "the question was stopped") from None
-        except asyncio.CancelledError:  # the client went away
-            event.set()
-            raise
-        except Cancelled:
-            self.timed_out += 1
-            raise TimedOut(f"no answer within the server's {self.timeout:g}s timeout (ragnet serve --timeout); "
-                           "the question was stopped") from None
+        job.future.add_done_callback(self._done)
+        return job
+
+    def _timed_out(self, job: "_Job") -> TimedOut:
+        job.stop.set()
+        self.timed_out += 1
+        return TimedOut(f"no answer within the server's {self.timeout:g}s timeout (ragnet serve --timeout); "
+                        "the question was stopped")
 
     def _done(self, future: Any) -> None:
         self._finished()
@@ -174,22 +235,28 @@ class Answerer:
         with self._lock:
             self._pending -= 1
 
-    def _run(self, question: str, spec: str, budget: int | None, event: threading.Event, deadline: float,
-             arrived: float) -> Answer:
+    def _run(self, question: str, spec: str, budget: int | None, job: "_Job", arrived: float,
+             emit: Callable[[str], None] | None) -> Answer:
         from ragnet.programs.registry import build_program
+        from ragnet.serve.streaming import stream_answer
 
         started = time.monotonic()
-        if event.is_set() or started > deadline:  # its time ran out in the queue
-            event.set()
+        if job.stop.is_set() or started > job.deadline:  # its time ran out in the queue
+            job.stop.set()
             raise Cancelled()
         snap = self.holder.current  # one index for the whole question
         program = build_program(spec, snap.index, budget=budget, reader=self.reader)
-        callbacks = [*(dspy.settings.get("callbacks", None) or []), _Stop(event, deadline)]
+        callbacks = [*(dspy.settings.get("callbacks", None) or []), _Stop(job.stop, job.deadline)]
         settings: dict[str, Any] = {"callbacks": callbacks}
         if self.step_lm is not None:
             settings["lm"] = self.step_lm
         with dspy.context(**settings):
-            prediction = program(question=question)
+            if emit is None:
+                prediction = program(question=question)
+            else:
+                prediction = stream_answer(program, question, emit, job.stop)
+                if prediction is None:
+                    raise Cancelled()
         self.answered += 1
         return Answer(prediction, spec, budget, snap.generation, time.monotonic() - started, started - arrived)
 

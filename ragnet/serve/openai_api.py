@@ -23,10 +23,9 @@ Example:
 from __future__ import annotations
 
 import json
-import re
 import time
 import uuid
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Sequence
 
 from ragnet.errors import InputError
 
@@ -118,13 +117,9 @@ class ChunkWriter:
     def role(self) -> str:
         return self.chunk({"role": "assistant", "content": ""})
 
-    def content(self, text: str) -> Iterator[str]:
-        """The text in word-sized pieces."""
-        for piece in re.findall(r"\s*\S+", text) or ([text] if text else []):
-            yield self.chunk({"content": piece})
-
-    def end(self, citations: list[dict[str, Any]], usage: dict[str, Any]) -> str:
-        return self.chunk({}, "stop", citations=citations, usage=_usage(usage))
+    def end(self, citations: list[dict[str, Any]], usage: dict[str, Any], **extra: Any) -> str:
+        """The last chunk: ``finish_reason``, the citations, the usage (and ``extra`` fields)."""
+        return self.chunk({}, "stop", citations=citations, usage=_usage(usage), **extra)
 
     @staticmethod
     def error(message: str, kind: str, code: str) -> str:

@@ -1,18 +1,23 @@
 """A real HTTP server (uvicorn on a free port of 127.0.0.1, in a thread) over a small index,
-answering with a scripted DSPy LM."""
+answering with a scripted DSPy LM (one that streams: :class:`StreamingLM`)."""
 
 from __future__ import annotations
 
 import contextlib
+import json
+import re
 import shutil
 import socket
 import threading
 import time
 from pathlib import Path
 
+import dspy
 import pytest
+from dspy.lm15 import StreamDeltaEvent, StreamEndEvent, StreamStartEvent, TextDelta, Usage
 
 from ragnet.corpus.types import Document
+from tests.programs.scripted import ProgramLM
 
 HOSTILE = 'The <script>alert("pwned")</script> tag and <img src=x onerror="alert(1)"> are shown as text.'
 DOCS = [
@@ -77,3 +82,48 @@ def serve(dspy_state):
             yield url, getattr(app, "app", app)
 
     return make
+
+
+class StreamingLM(ProgramLM):
+    """:class:`tests.programs.scripted.ProgramLM` with DSPy's streaming hook: each reply comes as
+    ``piece``-character deltas, ``delay`` seconds apart, as a model's tokens would; with
+    ``json=True`` the reply is the JSON object DSPy's JSONAdapter asks for. ``sent`` counts the
+    deltas it yielded, and ``closed`` how many streams were closed before their end."""
+
+    def __init__(self, *, json: bool = False, piece: int = 3, delay: float = 0.0, **responders) -> None:
+        super().__init__(**responders)
+        self.json, self.piece, self.delay = json, piece, delay
+        self.sent = self.closed = 0
+
+    def reply(self, request) -> str:
+        response = ProgramLM.complete(self, request)
+        text = response.message.text
+        if self.json:
+            fields = re.findall(r"\[\[ ## (\w+) ## \]\]\n(.*?)(?=\n\n\[\[ ## |\Z)", text, re.S)
+            text = json.dumps({name: _value(value) for name, value in fields if name != "completed"})
+        return text
+
+    def stream(self, request):
+        text = self.reply(request)
+        yield StreamStartEvent(model="scripted")
+        finished = False
+        try:
+            for start in range(0, len(text), self.piece):
+                if self.delay:
+                    time.sleep(self.delay)
+                self.sent += 1
+                yield StreamDeltaEvent(delta=TextDelta(text=text[start:start + self.piece], part_index=0))
+            finished = True
+        finally:
+            self.closed += not finished
+        yield StreamEndEvent(finish_reason="stop", usage=Usage(input_tokens=len(text) // 4, output_tokens=10))
+
+    def lm(self, model: str = "scripted/streaming") -> dspy.LM:
+        return dspy.LM(model, engine=self, cache=False, num_retries=0)
+
+
+def _value(text: str):
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text

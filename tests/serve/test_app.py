@@ -13,7 +13,7 @@ import pytest
 
 from ragnet.serve import ServeOptions
 from tests.programs.scripted import ProgramLM
-from tests.serve.conftest import HOSTILE
+from tests.serve.conftest import HOSTILE, StreamingLM
 
 KEY = "test-key-123456"
 
@@ -58,7 +58,7 @@ def test_ask_answers_with_citations_and_trace(serve, serve_index):
 
 def test_the_openai_client_works_unchanged(serve, serve_index):
     openai = pytest.importorskip("openai")
-    with serve(options(serve_index.path), lm=ProgramLM(answer=citing("c1")).lm()) as (url, _):
+    with serve(options(serve_index.path), lm=StreamingLM(answer=citing("c1")).lm()) as (url, _):
         client = openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0)
         reply = client.chat.completions.create(
             model="ragnet-basic", messages=[{"role": "system", "content": "Be brief."},
@@ -72,8 +72,11 @@ def test_the_openai_client_works_unchanged(serve, serve_index):
                                                     messages=[{"role": "user", "content": "River of Paris?"}]):
             pieces.append(chunk.choices[0].delta.content or "")
             last = chunk
-        assert "".join(pieces) == message and len(pieces) > 3
+        # the role, the answer in the reader's deltas, the Sources list, then the last chunk
+        sources = next(i for i, piece in enumerate(pieces) if piece.startswith("\n\nSources:"))
+        assert "".join(pieces) == message and "".join(pieces[:sources]) == "Paris" and sources > 2
         assert last.choices[0].finish_reason == "stop" and last.model_extra["citations"] == citations
+        assert last.model_extra["ragnet"]["streamed"] == "tokens" and last.usage.total_tokens > 0
         with pytest.raises(openai.NotFoundError):
             client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
 

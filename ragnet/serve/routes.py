@@ -1,0 +1,120 @@
+"""The routes of ``ragnet serve`` but the chat completions (:mod:`ragnet.serve.chat`): the page,
+``/health``, ``/v1/models``, ``/reload``, ``/search`` and ``/ask``, as FastAPI routers that reach
+the server's :class:`~ragnet.serve.service.Service` through :func:`service`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import HTMLResponse, Response
+from pydantic import BaseModel, ConfigDict, Field
+
+from ragnet.serve import page
+from ragnet.serve.errors import ApiError
+from ragnet.serve.openai_api import model_names
+from ragnet.serve.service import Service, cited
+
+__all__ = ["OPEN", "index_routes", "pages", "service"]
+
+#: The paths open without the API key: the page (which asks /health whether to show a key field).
+OPEN = ("/", "/health", "/static/app.js", "/static/style.css", "/favicon.ico")
+
+pages = APIRouter()
+index_routes = APIRouter()
+
+
+def service(request: Request) -> Service:
+    """The server's :class:`Service` (a FastAPI dependency)."""
+    return request.app.state.service
+
+
+class AskRequest(BaseModel):
+    """``POST /ask``."""
+
+    model_config = ConfigDict(extra="forbid")
+    question: str
+    strategy: str | None = None
+    budget: int | None = Field(default=None, ge=1)
+    trace: bool = False
+
+
+# -- open -------------------------------------------------------------------------------------
+@pages.get("/", response_class=HTMLResponse, include_in_schema=False)
+async def home() -> Response:
+    return HTMLResponse(page.PAGE, headers={"Content-Security-Policy": page.CSP, "X-Frame-Options": "DENY"})
+
+
+@pages.get("/static/app.js", include_in_schema=False)
+async def script() -> Response:
+    return Response(page.SCRIPT, media_type="text/javascript; charset=utf-8")
+
+
+@pages.get("/static/style.css", include_in_schema=False)
+async def style() -> Response:
+    return Response(page.STYLE, media_type="text/css; charset=utf-8")
+
+
+@pages.get("/health")
+async def health(state: Service = Depends(service)) -> dict[str, Any]:
+    from ragnet.programs import STRATEGIES
+
+    return {"status": "ok", "index": state.holder.current.describe(), "reload_error": state.holder.last_error,
+            "auth": state.options.api_key is not None, "strategy": state.spec, "budget": state.budget,
+            "strategies": ["auto", *STRATEGIES], "queue": state.answerer.status()}
+
+
+# -- behind the key ---------------------------------------------------------------------------
+@index_routes.get("/v1/models")
+async def models(state: Service = Depends(service)) -> dict[str, Any]:
+    created = int(state.holder.current.loaded_at)
+    return {"object": "list", "data": [{"id": name, "object": "model", "created": created, "owned_by": "ragnet"}
+                                       for name in model_names()]}
+
+
+@index_routes.post("/reload")
+async def reload(state: Service = Depends(service)) -> dict[str, Any]:
+    try:
+        snap = await state.reload(force=True)
+    except Exception as exc:  # noqa: BLE001
+        raise ApiError(503, f"the index could not be reloaded ({exc}); still serving generation "
+                            f"{state.holder.current.generation}", "reload_failed", "server_error") from None
+    return {"status": "reloaded", "index": snap.describe()}
+
+
+@index_routes.get("/search")
+async def search(q: str = Query(..., description="the query"), k: int = Query(5, ge=1),
+                 lam: float = Query(0.4, ge=0.0, le=1.0), state: Service = Depends(service)) -> dict[str, Any]:
+    from ragnet.programs.citations import source_line
+
+    q = state.check_question(q)
+    if k > state.options.max_k:
+        raise ApiError(400, f"k is {k}, more than the {state.options.max_k} allowed", "k_too_large", param="k")
+    snap = state.holder.current
+    hits = await asyncio.to_thread(snap.index.search, q, k, (), lam)
+    out = []
+    for h in hits:
+        loc = h.metadata.get("location") if isinstance(h.metadata, dict) else None
+        entry = {"id": h.id, "doc_id": h.doc_id, "title": h.title, "text": h.text, "score": h.score,
+                 "dense_score": h.dense_score, "bm25_score": h.bm25_score}
+        if isinstance(loc, dict):
+            entry.update({key: v for key, v in loc.items() if key in ("file", "page", "page_end", "headings", "line")})
+        entry["source"] = source_line(entry)
+        out.append(entry)
+    return {"query": q, "k": k, "index": snap.generation, "hits": out}
+
+
+@index_routes.post("/ask")
+async def ask(body: AskRequest, state: Service = Depends(service)) -> dict[str, Any]:
+    question = state.check_question(body.question)
+    result = await state.answer(question, body.strategy, body.budget)
+    pred = result.prediction
+    out = {"answer": pred.answer, "citations": cited(pred), "evidence": list(pred.evidence or []),
+           "strategy": result.spec, "budget": result.budget, "usage": dict(pred.usage),
+           "index": result.generation, "queued_s": round(result.queued_s, 3)}
+    if body.trace:
+        out["trace"] = json.loads(json.dumps(list(pred.trace), default=str))
+    return out

@@ -1,0 +1,170 @@
+"""What every route of ``ragnet serve`` shares: its options, the index it answers from, the
+answerer that queues questions for the LM, and how their failures read as HTTP errors.
+
+Example:
+    >>> from dspy.utils import DummyLM
+    >>> from ragnet.serve.options import ServeOptions
+    >>> service = Service.create(ServeOptions(index=index.path), lm=DummyLM([]))
+    >>> service.check_question("  Capital of Italy?  "), service.spec
+    ('Capital of Italy?', 'oneshot')
+    >>> service.check_question(" ")
+    Traceback (most recent call last):
+    ...
+    ragnet.serve.errors.ApiError: the question is empty
+    >>> service.answerer.close()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from typing import Any, AsyncIterator
+
+from ragnet.errors import LMUnavailableError
+from ragnet.serve.answering import Answer, Answerer, Busy, TimedOut
+from ragnet.serve.errors import ApiError
+from ragnet.serve.options import ServeOptions
+
+__all__ = ["Service", "cited"]
+
+log = logging.getLogger("ragnet.serve")
+
+
+def cited(prediction: Any) -> list[dict[str, Any]]:
+    """A prediction's citations, each with its one-line ``source`` (title, file, page, section)."""
+    from ragnet.programs.citations import source_line
+
+    return [{**c, "source": source_line(c)} for c in (prediction.citations or [])]
+
+
+def _api_error(exc: Exception) -> ApiError:
+    if isinstance(exc, Busy):
+        return ApiError(503, str(exc), "server_busy", "server_error", headers={"Retry-After": "5"})
+    if isinstance(exc, TimedOut):
+        return ApiError(504, str(exc), "timeout", "server_error")
+    return ApiError(503, f"the LM is unavailable: {exc}", "lm_unavailable", "server_error")
+
+
+class Service:
+    """The state of one server.
+
+    Args:
+        options: the server's settings.
+        answerer: answers questions over ``holder``'s index.
+        holder: the index (:class:`ragnet.serve.state.IndexHolder`).
+    """
+
+    def __init__(self, options: ServeOptions, answerer: Answerer, holder: Any) -> None:
+        self.options, self.answerer, self.holder = options, answerer, holder
+        self.spec, self.budget = answerer.resolve(None, None)  # a bad --strategy fails here
+
+    @classmethod
+    def create(cls, options: ServeOptions, *, lm: Any = None, reader: Any = None, holder: Any = None) -> "Service":
+        """Load the index and set the LMs up (see :func:`ragnet.serve.app.create_app`)."""
+        from ragnet.serve.state import IndexHolder
+
+        holder = holder or IndexHolder(options.index)
+        step_lm = lm
+        if lm is None:
+            from ragnet.lm.config import LMOptions
+
+            lms = options.lm or LMOptions(timeout=options.timeout)
+            lms.connection()
+            lms.configure()
+            reader = lms.reader_lm()
+            auto_for = reader if reader is not None else lms.lm
+        else:
+            auto_for = reader if reader is not None else lm
+        answerer = Answerer(holder, reader=reader, step_lm=step_lm, strategy=options.strategy,
+                            concurrency=options.concurrency, queue=options.queue, timeout=options.timeout,
+                            auto_for=auto_for)
+        return cls(options, answerer, holder)
+
+    # -- requests ----------------------------------------------------------------------------
+    def check_question(self, question: str) -> str:
+        """The question stripped; ApiError 400 when it is empty, 413 when it is too long."""
+        question = question.strip()
+        if not question:
+            raise ApiError(400, "the question is empty", "empty_question", param="question")
+        limit = self.options.max_question_chars
+        if len(question) > limit:
+            raise ApiError(413, f"the question has {len(question):,} characters, more than the {limit:,} allowed "
+                                "(ragnet serve --max-question-chars)", "question_too_long", param="question")
+        return question
+
+    async def answer(self, question: str, strategy: str | None, budget: int | None) -> Answer:
+        """The answer, or the ApiError of a busy server, a timeout or a failed LM."""
+        try:
+            result = await self.answerer.answer(question, strategy, budget)
+        except (Busy, TimedOut, LMUnavailableError) as exc:
+            raise _api_error(exc) from None
+        return self._answered(result)
+
+    def stream(self, question: str, strategy: str | None) -> AsyncIterator[str | None | Answer]:
+        """:meth:`ragnet.serve.answering.Answerer.stream` with its failures as ApiErrors; a busy
+        server raises here, before the first item."""
+        try:
+            items = self.answerer.stream(question, strategy)
+        except Busy as exc:
+            raise _api_error(exc) from None
+        return self._checked(items)
+
+    async def _checked(self, items: AsyncIterator[Any]) -> AsyncIterator[str | None | Answer]:
+        async with contextlib.aclosing(items):
+            try:
+                async for item in items:
+                    yield self._answered(item) if isinstance(item, Answer) else item
+            except (TimedOut, LMUnavailableError) as exc:
+                raise _api_error(exc) from None
+
+    @staticmethod
+    def _answered(result: Answer) -> Answer:
+        from ragnet.lm.failures import answer_failure
+
+        failure = answer_failure(result.prediction.trace)
+        if failure:
+            raise ApiError(503, f"no answer: {failure}", "lm_failed", "server_error")
+        return result
+
+    # -- the index ---------------------------------------------------------------------------
+    async def reload(self, force: bool) -> Any:
+        """Load the index folder again (if it changed, or ``force``) and serve the new version;
+        on failure the current one keeps serving and the error is raised."""
+        holder = self.holder
+        try:
+            snap = await asyncio.to_thread(holder.reload, force)
+            log.info("index %s: generation %d, %d chunks", holder.path, snap.generation, len(snap.index))
+            return snap
+        except Exception as exc:  # noqa: BLE001 - the current index keeps serving
+            log.warning("index %s could not be reloaded (%s); still serving generation %d", holder.path, exc,
+                        holder.current.generation)
+            raise
+
+    async def _watch(self) -> None:
+        while self.options.reload_every > 0:
+            await asyncio.sleep(self.options.reload_every)
+            if self.holder.changed():
+                with contextlib.suppress(Exception):  # logged; the current index keeps serving
+                    await self.reload(force=False)
+
+    async def _quiet_reload(self) -> None:
+        with contextlib.suppress(Exception):
+            await self.reload(force=True)
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """While the server runs: the index folder is watched (``reload_every``) and SIGHUP
+        reloads it; at the end the answerer stops taking questions."""
+        task = asyncio.create_task(self._watch())
+        loop = asyncio.get_running_loop()
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # not the main thread: no signals
+            loop.add_signal_handler(signal.SIGHUP, lambda: asyncio.ensure_future(self._quiet_reload()))
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.remove_signal_handler(signal.SIGHUP)
+            self.answerer.close()
