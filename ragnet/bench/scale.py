@@ -131,7 +131,7 @@ class SentencePool:
     """Real sentences and their token counts, to compose distractor passages from."""
 
     def __init__(self, documents: Sequence[Any]) -> None:
-        from ragnet.corpus.sentences import split_sentences
+        from ragnet.corpus.sentence_split import split_sentences
         from ragnet.corpus.tokens import count_tokens
 
         sentences = [s.strip() for d in documents for s in split_sentences(d.text) if len(s.strip()) > 20]

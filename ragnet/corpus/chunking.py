@@ -38,7 +38,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from ragnet.corpus.limits import cap_title
 from ragnet.corpus.locations import Locator, check_positions, section_title
-from ragnet.corpus.sentences import sentence_spans
+from ragnet.corpus.sentence_split import sentence_spans
 from ragnet.corpus.metadata import Gazetteer, _check_gazetteer, extract_with_title, title_parts
 from ragnet.corpus.tokens import MAX_TOKEN_CHARS, count_tokens, count_tokens_batch, count_within, token_prefix
 from ragnet.corpus.types import Chunk, Document

@@ -26,7 +26,7 @@ On-disk layout (``format_version`` 2, the one format this ragnet reads; nothing 
     dense.faiss         FAISS native index (+ dense.ivfdata: IVF-PQ inverted lists on disk)
     bm25/               bm25s native save (.npy + JSON) and tokenizer.json
     catalog/            the rule filter's metadata catalog (``ragnet.index.catalog_store``)
-    sentences/          optional sentence data (``ragnet.index.sentences``)
+    sentences/          optional sentence data (``ragnet.index.sentence_store``)
 """
 
 from __future__ import annotations
@@ -56,11 +56,11 @@ from ragnet.index.embedder import Embedder, build_embedder
 from ragnet.index.file_array import file_backed
 from ragnet.index.onnx_backend import AUTO, resolve_backend
 from ragnet.index.options import BuildEngine, DenseOptions
-from ragnet.index.sentences import FILES as SENTENCE_FILES
-from ragnet.index.sentences import FOLDER as SENTENCES_DIR
-from ragnet.index.sentences import FORMAT as SENTENCES_FORMAT
-from ragnet.index.sentences import SPLITTER as SENTENCES_SPLITTER
-from ragnet.index.sentences import SentenceStore, VectorSpill, embed_unique, idf_of
+from ragnet.index.sentence_store import FILES as SENTENCE_FILES
+from ragnet.index.sentence_store import FOLDER as SENTENCES_DIR
+from ragnet.index.sentence_store import FORMAT as SENTENCES_FORMAT
+from ragnet.index.sentence_store import SPLITTER as SENTENCES_SPLITTER
+from ragnet.index.sentence_store import SentenceStore, VectorSpill, embed_unique, idf_of
 from ragnet.index.sparse import FILES as BM25_FILES
 from ragnet.index.sparse import SparseIndex
 from ragnet.index.sources import Sources
@@ -594,7 +594,7 @@ class Index:
 
     @property
     def sentences(self) -> SentenceStore | None:
-        """The index's :class:`~ragnet.index.sentences.SentenceStore`, or None when it was built
+        """The index's :class:`~ragnet.index.sentence_store.SentenceStore`, or None when it was built
         without sentences (see :meth:`add_sentences`). Loaded on first use; vectors are memory-mapped."""
         if self._sentences is None and self.manifest.get("sentences"):
             if not self.sentences_current():

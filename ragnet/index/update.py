@@ -57,8 +57,8 @@ from ragnet.index.chunk_store import ChunkStore
 from ragnet.index.embedder import Embedder, build_embedder
 from ragnet.index.options import BuildEngine, DenseOptions
 from ragnet.index.passages import passage_text
-from ragnet.index.sentences import FOLDER as SENTENCES_DIR
-from ragnet.index.sentences import SentenceStore, VectorSpill, chunk_sentences, embed_unique
+from ragnet.index.sentence_store import FOLDER as SENTENCES_DIR
+from ragnet.index.sentence_store import SentenceStore, VectorSpill, chunk_sentences, embed_unique
 from ragnet.index.sources import DocRecord, FileRecord, Sources, code_fingerprint, document_hash
 
 __all__ = ["UpdateReport", "remove_from_index", "sync_folder", "update_index"]
