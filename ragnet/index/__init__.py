@@ -17,7 +17,7 @@ The dense index and the build engine are option groups, e.g.
 from __future__ import annotations
 
 from ragnet.index.embedder import Embedder
-from ragnet.index.index import Index
+from ragnet.index.hybrid import Index
 from ragnet.index.ivfpq import IVFPQParams
 from ragnet.index.options import BuildEngine, DenseOptions
 
