@@ -62,7 +62,7 @@ from pathlib import Path
 from typing import Any, Iterable, Union
 
 from ragnet._printable import printable_name
-from ragnet.corpus.formats.markdown import ATX_HEADING, SETEXT_UNDERLINE, heading_positions, strip_inline_data
+from ragnet.corpus.formats.markdown import heading_positions, strip_inline_data
 from ragnet.corpus.limits import DEFAULT_MAX_FILE_MB, FileBounds, cap_positions, cap_title
 from ragnet.corpus.outputs import ragnet_output
 from ragnet.corpus.types import Document
@@ -749,31 +749,20 @@ def _read_text(source: _Source, text: str, *, markdown: bool) -> Document:
         text = strip_inline_data(text)  # an image's base64 bytes are not text
         if not text.strip():
             raise InputError("file has front matter but no text", path=source.display)
+    headings = heading_positions(text) if markdown else ()
     title = metadata.pop("title", None)
     if not isinstance(title, str) or not title.strip():
-        title = _title(text, markdown) or source.path.stem
-    positions = cap_positions(heading_positions(text)) if markdown else ()
+        # a Markdown file's first heading (ragnet.corpus.formats.markdown decides what is one)
+        title = (headings[0][1]["headings"][0] if headings else None) or _title(text, markdown) or source.path.stem
+    positions = cap_positions(headings)
     return Document(id=source.rel_id, title=cap_title(title), text=text, metadata=metadata, source=source.display,
                     location={"file": source.rel_id}, positions=positions)
 
 
 def _title(text: str, markdown: bool) -> str | None:
-    """First Markdown heading (for Markdown), else the first non-empty line if short enough."""
-    lines = text.split("\n")
-    if markdown:
-        in_code = False
-        for i, line in enumerate(lines):
-            if line.lstrip().startswith(("```", "~~~")):
-                in_code = not in_code
-                continue
-            if in_code:
-                continue
-            m = ATX_HEADING.match(line)
-            if m:
-                return m.group(2).strip()
-            if line.strip() and i + 1 < len(lines) and SETEXT_UNDERLINE.match(lines[i + 1]):
-                return line.strip()
-    for line in lines:
+    """The first non-empty line (without leading ``#`` for Markdown) if short enough: the title of
+    a text with no heading."""
+    for line in text.split("\n"):
         line = line.strip()
         if line:
             if markdown:
