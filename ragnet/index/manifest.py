@@ -4,7 +4,7 @@ that decide whether this ragnet may read it, replace it or write to a path.
 Whether a folder is a ragnet index at all is decided in one place,
 :func:`ragnet.corpus.outputs.index_manifest` (the loader skips such folders too); this module
 adds what reading and replacing one needs: the format version, the keys and types a manifest
-must have, the files it lists (:func:`index_files`, :func:`read_files`), every file checked
+must have, the files it lists (:func:`index_files`), every file checked
 against it before it is opened (:func:`check_folder`), the embedder it was built with
 (:func:`check_embedder`), and the rules for an output path (:func:`check_output_folder`).
 
@@ -246,7 +246,7 @@ def check_embedder(path: Path, manifest: dict[str, Any], name: str) -> None:
         >>> check_embedder(Path("idx"), {"embedder": "all-MiniLM-L6-v2"}, "bge-small")
         Traceback (most recent call last):
         ...
-        ragnet.errors.IndexFormatError: index at idx was built with embedder 'all-MiniLM-L6-v2', but embedder 'bge-small' was given; ...
+        ragnet.errors.IndexFormatError: index at idx was built with embedder 'all-MiniLM-L6-v2', but ...
     """
     built = manifest["embedder"]
     if name != built:
@@ -271,7 +271,7 @@ def check_folder(path: Path, manifest: dict[str, Any], *, verify: bool) -> tuple
     files = manifest["files"]
     count, dim = manifest["chunk_count"], manifest["dimension"]
     vec_file, vec_dtype = _vector_file(manifest)
-    for rel in read_files(manifest, vec_file):
+    for rel in _read_files(manifest, vec_file):
         if rel not in files:
             raise IndexFormatError(f"index at {path} is corrupt: manifest lists no {rel}; {REBUILD}")
     for rel in files:
@@ -290,7 +290,7 @@ def check_folder(path: Path, manifest: dict[str, Any], *, verify: bool) -> tuple
     return vec_file, vec_dtype
 
 
-def read_files(manifest: dict[str, Any], vec_file: str) -> list[str]:
+def _read_files(manifest: dict[str, Any], vec_file: str) -> list[str]:
     """The files ``Index.load`` and the lazily loaded parts (catalog, sentences) read: each must be
     listed in the manifest, so that its path is checked and its checksum verified."""
     files = [CHUNKS, *CHUNK_SIDECARS, vec_file, DENSE, *(f"{CATALOG_DIR}/{name}" for name in CATALOG_FILES),

@@ -7,8 +7,8 @@ read, a document that hashes as before is not chunked, and a chunk whose title a
 the index keeps its vectors. Only new passages and their sentences are embedded.
 
 **Equal to a full build.** The update writes the whole index anew, through the same writer as
-``Index.build`` (:func:`ragnet.index.build.write_index`), from the reused chunks and vectors and the new ones, in
-the order a full build of the same documents would give them. So chunk rows, BM25 statistics
+``Index.build`` (:func:`ragnet.index.build.write_index`), from the reused chunks and vectors and
+the new ones, in the order a full build of the same documents would give them. So chunk rows, BM25 statistics
 (document frequencies and lengths over the new corpus, the part that changes with every
 document), the sentence store, the metadata catalog and the dense index are those of a full
 build; search results and every program's context are the same (vectors embedded in other
