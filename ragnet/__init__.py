@@ -21,7 +21,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "load_documents": "ragnet.corpus.loader",
     "chunk_documents": "ragnet.corpus.chunking",
-    "Index": "ragnet.index.index",
+    "Index": "ragnet.index.hybrid",
     "Embedder": "ragnet.index.embedder",
     "DenseOptions": "ragnet.index.options",
     "BuildEngine": "ragnet.index.options",

@@ -6,7 +6,7 @@ fast and the loader is written once.
 
 Example (in a package's ``__init__.py``)::
 
-    _LAZY = {"Index": "ragnet.index.index"}
+    _LAZY = {"Index": "ragnet.index.hybrid"}
     __all__ = sorted(_LAZY)
     __getattr__ = lazy_getattr(globals(), _LAZY)
     __dir__ = listed_dir(__all__)

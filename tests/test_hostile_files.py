@@ -51,12 +51,12 @@ def test_an_index_inside_the_folder_it_indexes_is_not_read_back_on_rebuild(tmp_p
         assert again.exit_code == 0, again.output
         assert "(3 unchanged); 0 chunks embedded, 3 reused" in again.output  # an update: nothing read back
     from ragnet.index import Index
-    from ragnet.index.index import index_files
+    from ragnet.index.manifest import index_files
 
     assert sorted({c.doc_id for c in Index.load(out).chunks}) == ["d0.md", "d1.md", "d2.md"]
     # the loader's copies of the writers' names recognise what the writers really write
     from ragnet.eval.run.run_folder import MARKER
-    from ragnet.index.index import MANIFEST, MANIFEST_FORMAT
+    from ragnet.index.manifest import MANIFEST, MANIFEST_FORMAT
 
     assert (INDEX_MANIFEST, INDEX_FORMAT, EVAL_MARKER) == (MANIFEST, MANIFEST_FORMAT, MARKER)
     assert ragnet_output(out) == "a ragnet index" and index_files(out) is not None

@@ -6,7 +6,7 @@ studies behind ``docs/results``) live outside the package, in a clone's ``benchm
 (``python -m benchmarks.<name>``), and are not installed with it.
 
 * :mod:`ragnet.bench.core`: timings and optimality gaps of the numpy core (``ragnet bench core``);
-* :mod:`ragnet.bench.index`: search latency, indexing overhead, embedding backends and Ray
+* :mod:`ragnet.bench.index_timings`: search latency, indexing overhead, embedding backends and Ray
   builds (``ragnet bench core|index|embed|ray``);
 * :mod:`ragnet.bench.scale`: an index of up to a million passages, real plus distractors
   (``ragnet bench scale``);

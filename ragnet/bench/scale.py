@@ -36,6 +36,7 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from ragnet.bench.questions import REAL_SET
+from ragnet.corpus.outputs import index_manifest
 from ragnet.corpus.types import Chunk
 
 DISTRACTOR_SETS = ("2wikimultihopqa_dev", "2wikimultihopqa_hipporag_pooled", "musique_ans_dev",
@@ -131,7 +132,7 @@ class SentencePool:
     """Real sentences and their token counts, to compose distractor passages from."""
 
     def __init__(self, documents: Sequence[Any]) -> None:
-        from ragnet.corpus.sentences import split_sentences
+        from ragnet.corpus.sentence_split import split_sentences
         from ragnet.corpus.tokens import count_tokens
 
         sentences = [s.strip() for d in documents for s in split_sentences(d.text) if len(s.strip()) > 20]
@@ -343,7 +344,7 @@ def run_backend_recall(backend: str, workdir: str | Path, *, data_dir: str | Pat
     torch_index, _ = load_pooled(REAL_SET, data_dir=data_dir, log=log)
     qfile = question_file(workdir, torch_index, data_dir, questions)
     path = workdir / f"pooled-{backend}"
-    if (path / "manifest.json").is_file():
+    if index_manifest(path) is not None:  # built by an earlier run
         build_s = None
     else:
         docs = load_eval_set(REAL_SET, data_dir=data_dir, split=None, mode="pooled").documents
@@ -428,7 +429,7 @@ def _validate(workdir: Path, real: list, docs: list, pool: SentencePool, model: 
     from ragnet.index import DenseOptions, Index
 
     others_path = workdir / "real-distractor-paragraphs"
-    if (others_path / "manifest.json").is_file():
+    if index_manifest(others_path) is not None:
         others = Index.load(others_path, verify=False)
     else:
         log(f"embedding {len(docs)} real paragraphs of the other benchmarks (one-off)")

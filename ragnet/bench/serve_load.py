@@ -73,19 +73,18 @@ def run_serve_bench(index_dir: Path, *, clients: int = 8, questions: int = 25, w
     t_start = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "ragnet", "serve", "--index", str(index_dir), "--port", str(port),
                              "--queue", str(total + 8), "--timeout", str(timeout), *serve_args],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_fresh_cache())
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_fresh_env())
     try:
         _wait_until_up(proc, url)
         startup_s = time.perf_counter() - t_start
         log(f"server up in {startup_s:.1f}s")
         client = httpx.Client(timeout=timeout + 60)
-        ask = _asker(client, url)
         warm_times = []
         for q in qs[:warm]:
-            status, seconds, _ = ask(q)
+            status, seconds, _ = _ask(client, url, q)
             warm_times.append(seconds)
             log(f"warm question: {seconds:.1f}s (status {status})")
-        results, wall = _load(ask, [qs[warm + k * questions: warm + (k + 1) * questions] for k in range(clients)], log)
+        results, wall = _load_run(lambda q: _ask(client, url, q), qs[warm:], clients, questions, log)
         health = client.get(f"{url}/health").json()
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -96,7 +95,7 @@ def run_serve_bench(index_dir: Path, *, clients: int = 8, questions: int = 25, w
     ok = [r for r in results if r[0] == 200]
     latencies = [r[1] for r in ok]
     service = [r[2].get("usage", {}).get("seconds", float("nan")) for r in ok]
-    ask_times = _ask_times(index_dir, qs[:ask_runs], log)
+    ask_times = _time_ask(index_dir, qs[:ask_runs], log)
     return {
         "clients": clients, "questions_per_client": questions, "requests": total,
         "answered": len(ok), "failed": len(results) - len(ok), "lost": total - len(results),
@@ -114,12 +113,14 @@ def run_serve_bench(index_dir: Path, *, clients: int = 8, questions: int = 25, w
     }
 
 
-def _fresh_cache() -> dict[str, str]:
-    """The environment with an empty LM cache: no answer may come from an earlier run's."""
+def _fresh_env() -> dict[str, str]:
+    """The environment of a process the bench starts: an empty LM cache of its own, so no answer
+    may come from an earlier run's."""
     return {**os.environ, "RAGNET_CACHE_DIR": tempfile.mkdtemp(prefix="ragnet-bench-cache-")}
 
 
 def _wait_until_up(proc: subprocess.Popen, url: str) -> None:
+    """Wait until the server at ``url`` answers ``/health`` (it loads the index first)."""
     import httpx
 
     while True:
@@ -132,31 +133,29 @@ def _wait_until_up(proc: subprocess.Popen, url: str) -> None:
             time.sleep(0.3)
 
 
-def _asker(client: Any, url: str) -> Callable[[str], tuple[int, float, dict]]:
-    """``ask(question) -> (status, seconds, body)`` over ``client``; status -1 when no reply came."""
+def _ask(client: Any, url: str, question: str) -> tuple[int, float, dict]:
+    """One ``/ask`` request: its status (-1: no reply), seconds and JSON body."""
     import httpx
 
-    def ask(question: str) -> tuple[int, float, dict]:
-        t0 = time.perf_counter()
-        try:
-            reply = client.post(f"{url}/ask", json={"question": question})
-            body = reply.json()
-            return reply.status_code, time.perf_counter() - t0, body
-        except (httpx.HTTPError, ValueError) as exc:
-            return -1, time.perf_counter() - t0, {"error": str(exc)}
-
-    return ask
+    t0 = time.perf_counter()
+    try:
+        reply = client.post(f"{url}/ask", json={"question": question})
+        body = reply.json()
+        return reply.status_code, time.perf_counter() - t0, body
+    except (httpx.HTTPError, ValueError) as exc:
+        return -1, time.perf_counter() - t0, {"error": str(exc)}
 
 
-def _load(ask: Callable[[str], tuple[int, float, dict]], batches: list[list[str]],
-          log: Callable[[str], None]) -> tuple[list[tuple[int, float, dict]], float]:
-    """One client thread per batch, all at once; every reply, and the run's wall time."""
-    total = sum(len(b) for b in batches)
+def _load_run(ask: Callable[[str], tuple[int, float, dict]], qs: Sequence[str], clients: int, questions: int,
+              log: Callable[[str], None]) -> tuple[list[tuple[int, float, dict]], float]:
+    """``clients`` threads asking ``questions`` each of ``qs`` at once: every request's result, and
+    the wall time of the run."""
+    total = clients * questions
     results: list[tuple[int, float, dict]] = []
     lock = threading.Lock()
 
-    def worker(batch: list[str]) -> None:
-        for q in batch:
+    def worker(k: int) -> None:
+        for q in qs[k * questions: (k + 1) * questions]:
             got = ask(q)
             with lock:
                 results.append(got)
@@ -164,7 +163,7 @@ def _load(ask: Callable[[str], tuple[int, float, dict]], batches: list[list[str]
                     log(f"{len(results)}/{total} answered")
 
     t0 = time.perf_counter()
-    threads = [threading.Thread(target=worker, args=(batch,)) for batch in batches]
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(clients)]
     for t in threads:
         t.start()
     for t in threads:
@@ -172,13 +171,13 @@ def _load(ask: Callable[[str], tuple[int, float, dict]], batches: list[list[str]
     return results, time.perf_counter() - t0
 
 
-def _ask_times(index_dir: Path, questions: Sequence[str], log: Callable[[str], None]) -> list[float]:
-    """Seconds of one cold ``ragnet ask`` process per question."""
+def _time_ask(index_dir: Path, qs: Sequence[str], log: Callable[[str], None]) -> list[float]:
+    """The seconds of one cold ``ragnet ask`` process per question."""
     times = []
-    for q in questions:
+    for q in qs:
         t1 = time.perf_counter()
         subprocess.run([sys.executable, "-m", "ragnet", "ask", q, "--index", str(index_dir)], check=False,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_fresh_cache())
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_fresh_env())
         times.append(time.perf_counter() - t1)
         log(f"ragnet ask: {times[-1]:.1f}s")
     return times

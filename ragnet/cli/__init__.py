@@ -1,6 +1,6 @@
 """The ``ragnet`` command: parses arguments and calls the library; the work lives in ``ragnet``.
 
-One module per command group (:mod:`~ragnet.cli.index` for index/search/fetch-model,
+One module per command group (:mod:`~ragnet.cli.index_search` for index/search/fetch-model,
 :mod:`~ragnet.cli.ask`, :mod:`~ragnet.cli.demo`, :mod:`~ragnet.cli.eval`,
 :mod:`~ragnet.cli.optimize`, :mod:`~ragnet.cli.bench`), each registering its commands with
 ``register(app)``. Every user error (bad file, bad argument, incompatible index) is printed as
@@ -20,13 +20,13 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from ragnet.cli import ask, bench, demo, eval, index, optimize, serve  # noqa: E402
+from ragnet.cli import ask, bench, demo, eval, index_search, optimize, serve  # noqa: E402
 from ragnet.cli.common import TruncationNotes, new_app  # noqa: E402
 
 __all__ = ["app", "main"]
 
 app = new_app("ragnet: retrieval strategies that beat plain top-k RAG, as optimizable DSPy programs.")
-for _group in (index, ask, demo, eval, optimize, bench, serve):
+for _group in (index_search, ask, demo, eval, optimize, bench, serve):
     _group.register(app)
 
 

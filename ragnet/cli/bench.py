@@ -27,7 +27,7 @@ def core(
     pin_threads(threads)
     result = {"threads": threads, **run_core_bench(repeats=repeats)}
     if not skip_search:
-        from ragnet.bench.index import run_search_bench
+        from ragnet.bench.index_timings import run_search_bench
         from ragnet.bench.questions import dev_questions
         from ragnet.eval.run.eval_indexes import load_pooled
 
@@ -45,7 +45,7 @@ def index(
 ) -> None:
     """Indexing overhead of Index.build over raw SentenceTransformer.encode, as JSON."""
     from ragnet._threads import pin_threads
-    from ragnet.bench.index import run_index_bench
+    from ragnet.bench.index_timings import run_index_bench
     from ragnet.bench.questions import benchmark_inputs
 
     pin_threads(threads)
@@ -71,7 +71,7 @@ def embed(
     """Embedding throughput of each backend on the same texts (ratio to torch, cosine to torch's
     vectors), query latency, and optionally recall with a backend-embedded index, as JSON."""
     from ragnet._threads import pin_threads
-    from ragnet.bench.index import run_embed_bench
+    from ragnet.bench.index_timings import run_embed_bench
     from ragnet.bench.questions import benchmark_inputs, passage_texts
 
     pin_threads(threads)
@@ -94,7 +94,7 @@ def ray(
 ) -> None:
     """One-process build against Ray Data builds on a local cluster: seconds, chunks/s, speed-up
     and equality (ids, vectors, top-5), as JSON. Needs ragnet[scale]."""
-    from ragnet.bench.index import run_ray_bench
+    from ragnet.bench.index_timings import run_ray_bench
     from ragnet.bench.questions import benchmark_inputs
 
     docs, qs = benchmark_inputs(data_dir=data_dir, documents=n, questions=queries)

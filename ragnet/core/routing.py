@@ -12,7 +12,7 @@ first search (:class:`RouteSignals`):
   a yes/no question), ``"plain"`` otherwise;
 * **anchoring**: how many documents of the first context the question names by title;
 * the **evidence**: the names the first context gives and the question does not
-  (:func:`ragnet.core.bridge.bridge_entities`), and whether the best of them is a document the
+  (:func:`ragnet.core.bridge_keys.bridge_entities`), and whether the best of them is a document the
   collection holds but the context lacks: the document a second search would fetch;
 
 plus the score profile (the best chunk's cosine to the question, the hybrid-score gap between
@@ -103,7 +103,7 @@ class RouteSignals:
         form: :func:`question_form` of the question.
         named: documents of the first context whose title the question names.
         bridges: the best names of the evidence that neither the question nor a context title
-            names, best first (:func:`ragnet.core.bridge.bridge_entities`).
+            names, best first (:func:`ragnet.core.bridge_keys.bridge_entities`).
         bridge_titles: those of ``bridges`` that are document titles in the collection: documents
             a second search would fetch.
         top_cosine: the best context chunk's cosine to the question (absolute relevance).

@@ -13,7 +13,7 @@ these functions, so the answer is decided once:
 
 Two readings of "a trailing parenthetical" are in use, and both are kept as they were: they
 differ only for a title whose last parenthetical holds another "(". The bridge links
-(:mod:`ragnet.core.links`) and bridge names (:mod:`ragnet.core.bridge`) strip from the first
+(:mod:`ragnet.core.links`) and bridge names (:mod:`ragnet.core.bridge_keys`) strip from the first
 unclosed "(" (:data:`PARENTHETICAL`); the catalog (:mod:`ragnet.core.rules`) and the router
 strip only the innermost group (:data:`INNERMOST_PARENTHETICAL`, ``innermost=True``).
 

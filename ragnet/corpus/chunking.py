@@ -38,10 +38,10 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from ragnet.corpus.limits import cap_title
 from ragnet.corpus.locations import Locator, check_positions, section_title
-from ragnet.corpus.sentences import sentence_spans
 from ragnet.corpus.metadata import Gazetteer, _check_gazetteer, extract_with_title, title_parts
+from ragnet.corpus.sentence_split import sentence_spans
 from ragnet.corpus.tokens import MAX_TOKEN_CHARS, count_tokens, count_tokens_batch, count_within, token_prefix
-from ragnet.corpus.types import Chunk, Document
+from ragnet.corpus.types import Chunk, Document, check_documents
 from ragnet.errors import InputError
 
 __all__ = ["chunk_documents", "chunk_text", "MIN_CHUNK_TOKENS"]
@@ -423,13 +423,8 @@ def chunk_documents(
     _check_sizes(chunk_tokens, overlap)
     _check_gazetteer(gazetteer)
     docs = list(docs) if not isinstance(docs, Sequence) else docs
-    seen: set[str] = set()
-    for i, doc in enumerate(docs):
-        if not isinstance(doc, Document):
-            raise InputError(f"item {i} is a {type(doc).__name__}, not a ragnet.Document", argument="docs")
-        if doc.id in seen:
-            raise InputError(f"duplicate document id {doc.id!r} (item {i})", argument="docs")
-        seen.add(doc.id)
+    check_documents(docs)
+    for doc in docs:
         if not isinstance(doc.text, str) or not doc.text.strip():
             where = doc.source or f"document {doc.id!r}"
             raise InputError(f"document {doc.id!r} has no text ({where})", argument="docs")

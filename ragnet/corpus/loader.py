@@ -62,7 +62,7 @@ from pathlib import Path
 from typing import Any, Iterable, Union
 
 from ragnet._printable import printable_name
-from ragnet.corpus.formats.markdown import ATX_HEADING, SETEXT_UNDERLINE, heading_positions, strip_inline_data
+from ragnet.corpus.formats.markdown import heading_positions, strip_inline_data
 from ragnet.corpus.limits import DEFAULT_MAX_FILE_MB, FileBounds, cap_positions, cap_title
 from ragnet.corpus.outputs import ragnet_output
 from ragnet.corpus.types import Document
@@ -226,18 +226,13 @@ def read_documents(
         >>> [d.id for d in report.documents], report.files_read, [e.message for e in report.skipped]
         (['a.txt'], 1, ['file is empty'])
     """
-    if on_error not in ON_ERROR:
-        raise InputError(f"must be one of {', '.join(ON_ERROR)}, got {on_error!r}", argument="on_error")
-    skip = on_error == "skip"
+    skip = check_read_options(on_error, max_file_mb)
     codec = _check_encoding(encoding)
     if glob is not None and (not isinstance(glob, str) or not glob.strip()):
         raise InputError("must be a non-empty glob pattern such as '**/*.md'", argument="glob")
     given = _as_list(paths)
     if not given:
         raise InputError("no paths given", argument="paths")
-
-    if max_file_mb is not None and not (isinstance(max_file_mb, (int, float)) and max_file_mb > 0):
-        raise InputError(f"must be a positive number of megabytes, got {max_file_mb!r}", argument="max_file_mb")
     docs: list[Document] = []
     seen_ids: dict[str, str] = {}
     seen_files: set[Path] = set()
@@ -259,26 +254,58 @@ def read_documents(
         except InputError as err:  # report every bad file together, after reading the others
             problems.append(err)
             continue
-        clashes: list[InputError] = []
-        mine: dict[str, str] = {}
-        for doc, line in found:
-            first = seen_ids.get(doc.id) or mine.get(doc.id)
-            if first is not None:
-                clashes.append(InputError(
-                    f"duplicate document id {doc.id!r} (first defined at {first}); ids must be unique",
-                    path=source.display,
-                    line=line,
-                ))
-                continue
-            mine[doc.id] = doc.source
-        if clashes:  # the whole file is left out, not only the documents after the clash
-            problems.extend(clashes[:1] if skip else clashes)
+        if not claim_ids([(doc.id, line, doc.source) for doc, line in found], seen_ids, source.display, problems,
+                         skip=skip):
             continue
-        seen_ids.update(mine)
         docs.extend(doc for doc, _ in found)
         files_read += 1
     check_load(problems, skip, given, found_any=bool(docs))
     return LoadReport(docs, files_read, problems)
+
+
+def check_read_options(on_error: str, max_file_mb: float | None) -> bool:
+    """Check the options of a read of files (as :func:`read_documents` and the incremental index
+    update take them); return whether files with problems are skipped (``on_error="skip"``).
+
+    Example:
+        >>> check_read_options("skip", 20.0)
+        True
+    """
+    if on_error not in ON_ERROR:
+        raise InputError(f"must be one of {', '.join(ON_ERROR)}, got {on_error!r}", argument="on_error")
+    if max_file_mb is not None and not (isinstance(max_file_mb, (int, float)) and max_file_mb > 0):
+        raise InputError(f"must be a positive number of megabytes, got {max_file_mb!r}", argument="max_file_mb")
+    return on_error == "skip"
+
+
+def claim_ids(found: Iterable[tuple[str, int | None, str]], seen: dict[str, str], display: str,
+              problems: list[InputError], *, skip: bool) -> bool:
+    """Record in ``seen`` the document ids one file defines, given as ``(id, line, where it is
+    defined)``; or, when an earlier file or an earlier line of this one defined one of them,
+    leave the whole file out (not only the documents after the clash): add a duplicate-id error
+    naming both places to ``problems`` (the first only, with ``skip``) and return False.
+
+    Example:
+        >>> seen, problems = {"a": "one.jsonl:1"}, []
+        >>> claim_ids([("b", 1, "two.jsonl:1"), ("a", 2, "two.jsonl:2")], seen, "two.jsonl", problems, skip=False)
+        False
+        >>> str(problems[0]), sorted(seen)
+        ("two.jsonl:2: duplicate document id 'a' (first defined at one.jsonl:1); ids must be unique", ['a'])
+    """
+    mine: dict[str, str] = {}
+    clashes: list[InputError] = []
+    for doc_id, line, where in found:
+        first = seen.get(doc_id) or mine.get(doc_id)
+        if first is not None:
+            clashes.append(InputError(f"duplicate document id {doc_id!r} (first defined at {first}); "
+                                      "ids must be unique", path=display, line=line))
+            continue
+        mine[doc_id] = where
+    if clashes:
+        problems.extend(clashes[:1] if skip else clashes)
+        return False
+    seen.update(mine)
+    return True
 
 
 def check_load(problems: list[InputError], skip: bool, given: list, *, found_any: bool) -> None:
@@ -722,31 +749,20 @@ def _read_text(source: _Source, text: str, *, markdown: bool) -> Document:
         text = strip_inline_data(text)  # an image's base64 bytes are not text
         if not text.strip():
             raise InputError("file has front matter but no text", path=source.display)
+    headings = heading_positions(text) if markdown else ()
     title = metadata.pop("title", None)
     if not isinstance(title, str) or not title.strip():
-        title = _title(text, markdown) or source.path.stem
-    positions = cap_positions(heading_positions(text)) if markdown else ()
+        # a Markdown file's first heading (ragnet.corpus.formats.markdown decides what is one)
+        title = (headings[0][1]["headings"][0] if headings else None) or _title(text, markdown) or source.path.stem
+    positions = cap_positions(headings)
     return Document(id=source.rel_id, title=cap_title(title), text=text, metadata=metadata, source=source.display,
                     location={"file": source.rel_id}, positions=positions)
 
 
 def _title(text: str, markdown: bool) -> str | None:
-    """First Markdown heading (for Markdown), else the first non-empty line if short enough."""
-    lines = text.split("\n")
-    if markdown:
-        in_code = False
-        for i, line in enumerate(lines):
-            if line.lstrip().startswith(("```", "~~~")):
-                in_code = not in_code
-                continue
-            if in_code:
-                continue
-            m = ATX_HEADING.match(line)
-            if m:
-                return m.group(2).strip()
-            if line.strip() and i + 1 < len(lines) and SETEXT_UNDERLINE.match(lines[i + 1]):
-                return line.strip()
-    for line in lines:
+    """The first non-empty line (without leading ``#`` for Markdown) if short enough: the title of
+    a text with no heading."""
+    for line in text.split("\n"):
         line = line.strip()
         if line:
             if markdown:

@@ -10,7 +10,7 @@ what their writer leaves in them:
   ``"ragnet-index"`` (every index of the format this ragnet reads declares it);
 - an eval run folder by its ``.ragnet-eval`` marker file.
 
-This module is the one place that decides both: :mod:`ragnet.index.index` (which names it
+This module is the one place that decides both: :mod:`ragnet.index.manifest` (which names it
 replaces) and :mod:`ragnet.eval.run.run_folder` take the names, and the index its manifest test
 (:func:`index_manifest`), from here.
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
+
+from ragnet.errors import InputError
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,30 @@ class Document:
     source: str = ""
     location: dict[str, Any] = field(default_factory=dict)
     positions: tuple[tuple[int, dict[str, Any]], ...] = ()
+
+
+def check_documents(docs: Sequence[Any], argument: str = "docs") -> None:
+    """Refuse a list that holds anything but ``Document``s, or two documents of one id: what
+    chunking, ``Index.build`` and ``Index.update`` are given. (Files read by the loader are
+    checked as they are read, naming the file and line of each id.)
+
+    Raises:
+        InputError: the first bad item, by its 0-based position in ``docs``, and ``argument``.
+
+    Example:
+        >>> check_documents([Document(id="a", title="", text="x"), Document(id="a", title="", text="y")])
+        Traceback (most recent call last):
+        ...
+        ragnet.errors.InputError: argument 'docs': duplicate document id 'a' (items 0 and 1); ids must be unique
+    """
+    seen: dict[str, int] = {}
+    for i, doc in enumerate(docs):
+        if not isinstance(doc, Document):
+            raise InputError(f"item {i} is a {type(doc).__name__}, not a ragnet.Document", argument=argument)
+        first = seen.setdefault(doc.id, i)
+        if first != i:
+            raise InputError(f"duplicate document id {doc.id!r} (items {first} and {i}); ids must be unique",
+                             argument=argument)
 
 
 @dataclass(frozen=True)

@@ -63,6 +63,7 @@ from ragnet.core.rules import (
 )
 from ragnet.core.title_keys import title_keys
 from ragnet.errors import IndexFormatError
+from ragnet.index.untrusted import REBUILD as _REBUILD
 
 __all__ = ["FILES", "FORMAT", "MAPS", "CatalogStore", "CatalogWriter"]
 
@@ -85,7 +86,6 @@ FILES = (
     TITLE_OF_ROW,
     TITLE_GROUP,
 )
-_REBUILD = "rebuild with `ragnet index`"
 
 
 def _encode(text: str) -> bytes:

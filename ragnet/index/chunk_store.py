@@ -49,6 +49,7 @@ import numpy as np
 
 from ragnet.corpus.types import Chunk
 from ragnet.errors import IndexFormatError, InputError
+from ragnet.index.untrusted import REBUILD as _REBUILD
 
 __all__ = [
     "CHUNKS",
@@ -68,7 +69,6 @@ ID_ROWS = "chunks.id_rows.npy"
 SIDECARS = (OFFSETS, IDS, ID_ROWS)
 _SCORE_FIELDS = ("score", "dense_score", "bm25_score")
 _RECORD_FIELDS = tuple(f.name for f in dataclasses.fields(Chunk) if f.name not in _SCORE_FIELDS)
-_REBUILD = "rebuild with `ragnet index`"
 _BLOCK = 1 << 20  # bytes per read when scanning rows in order
 _ID_PREFIX = b'{"id": "'  # how every chunks.jsonl line starts (Chunk's first field)
 

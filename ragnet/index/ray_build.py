@@ -68,7 +68,7 @@ def _chunk_rows(row: dict[str, Any], chunk_tokens: int, overlap: int, gazetteer_
 class EmbedAndTokenize:
     """A Ray Data actor: embeds a batch of chunks and counts its BM25 terms, and with
     ``sentences`` also embeds every sentence of the chunks (``"Title: sentence"``, as
-    :mod:`ragnet.index.sentences` stores them)."""
+    :mod:`ragnet.index.sentence_store` stores them)."""
 
     def __init__(self, embedder: str, backend: str | None, threads: int, sentences: bool = False) -> None:
         from ragnet._threads import pin_threads
@@ -104,7 +104,7 @@ class EmbedAndTokenize:
 
     def _sentence_vectors(self, batch: dict[str, np.ndarray]) -> list[bytes]:
         """Each chunk's sentence vectors as float16 bytes (a fixed Arrow type, whatever the count)."""
-        from ragnet.index.sentences import chunk_sentences, embed_unique
+        from ragnet.index.sentence_store import chunk_sentences, embed_unique
 
         per_chunk = [chunk_sentences(Chunk(id="", doc_id="", title=str(t), text=str(x), tokens=0))[1]
                      for t, x in zip(batch["title"], batch["text"])]
@@ -146,7 +146,7 @@ def shards(docs: Sequence[Document], *, embedder: str, backend: str | None, chun
     computed on the cluster. Chunking runs (and is counted) first: the writer sizes its
     vector file with the count.
 
-    With a ``sentence_sink`` (a :class:`ragnet.index.sentences.VectorSpill`), the workers also
+    With a ``sentence_sink`` (a :class:`ragnet.index.sentence_store.VectorSpill`), the workers also
     embed every chunk's sentences, and each shard read appends its sentence vectors to the sink
     (float16, one row per sentence in order), for ``SentenceStore.write(..., vectors=sink)``
     once the corpus BM25 exists."""

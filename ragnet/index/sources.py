@@ -61,7 +61,7 @@ def code_fingerprint() -> str:
         root = Path(__file__).resolve().parents[1]
         digest = hashlib.sha256()
         for path in [*sorted((root / "corpus").rglob("*.py")), root / "index" / "passages.py",
-                     root / "index" / "sentences.py"]:
+                     root / "index" / "sentence_store.py"]:
             digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
         _CODE.append(digest.hexdigest())
     return _CODE[0]

@@ -39,13 +39,13 @@ from typing import Any, Iterable, Iterator
 
 import numpy as np
 
+from ragnet.corpus.outputs import INDEX_MANIFEST as MANIFEST
 from ragnet.errors import IndexFormatError
 
 __all__ = ["NpyHeader", "member", "corrupt", "npy_header", "faiss_header", "flat_faiss_size", "bounded_faiss_read",
            "unreadable", "check_counts", "check_ids"]
 
 REBUILD = "rebuild with `ragnet index`"
-MANIFEST = "manifest.json"
 _MAX_NPY_HEADER = 1 << 16  # numpy's own readers refuse far smaller headers by default
 
 

@@ -7,8 +7,8 @@ read, a document that hashes as before is not chunked, and a chunk whose title a
 the index keeps its vectors. Only new passages and their sentences are embedded.
 
 **Equal to a full build.** The update writes the whole index anew, through the same writer as
-``Index.build`` (:meth:`Index._write`), from the reused chunks and vectors and the new ones, in
-the order a full build of the same documents would give them. So chunk rows, BM25 statistics
+``Index.build`` (:func:`ragnet.index.build.write_index`), from the reused chunks and vectors and
+the new ones, in the order a full build of the same documents would give them. So chunk rows, BM25 statistics
 (document frequencies and lengths over the new corpus, the part that changes with every
 document), the sentence store, the metadata catalog and the dense index are those of a full
 build; search results and every program's context are the same (vectors embedded in other
@@ -51,15 +51,16 @@ import numpy as np
 
 from ragnet._atomic import clean_stale, dir_lock
 from ragnet._hashing import sha256_file
-from ragnet.corpus.types import Chunk, Document
+from ragnet.corpus.types import Chunk, Document, check_documents
 from ragnet.errors import IndexFormatError, InputError
-from ragnet.index.chunk_store import ChunkStore
+from ragnet.index.build import build_local, build_ray, gazetteer_names, spilled_sentences, write_index
 from ragnet.index.embedder import Embedder, build_embedder
+from ragnet.index.manifest import index_files
 from ragnet.index.options import BuildEngine, DenseOptions
 from ragnet.index.passages import passage_text
-from ragnet.index.sentences import FOLDER as SENTENCES_DIR
-from ragnet.index.sentences import SentenceStore, VectorSpill, chunk_sentences, embed_unique
+from ragnet.index.sentence_store import VectorSpill, chunk_sentences, embed_unique
 from ragnet.index.sources import DocRecord, FileRecord, Sources, code_fingerprint, document_hash
+from ragnet.index.writer import DENSE
 
 __all__ = ["UpdateReport", "remove_from_index", "sync_folder", "update_index"]
 
@@ -218,14 +219,7 @@ def update_index(cls: type, path: Path, docs: Iterable[Document], *, remove_miss
     full build of ``docs`` (``remove_missing``), or of its documents with ``docs`` added or
     replacing those of the same id (``remove_missing=False``)."""
     docs = list(docs)
-    for i, doc in enumerate(docs):
-        if not isinstance(doc, Document):
-            raise InputError(f"item {i} is a {type(doc).__name__}, not a ragnet.Document", argument="docs")
-    seen: set[str] = set()
-    for doc in docs:
-        if doc.id in seen:
-            raise InputError(f"duplicate document id {doc.id!r}; ids must be unique", argument="docs")
-        seen.add(doc.id)
+    check_documents(docs)
     t0 = time.perf_counter()
     with _open_for_update(cls, path) as (old, sources):
         hashes = {doc.id: document_hash(doc) for doc in docs}
@@ -360,14 +354,13 @@ def sync_folder(cls: type, paths: Any, path: Path, *, chunk_tokens: int | None =
                 report.full_build, report.note = True, note
                 docs = [it.doc for it in plan]
                 build_settings = {"chunk_tokens": settings["chunk_tokens"], "overlap": settings["overlap"],
-                                  "doc_count": len(docs), "gazetteer": _gazetteer_names(settings["gazetteer"])}
+                                  "doc_count": len(docs), "gazetteer": gazetteer_names(settings["gazetteer"])}
                 if engine.kind == "ray":
-                    index = cls._build_ray(docs, path, emb, build_settings, settings["dense"], engine,
-                                           settings["gazetteer"], settings["sentences"], show_progress)
+                    index = build_ray(cls, docs, path, emb, build_settings, settings["dense"], engine,
+                                      settings["gazetteer"], settings["sentences"], show_progress)
                 else:
-                    index = cls._build_locked(docs, path, emb, build_settings, settings["dense"],
-                                              settings["gazetteer"], settings["sentences"], show_progress,
-                                              files=files)
+                    index = build_local(cls, docs, path, emb, build_settings, settings["dense"],
+                                        settings["gazetteer"], settings["sentences"], show_progress, files=files)
                 report.chunks_embedded = len(index)
                 report.stats = {"read_s": read_s, **(index.build_stats or {})}
             else:
@@ -391,16 +384,12 @@ def sync_folder(cls: type, paths: Any, path: Path, *, chunk_tokens: int | None =
 
 def _open_old(cls: type, path: Path, rebuild: bool) -> tuple[Any, str]:
     """The index at ``path`` to update, or None (and why) when a full build must run."""
-    if rebuild or not (path / "manifest.json").is_file():
+    if rebuild or index_files(path) is None:
         return None, ""
     try:
         return cls.load(path, verify=False), ""
     except IndexFormatError as exc:
         return None, f"the index there could not be updated ({exc}); it was built anew"
-
-
-def _gazetteer_names(gazetteer: Any) -> list[str] | None:
-    return sorted(gazetteer.names) if gazetteer is not None else None
 
 
 def _refuse(path: Path, option: str, was: Any, given: Any) -> InputError:
@@ -454,7 +443,7 @@ def _settings(old: Any, *, chunk_tokens: int | None, overlap: int | None, embedd
         raise _refuse(path, "sentences", "sentence data" if has_sentences else "no sentence data (--no-sentences)",
                       "--sentences" if sentences else "--no-sentences")
     names = m.get("gazetteer") or None
-    if gazetteer is not None and _gazetteer_names(gazetteer) != names:
+    if gazetteer is not None and gazetteer_names(gazetteer) != names:
         raise _refuse(path, "gazetteer", f"{len(names or [])} place names", f"{len(gazetteer.names)} other ones")
     return {"chunk_tokens": m["chunk_tokens"], "overlap": m["overlap"],
             "embedder": (lambda: given) if given is not None else (lambda: _embedder_for(m, embed_backend)),
@@ -482,11 +471,7 @@ def _scan(paths: Any, sources: Sources, *, max_file_mb: float | None, on_error: 
     from ragnet.corpus import loader
     from ragnet.corpus.limits import FileBounds
 
-    if on_error not in loader.ON_ERROR:
-        raise InputError(f"must be one of {', '.join(loader.ON_ERROR)}, got {on_error!r}", argument="on_error")
-    if max_file_mb is not None and not (isinstance(max_file_mb, (int, float)) and max_file_mb > 0):
-        raise InputError(f"must be a positive number of megabytes, got {max_file_mb!r}", argument="max_file_mb")
-    skip = on_error == "skip"
+    skip = loader.check_read_options(on_error, max_file_mb)
     bounds = FileBounds(max_file_mb)  # what reading one file may cost (ragnet.corpus.limits)
     codec = loader._check_encoding("utf-8")
     given = loader._as_list(paths)
@@ -499,7 +484,6 @@ def _scan(paths: Any, sources: Sources, *, max_file_mb: float | None, on_error: 
     seen_files: set[Path] = set()
     seen_ids: dict[str, str] = {}
     report = UpdateReport("file")
-    old_doc_ids = sources.docs
     # shown after a second only: a bad file or an unchanged folder is reported in one line
     with tqdm(total=len(found_sources), desc="Reading", unit="file", disable=not show_progress, delay=1) as bar:
         for source in found_sources:
@@ -514,58 +498,57 @@ def _scan(paths: Any, sources: Sources, *, max_file_mb: float | None, on_error: 
             seen_files.add(resolved)
             key = source.rel_id if source.rel_id not in files else source.display
             try:
-                loader._check_size(source, size, max_file_mb)
-                # hashed before it is read: a file written in between is read again by the next update,
-                # never recorded with the hash of content the index does not hold
-                digest = sha256_file(source.path)
+                digest = _file_digest(source, size, max_file_mb)
+                items, ids, status = _file_items(source, digest, sources.files.get(key), sources.docs,
+                                                 lambda: loader._read(source, codec, "utf-8", bounds))
             except InputError as err:
                 problems.append(err)
                 continue
-            except OSError as exc:
-                problems.append(InputError(f"cannot read file: {exc.strerror or exc}", path=source.display))
+            if not loader.claim_ids(ids, seen_ids, source.display, problems, skip=skip):
                 continue
-            record = sources.files.get(key)
-            if record is not None and record.sha256 == digest and record.docs \
-                    and all(d in old_doc_ids for d in record.docs):
-                items: list[_Item] = [_Keep(d, old_doc_ids[d]) for d in record.docs]
-                ids = [(d, None, None) for d in record.docs]
-                status = "unchanged"
-            else:
-                try:
-                    docs = loader._read(source, codec, "utf-8", bounds)
-                except InputError as err:
-                    problems.append(err)
-                    continue
-                items = []
-                for doc, _ in docs:
-                    digest_doc = document_hash(doc)
-                    rec = old_doc_ids.get(doc.id)
-                    items.append(_Keep(doc.id, rec) if rec is not None and rec.sha256 == digest_doc
-                                 else _Fresh(doc, digest_doc))
-                ids = [(doc.id, line, doc.source) for doc, line in docs]
-                status = "changed" if record is not None or any(d in old_doc_ids for d, _, _ in ids) else "added"
-            clashes, mine = [], {}
-            for doc_id, line, where in ids:
-                first = seen_ids.get(doc_id) or mine.get(doc_id)
-                if first is not None:
-                    clashes.append(InputError(f"duplicate document id {doc_id!r} (first defined at {first}); "
-                                              "ids must be unique", path=source.display, line=line))
-                    continue
-                mine[doc_id] = where or source.display
-            if clashes:  # the whole file is left out, as the loader does
-                problems.extend(clashes[:1] if skip else clashes)
-                continue
-            seen_ids.update(mine)
             plan.extend(items)
             files[key] = FileRecord(digest, tuple(d for d, _, _ in ids))
             setattr(report, status, getattr(report, status) + 1)
     loader.check_load(problems, skip, given, found_any=bool(plan))
     report.removed = sum(1 for key in sources.files if key not in files)
     in_plan = {it.doc_id if isinstance(it, _Keep) else it.doc.id for it in plan}
-    gone = sum(1 for doc_id in old_doc_ids if doc_id not in in_plan)
+    gone = sum(1 for doc_id in sources.docs if doc_id not in in_plan)
     if gone:  # documents of the old index that no file gave back (with or without a file record)
         report.stats["docs_removed"] = float(gone)
     return plan, files, report, problems, len(files)
+
+
+def _file_digest(source: Any, size: int, max_file_mb: float | None) -> str:
+    """The SHA-256 of a file's bytes, once its size is within bounds. Hashed before it is read: a
+    file written in between is read again by the next update, never recorded with the hash of
+    content the index does not hold."""
+    from ragnet.corpus import loader
+
+    loader._check_size(source, size, max_file_mb)
+    try:
+        return sha256_file(source.path)
+    except OSError as exc:
+        raise InputError(f"cannot read file: {exc.strerror or exc}", path=source.display) from None
+
+
+def _file_items(source: Any, digest: str, record: FileRecord | None, old_docs: dict[str, DocRecord],
+                read: Callable[[], list[tuple[Document, int | None]]]
+                ) -> tuple[list[_Item], list[tuple[str, int | None, str]], str]:
+    """One file's documents as plan items, their ids as ``(id, line, where it is defined)``, and
+    whether the file is ``"unchanged"``, ``"changed"`` or ``"added"``. It is read (``read()``)
+    only when its hash is not the one recorded; a document read that hashes as before is kept."""
+    if record is not None and record.sha256 == digest and record.docs and all(d in old_docs for d in record.docs):
+        return [_Keep(d, old_docs[d]) for d in record.docs], [(d, None, source.display) for d in record.docs], \
+            "unchanged"
+    docs = read()
+    items: list[_Item] = []
+    for doc, _ in docs:
+        digest_doc = document_hash(doc)
+        rec = old_docs.get(doc.id)
+        items.append(_Keep(doc.id, rec) if rec is not None and rec.sha256 == digest_doc else _Fresh(doc, digest_doc))
+    ids = [(doc.id, line, doc.source or source.display) for doc, line in docs]
+    status = "changed" if record is not None or any(d in old_docs for d, _, _ in ids) else "added"
+    return items, ids, status
 
 
 # -- writing -----------------------------------------------------------------------------
@@ -573,11 +556,8 @@ def _rewrite(cls: type, path: Path, old: Any, plan: Sequence[_Item], sources: So
              report: UpdateReport, *, embedder: Embedder | None = None, show_progress: bool = True,
              read_s: float = 0.0) -> Any:
     """Write the index of ``plan`` (documents in row order) over ``old``: reused chunks and vectors,
-    new ones chunked and embedded, everything written anew by ``cls._write`` and swapped in."""
-    from tqdm.auto import tqdm
-
-    from ragnet.corpus.chunking import chunk_documents
-    from ragnet.corpus.metadata import Gazetteer
+    new ones chunked and embedded, everything written anew by
+    :func:`~ragnet.index.build.write_index` and swapped in."""
     from ragnet.index.ivfpq import IVFPQParams
 
     t_all = time.perf_counter()
@@ -587,24 +567,63 @@ def _rewrite(cls: type, path: Path, old: Any, plan: Sequence[_Item], sources: So
     if emb.name != m["embedder"]:
         raise InputError(f"the index at {path} was built with embedder {m['embedder']!r}, not {emb.name!r}; "
                          "rebuild it to change the embedder", argument="embedder")
-
-    # 1. chunk the new documents
     t0 = time.perf_counter()
+    by_doc = _chunk_fresh(plan, m, show_progress)
+    stats["chunk_s"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    chunks, rows = _rows(plan, old, sources, by_doc)
+    stats["assemble_s"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    vectors, passages = _vectors(old, chunks, rows, emb, report, show_progress)
+    stats["embed_s"] = time.perf_counter() - t0
+    new_sources = Sources(_doc_records(plan, by_doc), files)  # with this ragnet's code fingerprint
+
+    n = len(chunks)
+    settings = {"chunk_tokens": m["chunk_tokens"], "overlap": m["overlap"], "doc_count": len(plan),
+                "gazetteer": m.get("gazetteer") or None}
+    ivfpq = m.get("ivfpq")
+    dense = DenseOptions(kind=m["faiss_index"], ivfpq=IVFPQParams.from_dict(ivfpq) if ivfpq else None)
+    trained = _trained_ivfpq(old) if m["faiss_index"] == "ivfpq" else None
+    with contextlib.ExitStack() as stack:
+        sentences_from = None
+        if m.get("sentences"):
+            spill = stack.enter_context(VectorSpill(path.parent))
+            _sentence_vectors(old, chunks, rows, emb, spill, report, stats, show_progress)
+            sentences_from = spilled_sentences(emb, n, spill, stats, show_progress)
+        # write everything anew, as a full build does, and swap it in
+        index = write_index(cls, path, [(chunks, vectors, passages)], n, emb, dense, settings,
+                            sentences_from=sentences_from, stats=stats, t_all=t_all, show_progress=show_progress,
+                            extra=new_sources.save, trained=trained)
+    report.stats.update(index.build_stats or {})
+    return index
+
+
+def _chunk_fresh(plan: Sequence[_Item], manifest: dict[str, Any], show_progress: bool) -> dict[str, list[Chunk]]:
+    """The chunks of the plan's new and changed documents, by document id, chunked with the
+    index's settings."""
+    from tqdm.auto import tqdm
+
+    from ragnet.corpus.chunking import chunk_documents
+    from ragnet.corpus.metadata import Gazetteer
+
     fresh = [it.doc for it in plan if isinstance(it, _Fresh)]
-    names = m.get("gazetteer") or None
+    names = manifest.get("gazetteer") or None
     with tqdm(total=sum(len(d.text) for d in fresh), desc="Chunking", unit="char", unit_scale=True,
               disable=not show_progress or not fresh, mininterval=0.5) as bar:
-        new_chunks = chunk_documents(fresh, m["chunk_tokens"], m["overlap"],
+        new_chunks = chunk_documents(fresh, manifest["chunk_tokens"], manifest["overlap"],
                                      gazetteer=Gazetteer(names) if names else None,
                                      progress=bar.update) if fresh else []
     by_doc: dict[str, list[Chunk]] = {}
     for chunk in new_chunks:
         by_doc.setdefault(chunk.doc_id, []).append(chunk)
-    stats["chunk_s"] = time.perf_counter() - t0
+    return by_doc
 
-    # 2. the rows: kept documents' chunks as stored; a new chunk whose title and text a dropped
-    #    chunk had (a changed file's unchanged pages, a renamed file) takes that chunk's vectors
-    t0 = time.perf_counter()
+
+def _rows(plan: Sequence[_Item], old: Any, sources: Sources,
+          by_doc: dict[str, list[Chunk]]) -> tuple[list[Chunk], np.ndarray]:
+    """The new index's chunks in row order, and for each the old row whose vectors it takes (-1:
+    embed it): kept documents' chunks as stored; a new chunk whose title and text a dropped chunk
+    had (a changed file's unchanged pages, a renamed file) takes that chunk's vectors."""
     old_chunks = list(old.chunks)
     chunks: list[Chunk] = []
     src: list[int] = []
@@ -625,15 +644,15 @@ def _rewrite(cls: type, path: Path, old: Any, plan: Sequence[_Item], sources: So
                 for row in range(rec.row, rec.row + rec.chunks):
                     known.setdefault((old_chunks[row].title, old_chunks[row].text), row)
         src = [s if s >= 0 else known.get((c.title, c.text), -1) for s, c in zip(src, chunks)]
-    del old_chunks
-    rows = np.asarray(src, dtype=np.int64)
-    n = len(chunks)
-    reuse = rows >= 0
-    stats["assemble_s"] = time.perf_counter() - t0
+    return chunks, np.asarray(src, dtype=np.int64)
 
-    # 3. vectors: stored ones for reused chunks, the embedder's for the others
-    t0 = time.perf_counter()
-    vectors = np.empty((n, old.dimension), dtype=np.float32)
+
+def _vectors(old: Any, chunks: Sequence[Chunk], rows: np.ndarray, emb: Embedder, report: UpdateReport,
+             show_progress: bool) -> tuple[np.ndarray, list[str]]:
+    """The chunks' vectors (stored ones for reused rows, the embedder's for the others) and
+    passages; counts both kinds in ``report``."""
+    reuse = rows >= 0
+    vectors = np.empty((len(chunks), old.dimension), dtype=np.float32)
     if reuse.any():
         wanted, back = np.unique(rows[reuse], return_inverse=True)
         vectors[reuse] = np.asarray(old._emb[wanted], dtype=np.float32)[back]
@@ -642,10 +661,12 @@ def _rewrite(cls: type, path: Path, old: Any, plan: Sequence[_Item], sources: So
     if todo.size:
         vectors[todo] = embed_unique([passages[i] for i in todo], emb, show_progress=show_progress,
                                      dtype=np.float32, desc="Embedding")
-    stats["embed_s"] = time.perf_counter() - t0
     report.chunks_embedded, report.chunks_reused = int(todo.size), int(reuse.sum())
+    return vectors, passages
 
-    # 4. the new index's sources
+
+def _doc_records(plan: Sequence[_Item], by_doc: dict[str, list[Chunk]]) -> dict[str, DocRecord]:
+    """Each document's hash and rows in the new index (a document that gave no chunks has none)."""
     docs: dict[str, DocRecord] = {}
     row = 0
     for it in plan:
@@ -654,33 +675,7 @@ def _rewrite(cls: type, path: Path, old: Any, plan: Sequence[_Item], sources: So
         if count:
             docs[doc_id] = DocRecord(sha, row, count)
         row += count
-    new_sources = Sources(docs, files)  # with this ragnet's code fingerprint
-
-    settings = {"chunk_tokens": m["chunk_tokens"], "overlap": m["overlap"], "doc_count": len(plan),
-                "gazetteer": names}
-    ivfpq = m.get("ivfpq")
-    dense = DenseOptions(kind=m["faiss_index"], ivfpq=IVFPQParams.from_dict(ivfpq) if ivfpq else None)
-    trained = _trained_ivfpq(old) if m["faiss_index"] == "ivfpq" else None
-    with contextlib.ExitStack() as stack:
-        sentences_from = None
-        if m.get("sentences"):
-            spill = stack.enter_context(VectorSpill(path.parent))
-            _sentence_vectors(old, chunks, rows, emb, spill, report, stats, show_progress)
-
-            def sentences_from(sparse: Any, staging: Path) -> dict[str, Any]:
-                t0 = time.perf_counter()
-                with ChunkStore.open(staging, n) as written:
-                    info = SentenceStore.write(written, emb, sparse, staging / SENTENCES_DIR, count=n,
-                                               vectors=spill, show_progress=show_progress)
-                stats["sentences_s"] = time.perf_counter() - t0
-                return info
-
-        # 5. write everything anew, as a full build does, and swap it in
-        index = cls._write(path, [(chunks, vectors, passages)], n, emb, dense, settings,
-                           sentences_from=sentences_from, stats=stats, t_all=t_all, show_progress=show_progress,
-                           extra=new_sources.save, trained=trained)
-    report.stats.update(index.build_stats or {})
-    return index
+    return docs
 
 
 def _sentence_vectors(old: Any, chunks: Sequence[Chunk], rows: np.ndarray, emb: Embedder, spill: VectorSpill,
@@ -723,7 +718,7 @@ def _trained_ivfpq(old: Any) -> Any:
     from ragnet.index.ivfpq import _c_stdout_silenced
     from ragnet.index.untrusted import bounded_faiss_read
 
-    header = old.path / "dense.faiss"
+    header = old.path / DENSE
     with bounded_faiss_read(faiss, header.stat().st_size), _c_stdout_silenced():
         index = faiss.read_index(str(header), faiss.IO_FLAG_SKIP_IVF_DATA)
     ivf = faiss.downcast_index(faiss.extract_index_ivf(index))

@@ -11,7 +11,7 @@ import re
 import weakref
 from typing import Any
 
-from ragnet.core.bridge import bridge_entities, bridge_query, section_references
+from ragnet.core.bridge_keys import bridge_entities, bridge_query, section_references
 from ragnet.corpus.locations import SECTION_SEPARATOR
 from ragnet.corpus.types import Chunk
 

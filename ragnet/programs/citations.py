@@ -50,7 +50,7 @@ from typing import Any
 
 from ragnet.core.support import STATES_ANSWER, support_scores
 from ragnet.corpus.locations import SECTION_SEPARATOR
-from ragnet.corpus.sentences import split_sentences
+from ragnet.corpus.sentence_split import split_sentences
 from ragnet.corpus.types import Chunk
 
 __all__ = ["LOCATION_FIELDS", "MAX_CITED", "SHOWN_SENTENCES", "citation", "citations", "showing", "shown_sentences",

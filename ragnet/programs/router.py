@@ -45,7 +45,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ragnet._text import normalize_text
-from ragnet.core.bridge import bridge_entities
+from ragnet.core.bridge_keys import bridge_entities
 from ragnet.core.routing import ROUTES, RouteRule, RouteSignals, question_form
 from ragnet.core.title_keys import mention_pattern, title_keys
 from ragnet.corpus.types import Chunk

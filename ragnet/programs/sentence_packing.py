@@ -34,7 +34,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ragnet.core import links
-from ragnet.core import sentences as core_sentences
+from ragnet.core import sentence_values as core_sentences
 from ragnet.corpus.tokens import count_tokens_batch
 from ragnet.corpus.types import Chunk
 from ragnet.programs.citations import showing
@@ -75,7 +75,7 @@ def sentence_candidates(index: Any, chunks: Sequence[Chunk], question: str) -> S
     Sentences of chunks the index stores unchanged come from its sentence store; the rest (an
     index built without sentences, or chunks an LM cropped) are split and embedded here.
     """
-    from ragnet.index.sentences import SentenceStore
+    from ragnet.index.sentence_store import SentenceStore
 
     qvec = index.embed_query(question)
     terms = index.query_terms(question)

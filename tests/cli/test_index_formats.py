@@ -150,7 +150,7 @@ def test_a_file_over_a_bound_is_one_line_and_exit_2_or_counted_under_skip(tmp_pa
 def test_max_file_mb_help_names_what_it_bounds():
     import inspect
 
-    from ragnet.cli.index import index
+    from ragnet.cli.index_search import index
 
     text = inspect.signature(index).parameters["max_file_mb"].default.help
     for bound in ("on disk", "DOCX that unpacks", "PDF whose pages", "HTML page"):

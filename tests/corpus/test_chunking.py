@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ragnet.corpus.chunking import chunk_documents, chunk_text
-from ragnet.corpus.sentences import sentence_spans as split_sentences
+from ragnet.corpus.sentence_split import sentence_spans as split_sentences
 from ragnet.corpus.metadata import METADATA_KEYS, Gazetteer
 from ragnet.corpus.tokens import count_tokens
 from ragnet.corpus.types import Chunk, Document

@@ -104,7 +104,7 @@ def test_sentence_spans_of_long_runs_of_punctuation_or_blanks(run):
     # the run ends in a word, not a blank: every position inside it was a failed match, tried anew
     # (a million blanks: about 45 minutes before; a fifth of a second now)
     _finishes(f"""
-        from ragnet.corpus.sentences import sentence_spans
+        from ragnet.corpus.sentence_split import sentence_spans
         text = "Start" + {run!r} * 1_000_000 + "end here. Next one."
         spans = sentence_spans(text)
         assert text[spans[-1][0]:spans[-1][1]] == "Next one."

@@ -273,6 +273,16 @@ def test_markdown_setext_heading_and_code_fence(tmp_path):
     assert load_documents(fenced)[0].title == "Real Title"
 
 
+def test_markdown_title_and_heading_path_agree_on_what_a_heading_is(tmp_path):
+    # a rule under a paragraph's second line makes no setext heading: neither the title nor the
+    # heading path takes "pip install ragnet." for one
+    path = tmp_path / "notes.md"
+    path.write_text("Setup notes:\npip install ragnet.\n---\n\nUsage\n=====\n\nRun it.\n", encoding="utf-8")
+    [doc] = load_documents(path)
+    assert doc.title == "Usage"
+    assert [place["headings"] for _, place in doc.positions] == [["Usage"]]
+
+
 def test_markdown_without_heading_uses_first_line_or_stem(tmp_path):
     short = tmp_path / "short.markdown"
     short.write_text("\n\n  A first line  \nmore text\n", encoding="utf-8")

@@ -21,7 +21,7 @@ pytest.importorskip("onnx")
 from ragnet.errors import InputError, MissingDependencyError  # noqa: E402
 from ragnet.index import Embedder, Index  # noqa: E402
 from ragnet.index import onnx_backend as ob  # noqa: E402
-from ragnet.bench.index import run_embed_bench  # noqa: E402
+from ragnet.bench.index_timings import run_embed_bench  # noqa: E402
 from ragnet.index.embedder import DEFAULT_MODEL_NAME, bundled_model_path  # noqa: E402
 
 from .conftest import QUERIES, make_docs  # noqa: E402

@@ -12,9 +12,9 @@ import pytest
 from ragnet.corpus.types import Document
 from ragnet.errors import IndexFormatError, InputError
 from ragnet.index import DenseOptions, Index
-from ragnet.index.index import passage_text
 from ragnet.index.file_array import FileArray
 from ragnet.index.ivfpq import IVFPQParams
+from ragnet.index.passages import passage_text
 
 DATA = "hotpotqa_dev_distractor/questions.jsonl"
 

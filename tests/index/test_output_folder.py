@@ -22,7 +22,7 @@ from ragnet._atomic import DirSwap, atomic_dir, atomic_path, clean_stale, dir_lo
 from ragnet.cli import app
 from ragnet.errors import InputError
 from ragnet.index import Index
-from ragnet.index.index import index_files
+from ragnet.index.manifest import index_files
 from tests.index.conftest import make_docs
 
 

@@ -184,7 +184,7 @@ def test_failed_build_leaves_previous_index_intact(built, tmp_path, monkeypatch,
     def boom(self, path):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr("ragnet.index.index.DenseIndex.save", boom)
+    monkeypatch.setattr("ragnet.index.dense.DenseIndex.save", boom)
     with pytest.raises(RuntimeError, match="disk full"):
         Index.build(make_docs()[:5], target, embedder=embedder, show_progress=False)
     after = {p.name: p.read_bytes() for p in target.rglob("*") if p.is_file()}

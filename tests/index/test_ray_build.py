@@ -64,7 +64,7 @@ def test_sentence_vectors_must_match_the_sentences(docs, embedder, tmp_path, ext
     """Vectors computed elsewhere (Ray workers) that do not line up with this process's
     sentence split, one row short or one too many, are refused, not stored misaligned."""
     from ragnet.errors import IndexFormatError
-    from ragnet.index.sentences import SentenceStore, VectorSpill, chunk_sentences
+    from ragnet.index.sentence_store import SentenceStore, VectorSpill, chunk_sentences
 
     index = Index.build(docs[:2], tmp_path / "i", chunk_tokens=64, overlap=8, embedder=embedder, sentences=False,
                         show_progress=False)
@@ -80,7 +80,7 @@ def test_spilled_vectors_come_back_in_order_and_leave_no_file(embedder, tmp_path
     """The driver's sentence vectors wait in an unnamed file: read back in append order, across
     append boundaries, and nothing is left in the folder it was made in."""
     from ragnet.errors import IndexFormatError
-    from ragnet.index.sentences import VectorSpill
+    from ragnet.index.sentence_store import VectorSpill
 
     rng = np.random.default_rng(0)
     parts = [rng.standard_normal((k, 8)).astype(np.float16) for k in (5, 1, 7)]

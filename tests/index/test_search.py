@@ -152,7 +152,7 @@ def test_accessors(built, docs):
 
 
 def test_passages_include_the_title(built):
-    from ragnet.index.index import passage_text
+    from ragnet.index.passages import passage_text
 
     chunk = built.chunk("doc20#0")
     assert passage_text(chunk).startswith("Python language\n")

@@ -199,7 +199,7 @@ def test_mmap_load_gives_the_same_scores_and_ids(saved, corpus, whole):
     # bm25s's own scoring works on the mapped retriever (the table stands in for vocab_dict)
     tokens = mapped.tokenize(queries[0])
     np.testing.assert_allclose(mapped.retriever.get_scores(tokens), in_ram.scores(queries[0]), rtol=1e-6)
-    from ragnet.index.sentences import idf_of
+    from ragnet.index.sentence_store import idf_of
 
     np.testing.assert_array_equal(idf_of(mapped), idf_of(in_ram))
 

@@ -291,8 +291,8 @@ elif point == "writing":
     real_finish = IndexWriter.finish
     IndexWriter.finish = lambda self: pause(point) or real_finish(self)
 elif point == "manifest":
-    import ragnet.index.index as ii
-    ii.usual_permissions = lambda *a, **k: pause(point)
+    import ragnet.index.build as ib
+    ib.usual_permissions = lambda *a, **k: pause(point)
 elif point == "swap":
     import ragnet._atomic as at
     real_replace = os.replace

@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from ragnet.corpus.sentences import split_sentences
+from ragnet.corpus.sentence_split import split_sentences
 from ragnet.corpus.types import Document
 from ragnet.programs import BasicRAG
 from ragnet.programs.registry import build_program

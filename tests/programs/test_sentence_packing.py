@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragnet.corpus.sentences import split_sentences
+from ragnet.corpus.sentence_split import split_sentences
 from ragnet.corpus.tokens import count_tokens
 from ragnet.programs import OneShotRAG
 from ragnet.programs.sentence_packing import GAP, sentence_candidates

@@ -64,7 +64,7 @@ def _covered(gold: list[tuple[str, str]], chunks: Sequence[Any]) -> bool:
 
 
 def _rank_cut(chunks: Sequence[Any], blocks: np.ndarray, headers: np.ndarray, budget: int) -> list[Any]:
-    from ragnet.corpus.sentences import sentence_spans
+    from ragnet.corpus.sentence_split import sentence_spans
 
     out, used = [], 0
     for chunk, block, header in zip(chunks, blocks.tolist(), headers.tolist()):

@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ragnet._text import normalize_text
-from ragnet.corpus.sentences import split_sentences
+from ragnet.corpus.sentence_split import split_sentences
 from ragnet.corpus.tokens import count_tokens
 from ragnet.corpus.types import Chunk
 from ragnet.errors import InputError

@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from ragnet.core import sentences as S
+from ragnet.core import sentence_values as S
 
 
 def test_lead_sentence_keeps_its_share_of_a_relevant_chunk():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ragnet.bench.index import run_index_bench, run_search_bench
+from ragnet.bench.index_timings import run_index_bench, run_search_bench
 
 from .conftest import QUERIES, make_docs
 

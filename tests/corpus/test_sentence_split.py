@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragnet.corpus.sentences import sentence_spans, split_sentences
+from ragnet.corpus.sentence_split import sentence_spans, split_sentences
 
 
 @pytest.mark.parametrize(

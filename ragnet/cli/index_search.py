@@ -36,7 +36,7 @@ def index(
     from ragnet.index import BuildEngine, DenseOptions, Index
     from ragnet.index.dense import KINDS
     from ragnet.index.embedder import Embedder
-    from ragnet.index.index import check_output_folder
+    from ragnet.index.manifest import check_output_folder
 
     if on_error not in ON_ERROR:
         raise InputError(f"choose one of {', '.join(ON_ERROR)}, got {on_error!r}", argument="on-error")

@@ -23,9 +23,10 @@ import numpy as np
 from ragnet.corpus.types import Document
 from ragnet.errors import InputError
 from ragnet.index.embedder import Embedder
-from ragnet.index.index import Index, passage_text
+from ragnet.index.hybrid import Index
 from ragnet.index.onnx_backend import resolve_backend
 from ragnet.index.options import BuildEngine, DenseOptions
+from ragnet.index.passages import passage_text
 
 
 @contextlib.contextmanager

@@ -2,7 +2,7 @@
 
 Used to cut chunks at sentence boundaries (:mod:`ragnet.corpus.chunking`), to split chunks
 into the sentences the index stores for sentence-level selection
-(:mod:`ragnet.index.sentences`), and to check LM crops. Rule-based and fast: a sentence ends
+(:mod:`ragnet.index.sentence_store`), and to check LM crops. Rule-based and fast: a sentence ends
 at terminal punctuation followed by a capitalised word or a digit (not after common
 abbreviations, initials such as "J. R. R. Tolkien", or "No." before a number), at a blank
 line, and before a Markdown block start. Spans index the original text, so sentences are

@@ -1,6 +1,6 @@
 """Sentence data of every chunk, computed once and saved in the index, for sentence-level selection.
 
-For each chunk the store keeps its sentence boundaries (:mod:`ragnet.corpus.sentences`), each
+For each chunk the store keeps its sentence boundaries (:mod:`ragnet.corpus.sentence_split`), each
 sentence's tokens (cl100k), its BM25 terms (the index's own vocabulary) and its embedding.
 A sentence is embedded as ``"Title: sentence"``: most sentences after a paragraph's first
 name their subject with a pronoun ("He lives in Los Angeles"), and the title restores it
@@ -41,7 +41,7 @@ import numpy as np
 from ragnet.errors import IndexFormatError
 
 FORMAT = "ragnet-sentences"
-SPLITTER = "ragnet-2"  # bump when ragnet.corpus.sentences changes its boundaries
+SPLITTER = "ragnet-2"  # bump when ragnet.corpus.sentence_split changes its boundaries
 EMBEDDED_AS = "title: sentence"
 FOLDER = "sentences"
 _ARRAYS = ("offsets", "spans", "tokens", "terms", "term_offsets", "vectors")
@@ -333,7 +333,7 @@ def chunk_sentences(chunk: Any) -> tuple[list[tuple[int, int]], list[str]]:
         >>> chunk_sentences(Chunk(id="d#0", doc_id="d", title="Ed Wood", text="A director. He was American.", tokens=6))
         ([(0, 11), (12, 28)], ['Ed Wood: A director.', 'Ed Wood: He was American.'])
     """
-    from ragnet.corpus.sentences import sentence_spans
+    from ragnet.corpus.sentence_split import sentence_spans
 
     spans = sentence_spans(chunk.text) or [(0, len(chunk.text))]
     return spans, [embedded_text(chunk.title, chunk.text[a:b]) for a, b in spans]

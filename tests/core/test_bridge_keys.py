@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ragnet.core.bridge import bridge_entities, bridge_query, identifiers, name_phrases, section_references
+from ragnet.core.bridge_keys import bridge_entities, bridge_query, identifiers, name_phrases, section_references
 
 Q = "What government position was held by the woman who portrayed Corliss Archer in the film Kiss and Tell?"
 FILM = ("Kiss and Tell is a 1945 American comedy film starring then 17-year-old Shirley Temple as Corliss Archer. "

@@ -1,8 +1,11 @@
-"""``Index``: chunks + dense (FAISS) + sparse (BM25) retrieval, persisted as one folder.
+"""``Index``: an index folder opened for hybrid search, chunks + dense (FAISS) + sparse (BM25).
 
-Build once, load many times, search hybrid:
+Build once (:mod:`ragnet.index.build`), load many times, search hybrid:
 
     score = lam * norm(bm25) + (1 - lam) * norm(cos)
+
+The folder's layout and the checks run before it is read are :mod:`ragnet.index.manifest`'s;
+updates are :mod:`ragnet.index.update`'s.
 
 Example:
     >>> import ragnet, tempfile
@@ -13,79 +16,39 @@ Example:
     ['rome#0']
     >>> Index.load(index.path).search("capital of Italy", k=1)[0].doc_id
     'rome'
-
-On-disk layout (``format_version`` 2, the one format this ragnet reads; nothing is pickled)::
-
-    manifest.json       format_version, ragnet_version, embedder, dimension, normalize,
-                        chunk_count, chunk_tokens, overlap, tokenizer, faiss_index, ivfpq,
-                        vectors {file, dtype}, created, files {relative name: sha256}
-    chunks.jsonl        one Chunk.to_dict() per line (scores left out), read on demand
-    chunks.*.npy        byte offsets and sorted ids (``ragnet.index.chunk_store``)
-    embeddings.npy      float32 (chunk_count, dimension), L2-normalised rows; or, for the
-    vectors.f16.npy     on-disk ``ivfpq`` kind, float16 rows memory-mapped for re-scoring
-    dense.faiss         FAISS native index (+ dense.ivfdata: IVF-PQ inverted lists on disk)
-    bm25/               bm25s native save (.npy + JSON) and tokenizer.json
-    catalog/            the rule filter's metadata catalog (``ragnet.index.catalog_store``)
-    sentences/          optional sentence data (``ragnet.index.sentences``)
 """
 
 from __future__ import annotations
 
 import contextlib
-import datetime as _dt
-import json
 import os
-import shutil
-import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from ragnet._atomic import DirSwap, atomic_dir, check_writable_parent, dir_lock, usual_permissions
-from ragnet._hashing import sha256_file
-from ragnet.corpus.outputs import INDEX_FORMAT, INDEX_MANIFEST, index_manifest
 from ragnet.corpus.types import Chunk, Document
 from ragnet.errors import IndexFormatError, InputError
-from ragnet.index.catalog_store import FILES as CATALOG_FILES
-from ragnet.index.chunk_store import SIDECARS as CHUNK_SIDECARS
+from ragnet.index import build as _build
+from ragnet.index.build import EmbedderLike, as_embedder, output_path
 from ragnet.index.chunk_store import ChunkStore
-from ragnet.index.passages import PASSAGE_FORMAT, passage_text
 from ragnet.index.dense import DenseIndex
-from ragnet.index.embedder import Embedder, build_embedder
+from ragnet.index.embedder import Embedder
 from ragnet.index.file_array import file_backed
+from ragnet.index.manifest import check_embedder, check_folder, read_manifest, through_link
 from ragnet.index.onnx_backend import AUTO, resolve_backend
 from ragnet.index.options import BuildEngine, DenseOptions
-from ragnet.index.sentences import FILES as SENTENCE_FILES
-from ragnet.index.sentences import FOLDER as SENTENCES_DIR
-from ragnet.index.sentences import FORMAT as SENTENCES_FORMAT
-from ragnet.index.sentences import SPLITTER as SENTENCES_SPLITTER
-from ragnet.index.sentences import SentenceStore, VectorSpill, embed_unique, idf_of
-from ragnet.index.sparse import FILES as BM25_FILES
+from ragnet.index.sentence_store import FOLDER as SENTENCES_DIR
+from ragnet.index.sentence_store import FORMAT as SENTENCES_FORMAT
+from ragnet.index.sentence_store import SPLITTER as SENTENCES_SPLITTER
+from ragnet.index.sentence_store import SentenceStore, idf_of
 from ragnet.index.sparse import SparseIndex
-from ragnet.index.sources import Sources
-from ragnet.index.untrusted import member, npy_header
+from ragnet.index.untrusted import REBUILD
+from ragnet.index.writer import BM25_DIR, CATALOG_DIR, DENSE
 
-FORMAT_VERSION = 2
-TOKENIZER = "tiktoken:cl100k_base"
-MANIFEST = INDEX_MANIFEST
-MANIFEST_FORMAT = INDEX_FORMAT  # what marks a folder as ragnet's to replace
-CHUNKS = "chunks.jsonl"
-EMBEDDINGS = "embeddings.npy"
-DENSE = "dense.faiss"
-DENSE_IVFDATA = "dense.ivfdata"
-BM25_DIR = "bm25"
-CATALOG_DIR = "catalog"
+__all__ = ["Index"]
+
 MMAP_BM25_FROM = 200_000  # chunks from which the BM25 matrix is memory-mapped instead of read
-DENSE_KINDS = ("flat", "hnsw", "ivf", "ivfpq")  # what a manifest may record
-_REQUIRED_KEYS = ("format_version", "embedder", "dimension", "chunk_count", "faiss_index", "vectors", "files")
-_REBUILD = "rebuild with `ragnet index`"
-
-EmbedderLike = Embedder | str | os.PathLike | None
-
-
-def _as_embedder(embedder: EmbedderLike) -> Embedder:
-    return embedder if isinstance(embedder, Embedder) else Embedder(embedder)
 
 
 def _normalise_scores(x: np.ndarray) -> np.ndarray:
@@ -195,105 +158,8 @@ class Index:
             ...                 show_progress=False))
             1
         """
-        _check_option(dense, DenseOptions, "dense")
-        _check_option(engine, BuildEngine, "engine")
-        given = Path(path)
-        path = _through_link(given)
-        check_output_folder(path)
-        docs = list(docs)
-        if not docs:
-            raise InputError("no documents to index", argument="docs")
-        _check_unique_ids(docs)
-        emb = build_embedder(embedder)
-        settings = {"chunk_tokens": chunk_tokens, "overlap": overlap, "doc_count": len(docs),
-                    "gazetteer": sorted(gazetteer.names) if gazetteer is not None else None}
-        # One writer per folder from here to the swap; a second build is refused at once.
-        with dir_lock(path):
-            check_output_folder(path)  # re-checked under the lock: another process may have written it
-            if engine.kind == "ray":
-                index = cls._build_ray(docs, path, emb, settings, dense, engine, gazetteer, sentences, show_progress)
-            else:
-                index = cls._build_locked(docs, path, emb, settings, dense, gazetteer, sentences, show_progress)
-        index.path = given
-        return index
-
-    @classmethod
-    def _build_locked(cls, docs: list[Document], path: Path, emb: Embedder, settings: dict[str, Any],
-                      dense: DenseOptions, gazetteer: Any, sentences: bool, show_progress: bool,
-                      files: dict[str, Any] | None = None) -> "Index":
-        from tqdm.auto import tqdm
-
-        from ragnet.corpus.chunking import chunk_documents
-
-        stats: dict[str, float] = {}
-        t_all = time.perf_counter()
-
-        # 1. chunk (the bar counts characters, so it moves inside a long document too)
-        t0 = time.perf_counter()
-        total_chars = sum(len(d.text) for d in docs if isinstance(getattr(d, "text", None), str))
-        with tqdm(total=total_chars, desc="Chunking", unit="char", unit_scale=True, disable=not show_progress,
-                  mininterval=0.5) as bar:
-            chunks = chunk_documents(docs, settings["chunk_tokens"], settings["overlap"], gazetteer=gazetteer,
-                                     progress=bar.update)
-        if not chunks:
-            raise InputError("the documents produced no chunks (all empty?)", argument="docs")
-        stats["chunk_s"] = time.perf_counter() - t0
-
-        # 2. embed unique passages only (model load timed apart: it is cached per process)
-        t0 = time.perf_counter()
-        emb.load()
-        stats["model_load_s"] = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        passages = [passage_text(c) for c in chunks]
-        embeddings = embed_unique(passages, emb, show_progress=show_progress, dtype=np.float32, desc="Embedding")
-        stats["embed_s"] = time.perf_counter() - t0
-
-        # 3. sentences (boundaries, tokens, BM25 terms, vectors) for sentence-level selection; built
-        # once the writer has the corpus BM25, whose vocabulary the sentence terms index into
-        def sentences_from(sparse: SparseIndex, staging: Path) -> dict[str, Any]:
-            t0 = time.perf_counter()
-            store = SentenceStore.build(chunks, emb, sparse, show_progress=show_progress)
-            store.save(staging / SENTENCES_DIR)
-            stats["sentences_s"] = time.perf_counter() - t0
-            return store.info
-
-        # sources.json: each document's hash and rows (and each file's, from `ragnet index`), for updates
-        sources = Sources.of(docs, chunks, files)
-        return cls._write(path, [(chunks, embeddings, passages)], len(chunks), emb, dense, settings,
-                          sentences_from=sentences_from if sentences else None, stats=stats, t_all=t_all,
-                          extra=sources.save)
-
-    @classmethod
-    def _build_ray(cls, docs: list[Document], path: Path, emb: Embedder, settings: dict[str, Any],
-                   dense: DenseOptions, engine: BuildEngine, gazetteer: Any, sentences: bool,
-                   show_progress: bool) -> "Index":
-        from ragnet.index import ray_build
-
-        t_all = time.perf_counter()
-        ray = ray_build.connect(engine.address, engine.workers)
-        workers = engine.workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
-        t0 = time.perf_counter()
-        # the workers' sentence vectors wait on disk (same file system as the index), not in memory
-        with VectorSpill(path.parent) if sentences else contextlib.nullcontext() as spill:
-            count, parts = ray_build.shards(docs, embedder=emb.name, backend=getattr(emb, "backend", None),
-                                            chunk_tokens=settings["chunk_tokens"], overlap=settings["overlap"],
-                                            gazetteer_names=settings["gazetteer"], workers=workers,
-                                            sentence_sink=spill)
-            stats = {"chunk_s": time.perf_counter() - t0, "workers": float(workers)}
-
-            def sentences_from(sparse: SparseIndex, staging: Path) -> dict[str, Any]:
-                # spans, tokens and BM25 terms here (they need the corpus vocabulary), block by block from
-                # the chunks just written; vectors from the workers, read back from the spill in row order
-                t0 = time.perf_counter()
-                with ChunkStore.open(staging, count) as chunks:
-                    info = SentenceStore.write(chunks, emb, sparse, staging / SENTENCES_DIR, count=count,
-                                               vectors=spill)
-                stats["sentences_s"] = time.perf_counter() - t0
-                return info
-
-            return cls._write(path, parts, count, emb, dense, settings,
-                              sentences_from=sentences_from if sentences else None, stats=stats, t_all=t_all,
-                              show_progress=show_progress)
+        return _build.build(cls, docs, path, chunk_tokens, overlap, embedder, dense=dense, engine=engine,
+                            sentences=sentences, gazetteer=gazetteer, show_progress=show_progress)
 
     @classmethod
     def build_from_shards(
@@ -327,7 +193,7 @@ class Index:
 
         Example:
             >>> import tempfile
-            >>> from ragnet.index.embedder import Embedder
+            >>> from ragnet.index.passages import passage_text
             >>> chunk = Chunk(id="d#0", doc_id="d", title="T", text="Some text.", tokens=3)
             >>> vec = Embedder().encode([passage_text(chunk)])
             >>> idx = Index.build_from_shards([([chunk], vec)], tempfile.mkdtemp() + "/i", count=1,
@@ -335,97 +201,8 @@ class Index:
             >>> idx.search("text", k=1)[0].id
             'd#0'
         """
-        _check_option(dense, DenseOptions, "dense")
-        given = Path(path)
-        path = _through_link(given)
-        check_output_folder(path)
-        emb = _as_embedder(embedder)
-        settings = {"chunk_tokens": chunk_tokens, "overlap": overlap, "doc_count": None, "gazetteer": None}
-        with dir_lock(path):
-            check_output_folder(path)
-            shards = ((chunks, vectors, None) for chunks, vectors in shards)
-            index = cls._write(path, shards, count, emb, dense, settings, show_progress=show_progress)
-        index.path = given
-        return index
-
-    @classmethod
-    def _write(cls, path: Path, shards: Iterable[tuple[Sequence[Chunk], np.ndarray, Sequence[str] | None]],
-               count: int, emb: Embedder, dense: DenseOptions, settings: dict[str, Any], *,
-               sentences_from: Callable[[SparseIndex, Path], dict[str, Any]] | None = None,
-               stats: dict[str, float] | None = None, t_all: float | None = None,
-               show_progress: bool = False, extra: Callable[[Path], Any] | None = None,
-               trained: Any = None) -> "Index":
-        """Stream ``shards`` through an :class:`~ragnet.index.writer.IndexWriter` into a
-        temporary folder, write the manifest, and swap the folder into place. ``extra(folder)``
-        writes more files into it before the checksums (``sources.json``); ``trained`` is an empty
-        IVF-PQ index already trained (an update keeps the index's quantizers)."""
-        from tqdm.auto import tqdm
-
-        from ragnet import __version__
-        from ragnet.index.writer import IndexWriter, resolve_kind
-
-        stats = stats if stats is not None else {}
-        t_all = t_all if t_all is not None else time.perf_counter()
-        kind = resolve_kind(dense.kind, count, dense.hnsw_from, dense.ivfpq_from)
-        swap = DirSwap()
-        t0 = time.perf_counter()
-        with atomic_dir(path, owned=index_files, swap=swap) as tmp:
-            writer: IndexWriter | None = None
-            with tqdm(total=count, desc="Writing", unit="chunk", disable=not show_progress, mininterval=0.5) as bar:
-                for chunks, vectors, passages in shards:
-                    if writer is None:
-                        writer = IndexWriter(tmp, count, np.shape(vectors)[1], kind, dense.ivfpq, trained=trained)
-                    writer.add(chunks, vectors, passages)
-                    bar.update(len(chunks))
-            if writer is None:
-                raise InputError("no shards to index", argument="shards")
-            stats["write_s"] = time.perf_counter() - t0
-            t0 = time.perf_counter()
-            dense_index, sparse, fields = writer.finish()
-            stats.update(writer.stats)
-            stats["finish_s"] = time.perf_counter() - t0
-            # the sentence store needs the corpus BM25 vocabulary: written once BM25 is merged
-            sentence_info = sentences_from(sparse, tmp) if sentences_from is not None else None
-            if extra is not None:
-                extra(tmp)
-            manifest = {
-                "format": MANIFEST_FORMAT,
-                "format_version": FORMAT_VERSION,
-                "ragnet_version": __version__,
-                "embedder": emb.name,
-                "embedder_backend": getattr(emb, "backend", "torch"),
-                "dimension": writer.dimension,
-                "normalize": True,
-                "chunk_count": count,
-                "doc_count": settings["doc_count"] if settings["doc_count"] is not None else fields["doc_count"],
-                "chunk_tokens": settings["chunk_tokens"],
-                "overlap": settings["overlap"],
-                "tokenizer": TOKENIZER,
-                "passage_format": PASSAGE_FORMAT,
-                "faiss_index": fields["faiss_index"],
-                "ivfpq": fields["ivfpq"],
-                "vectors": fields["vectors"],
-                # Place names used for chunk metadata; questions must be read with the same list.
-                "gazetteer": settings["gazetteer"],
-                "bm25": {"method": "lucene", "stopwords": "en", "stemmer": sparse.stemmer_name},
-                "sentences": sentence_info,
-                "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-                "files": {},
-            }
-            del dense_index, sparse  # the index reopens everything from the folder once it is in place
-            t1 = time.perf_counter()
-            manifest["files"] = {
-                f.relative_to(tmp).as_posix(): sha256_file(f) for f in sorted(tmp.rglob("*")) if f.is_file()
-            }
-            stats["checksum_s"] = time.perf_counter() - t1
-            (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-            usual_permissions(tmp, recursive=True)
-        stats["save_s"] = time.perf_counter() - t0
-        index = cls.load(path, embedder=emb, verify=False)
-        stats["total_s"] = time.perf_counter() - t_all
-        index.build_stats = stats
-        index.kept_files = swap.kept
-        return index
+        return _build.build_from_shards(cls, shards, path, count, embedder, dense=dense, chunk_tokens=chunk_tokens,
+                                        overlap=overlap, show_progress=show_progress)
 
     # -- loading -----------------------------------------------------------------------
     @classmethod
@@ -456,38 +233,13 @@ class Index:
             3
         """
         path = Path(path)
-        manifest = _read_manifest(path)
-        name = manifest["embedder"]
+        manifest = read_manifest(path)
         emb: Embedder | None = None
         if embedder is not None:
-            emb = _as_embedder(embedder)
-            if emb.name != name:
-                raise IndexFormatError(
-                    f"index at {path} was built with embedder {name!r}, but embedder {emb.name!r} was given; "
-                    f"use {name!r} to query it, or rebuild the index with the new embedder"
-                )
-        files = manifest["files"]
+            emb = as_embedder(embedder)
+            check_embedder(path, manifest, emb.name)
         count, dim, kind = manifest["chunk_count"], manifest["dimension"], manifest["faiss_index"]
-        vec_file, vec_dtype = _vector_file(manifest)
-        for rel in _read_files(manifest, vec_file):
-            if rel not in files:
-                raise IndexFormatError(f"index at {path} is corrupt: manifest lists no {rel}; {_REBUILD}")
-        # The folder is untrusted input (ragnet.index.untrusted): before any file is opened, hashed or
-        # mapped, every path the manifest names must be a regular file inside the folder, reached
-        # without a symbolic link, and every .npy header must describe exactly the bytes of its file.
-        for rel in files:
-            member(path, rel)
-        headers = {rel: npy_header(path, rel) for rel in files if rel.endswith(".npy")}
-        vec = headers[vec_file]
-        if vec.shape != (count, dim) or vec.dtype != np.dtype(vec_dtype):
-            raise IndexFormatError(
-                f"index at {path} is corrupt: {vec_file} has shape {vec.shape} {vec.dtype}, "
-                f"expected ({count}, {dim}) {vec_dtype}; {_REBUILD}"
-            )
-        if verify:
-            for rel, digest in files.items():
-                if sha256_file(path / rel) != digest:
-                    raise IndexFormatError(f"index at {path} is corrupt: {rel} checksum mismatch; {_REBUILD}")
+        vec_file, vec_dtype = check_folder(path, manifest, verify=verify)
 
         chunks = ChunkStore.open(path, count=count)
         try:
@@ -498,7 +250,7 @@ class Index:
                 embeddings = np.load(path / vec_file, allow_pickle=False,
                                      mmap_mode="r" if vec_dtype == "float16" else None)
             except (OSError, ValueError) as exc:
-                raise IndexFormatError(f"index at {path} is corrupt: {vec_file} unreadable ({exc}); {_REBUILD}") from exc
+                raise IndexFormatError(f"index at {path} is corrupt: {vec_file} unreadable ({exc}); {REBUILD}") from exc
             # Re-scoring reads a few hundred rows per query: pread them (ragnet.index.file_array) so
             # the rows of past queries do not accumulate in resident memory as mapped pages would.
             embeddings = file_backed(embeddings)
@@ -507,12 +259,12 @@ class Index:
             if dense.ntotal != count or dense.dimension != dim:
                 raise IndexFormatError(
                     f"index at {path} is corrupt: {DENSE} holds {dense.ntotal} vectors of dimension "
-                    f"{dense.dimension}, expected {count} of {dim}; {_REBUILD}"
+                    f"{dense.dimension}, expected {count} of {dim}; {REBUILD}"
                 )
             sparse = SparseIndex.load(path / BM25_DIR, mmap=count >= MMAP_BM25_FROM, count=count)
             if len(sparse) != count:
                 raise IndexFormatError(
-                    f"index at {path} is corrupt: BM25 index covers {len(sparse)} chunks, expected {count}; {_REBUILD}"
+                    f"index at {path} is corrupt: BM25 index covers {len(sparse)} chunks, expected {count}; {REBUILD}"
                 )
         except BaseException:
             chunks.close()
@@ -594,7 +346,7 @@ class Index:
 
     @property
     def sentences(self) -> SentenceStore | None:
-        """The index's :class:`~ragnet.index.sentences.SentenceStore`, or None when it was built
+        """The index's :class:`~ragnet.index.sentence_store.SentenceStore`, or None when it was built
         without sentences (see :meth:`add_sentences`). Loaded on first use; vectors are memory-mapped."""
         if self._sentences is None and self.manifest.get("sentences"):
             if not self.sentences_current():
@@ -636,31 +388,8 @@ class Index:
         """
         if self.sentences_current():
             return self.sentences
-        from ragnet._atomic import scratch_dir, write_json
-
-        with dir_lock(self.path):
-            target = self.path / SENTENCES_DIR
-            with scratch_dir(self.path) as staging:  # cleans up what a killed run left
-                # block by block, vectors straight to disk: an index of any size fits in memory
-                written = SentenceStore.write(self._chunks, self.embedder, self._sparse, staging / SENTENCES_DIR,
-                                              count=len(self), show_progress=show_progress)
-                if target.exists():  # stale data of an older splitter, a crashed run's, or someone else's
-                    info = target / "info.json"
-                    if not info.is_file() or SENTENCES_FORMAT not in info.read_text(encoding="utf-8", errors="replace"):
-                        raise InputError(f"{target} exists and is not ragnet's sentence data; move it elsewhere",
-                                         path=target)
-                    shutil.rmtree(target)
-                os.replace(staging / SENTENCES_DIR, target)
-            manifest = dict(self.manifest)
-            files = {k: v for k, v in manifest["files"].items() if not k.startswith(f"{SENTENCES_DIR}/")}
-            for f in sorted(target.rglob("*")):
-                if f.is_file():
-                    files[f.relative_to(self.path).as_posix()] = sha256_file(f)
-            manifest["files"] = files
-            manifest["sentences"] = written
-            write_json(self.path / MANIFEST, manifest)
-            self.manifest = manifest
-        self._sentences = SentenceStore.load(target, len(self), self.dimension)
+        self.manifest = _build.add_sentences(self, show_progress=show_progress)
+        self._sentences = SentenceStore.load(self.path / SENTENCES_DIR, len(self), self.dimension)
         return self._sentences
 
     # -- updating ----------------------------------------------------------------------
@@ -709,11 +438,8 @@ class Index:
         """
         from ragnet.index.update import sync_folder
 
-        given = Path(path)
-        path = _through_link(given)
-        check_output_folder(path)
-        index, report, load = sync_folder(cls, paths, path, **options)
-        index.path = given
+        index, report, load = sync_folder(cls, paths, output_path(path), **options)
+        index.path = Path(path)
         report.load = load
         return index, report
 
@@ -749,7 +475,7 @@ class Index:
         """
         from ragnet.index.update import update_index
 
-        new, report = update_index(type(self), _through_link(self.path), docs, remove_missing=remove_missing,
+        new, report = update_index(type(self), through_link(self.path), docs, remove_missing=remove_missing,
                                    embedder=embedder, show_progress=show_progress)
         if new is not None:
             self._adopt(new)
@@ -771,7 +497,7 @@ class Index:
         """
         from ragnet.index.update import remove_from_index
 
-        new, report = remove_from_index(type(self), _through_link(self.path), names, show_progress=show_progress)
+        new, report = remove_from_index(type(self), through_link(self.path), names, show_progress=show_progress)
         self._adopt(new)
         return report
 
@@ -856,7 +582,7 @@ class Index:
         if got != self.dimension:
             raise IndexFormatError(
                 f"index at {self.path} holds {self.dimension}-dimensional vectors from {self.manifest['embedder']!r}, "
-                f"but the query embedder {self.embedder.name!r} produces {got}-dimensional ones; {_REBUILD}"
+                f"but the query embedder {self.embedder.name!r} produces {got}-dimensional ones; {REBUILD}"
             )
         self._dimension_checked = True
 
@@ -1083,11 +809,6 @@ class Index:
 
 
 # -- helpers ---------------------------------------------------------------------------
-def _check_option(value: Any, expected: type, argument: str) -> None:
-    if not isinstance(value, expected):
-        raise InputError(f"expected a {expected.__name__}, got {type(value).__name__}", argument=argument)
-
-
 def _check_query(query: Any) -> None:
     if not isinstance(query, str):
         raise InputError(f"query must be a string, got {type(query).__name__}", argument="query")
@@ -1106,153 +827,3 @@ def _check_search_args(k: Any, lam: Any, pool: Any) -> None:
         lam_f = float("nan")
     if not 0.0 <= lam_f <= 1.0:
         raise InputError(f"lam must be between 0 and 1, got {lam!r}", argument="lam")
-
-
-def index_files(folder: Path) -> set[str] | None:
-    """The files that belong to the ragnet index in ``folder`` (relative paths), or None.
-
-    A folder is a ragnet index when its ``manifest.json`` says so
-    (:func:`ragnet.corpus.outputs.index_manifest`) and holds a format version, an embedder and
-    the per-file checksums ``Index.build`` writes (older manifests lack the
-    ``"format": "ragnet-index"`` marker and are recognised by those keys alone, so that a new
-    build can replace them). Only the files the manifest lists, and the manifest itself, are ragnet's.
-
-    Example:
-        >>> import tempfile, pathlib, json
-        >>> d = pathlib.Path(tempfile.mkdtemp()); _ = (d / "manifest.json").write_text('{"name": "my web app"}')
-        >>> index_files(d) is None
-        True
-    """
-    manifest = index_manifest(folder, unmarked=True, max_bytes=None)
-    if manifest is None or not isinstance(manifest.get("files"), dict):
-        return None
-    if not all(key in manifest for key in ("format_version", "embedder", "dimension", "chunk_count")):
-        return None
-    files = {str(name) for name in manifest["files"]}
-    if any(name.startswith("/") or ".." in Path(name).parts for name in files):
-        return None  # a ragnet manifest only ever names files inside its folder
-    return files | {MANIFEST}
-
-
-def check_output_folder(path: str | os.PathLike) -> None:
-    """Refuse an index output path that ragnet must not replace, before any work starts.
-
-    ``path`` may be new, an empty folder, or a ragnet index (see :func:`index_files`);
-    files kept beside an index inside its folder survive a rebuild. Anything else (a
-    file, a folder of other things, a folder whose ``manifest.json`` is someone else's)
-    is refused, and so is a path whose parent cannot be written.
-
-    Raises:
-        InputError: the path, and why it cannot be used.
-
-    Example:
-        >>> import tempfile, pathlib
-        >>> d = pathlib.Path(tempfile.mkdtemp()); _ = (d / "index.html").write_text("<html>")
-        >>> check_output_folder(d)
-        Traceback (most recent call last):
-        ...
-        ragnet.errors.InputError: ...: folder exists and is not a ragnet index (no manifest.json); ...
-    """
-    path = Path(path)
-    if path.exists() and not path.is_dir():
-        raise InputError("index path exists and is a file; give a folder path", path=path)
-    if path.is_dir() and any(path.iterdir()) and index_files(path) is None:
-        why = ("its manifest.json is not a ragnet index manifest" if (path / MANIFEST).exists()
-               else "no manifest.json")
-        raise InputError(
-            f"folder exists and is not a ragnet index ({why}); refusing to replace it. "
-            "Choose an empty or new folder",
-            path=path,
-        )
-    check_writable_parent(path)
-
-
-def _through_link(path: Path) -> Path:
-    """Where an index given as ``path`` is written: a symbolic link is written through, so the index
-    replaces the folder it points to and the link stays a link (swapping the link itself would
-    replace it with a real folder and leave the target behind, set aside and stale)."""
-    return Path(os.path.realpath(path)) if path.is_symlink() else path
-
-
-def _check_unique_ids(docs: list[Any]) -> None:
-    seen: dict[str, int] = {}
-    for i, d in enumerate(docs):
-        doc_id = getattr(d, "id", None)
-        if doc_id is None:
-            continue  # chunk_documents reports non-Document items
-        if doc_id in seen:
-            raise InputError(
-                f"duplicate document id {doc_id!r} (documents {seen[doc_id] + 1} and {i + 1}); ids must be unique",
-                argument="docs",
-            )
-        seen[doc_id] = i
-
-
-def _read_manifest(path: Path) -> dict[str, Any]:
-    if not path.exists():
-        raise IndexFormatError(f"no index at {path}: the folder does not exist; build one with `ragnet index`")
-    if not path.is_dir():
-        raise IndexFormatError(f"{path} is a file, not an index folder; build one with `ragnet index`")
-    mpath = path / MANIFEST
-    if not mpath.is_file():
-        raise IndexFormatError(f"{path} is not a ragnet index (no {MANIFEST}); build one with `ragnet index`")
-    try:
-        manifest = json.loads(mpath.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise IndexFormatError(f"index at {path} is corrupt: {MANIFEST} is not valid JSON ({exc}); {_REBUILD}") from exc
-    if not isinstance(manifest, dict):
-        raise IndexFormatError(f"index at {path} is corrupt: {MANIFEST} is not a JSON object; {_REBUILD}")
-    version = manifest.get("format_version")
-    if version != FORMAT_VERSION:
-        raise IndexFormatError(
-            f"index at {path} has format_version {version!r}, but this ragnet reads format {FORMAT_VERSION} only; "
-            f"rebuild it with `ragnet index`"
-        )
-    missing = [key for key in _REQUIRED_KEYS if key not in manifest]
-    if missing:
-        raise IndexFormatError(f"index at {path} is corrupt: {MANIFEST} lacks {', '.join(missing)}; {_REBUILD}")
-    if not isinstance(manifest["files"], dict):
-        raise IndexFormatError(f"index at {path} is corrupt: {MANIFEST} 'files' is not an object; {_REBUILD}")
-    count, dim = manifest["chunk_count"], manifest["dimension"]
-    checks = [
-        ("chunk_count", type(count) is int and count >= 0),
-        ("dimension", type(dim) is int and 1 <= dim <= 1 << 20),
-        ("faiss_index", manifest["faiss_index"] in DENSE_KINDS),
-        ("embedder", isinstance(manifest["embedder"], str)),
-        ("ivfpq", manifest.get("ivfpq") is None or isinstance(manifest.get("ivfpq"), dict)),
-        ("sentences", manifest.get("sentences") is None or isinstance(manifest.get("sentences"), dict)),
-    ]
-    if manifest["faiss_index"] == "ivfpq":
-        nprobe = (manifest.get("ivfpq") or {}).get("nprobe")
-        checks.append(("ivfpq", nprobe is None or (type(nprobe) is int and nprobe >= 1)))
-    for key, ok in checks:
-        if not ok:
-            raise IndexFormatError(f"index at {path} is corrupt: {MANIFEST} has {key} "
-                                   f"{_short(repr(manifest.get(key)))}, which ragnet cannot read; {_REBUILD}")
-    manifest.setdefault("ivfpq", None)
-    return manifest
-
-
-def _short(text: str, limit: int = 80) -> str:
-    return text if len(text) <= limit else text[:limit] + "..."
-
-
-def _read_files(manifest: dict[str, Any], vec_file: str) -> list[str]:
-    """The files ``Index.load`` and the lazily loaded parts (catalog, sentences) read: each must be
-    listed in the manifest, so that its path is checked and its checksum verified."""
-    files = [CHUNKS, *CHUNK_SIDECARS, vec_file, DENSE, *(f"{CATALOG_DIR}/{name}" for name in CATALOG_FILES),
-             *(f"{BM25_DIR}/{name}" for name in BM25_FILES)]
-    if manifest["faiss_index"] == "ivfpq":
-        files.append(DENSE_IVFDATA)
-    if manifest.get("sentences"):
-        files.extend(f"{SENTENCES_DIR}/{name}" for name in SENTENCE_FILES)
-    return files
-
-
-def _vector_file(manifest: dict[str, Any]) -> tuple[str, str]:
-    """The stored vectors' file and dtype: float32 ``embeddings.npy``, or float16 rows for ivfpq."""
-    info = manifest["vectors"]
-    if not isinstance(info, dict) or info.get("file") not in (EMBEDDINGS, "vectors.f16.npy") \
-            or info.get("dtype") not in ("float32", "float16"):
-        raise IndexFormatError(f"index manifest has an unknown 'vectors' entry {info!r}; {_REBUILD}")
-    return info["file"], info["dtype"]

@@ -8,10 +8,10 @@ import shutil
 import numpy as np
 import pytest
 
-from ragnet.corpus.sentences import split_sentences
+from ragnet.corpus.sentence_split import split_sentences
 from ragnet.errors import IndexFormatError
 from ragnet.index import Index
-from ragnet.index.sentences import K1, B, SentenceStore, embedded_text
+from ragnet.index.sentence_store import K1, B, SentenceStore, embedded_text
 from tests.index.conftest import make_docs
 
 
