@@ -108,6 +108,20 @@ class Chunk:
     dense_score: float | None = None
     bm25_score: float | None = None
 
+    @property
+    def headings(self) -> tuple[str, ...]:
+        """The chunk's heading path, outermost first (empty for a document without sections:
+        a JSONL record, a Wikipedia paragraph).
+
+        Example:
+            >>> Chunk(id="m#0", doc_id="m", title="sed", text="...", tokens=1,
+            ...       metadata={"location": {"file": "sed.pdf", "headings": ["2 Usage", "2.1 Options"]}}).headings
+            ('2 Usage', '2.1 Options')
+        """
+        location = self.metadata.get("location") if isinstance(self.metadata, dict) else None
+        headings = location.get("headings") if isinstance(location, dict) else None
+        return tuple(str(h) for h in headings) if isinstance(headings, (list, tuple)) else ()
+
     def with_scores(self, **scores: float | None) -> "Chunk":
         """Return a copy with retrieval scores (``score``, ``dense_score``, ``bm25_score``) set."""
         return replace(self, **scores)

@@ -230,16 +230,19 @@ class RAGProgram(dspy.Module):
             context=[c.id for c in chunks],
             lm=self.answer.lm.name if self.answer.lm is not None else None,
             **({"reasoning": str(getattr(pred, "reasoning", "") or "")} if self.answer.reasoning else {}),
-            **_layout_fields(self.answer, question),
+            **_layout_fields(self.answer, question, chunks),
         )
         return answer, evidence
 
 
-def _layout_fields(step: Any, question: str) -> dict[str, Any]:
+def _layout_fields(step: Any, question: str, chunks: list[Chunk]) -> dict[str, Any]:
     """The answer event's record of where the prompt showed the question: nothing for GenerateAnswer's
-    own order, ``question_at`` otherwise, and ``question_at_rule: "auto"`` when the step chose it per question."""
+    own order, ``question_at`` otherwise, and ``question_at_rule: "auto"`` when the step chose it per
+    question; ``best_last: True`` when the chunks were shown best last, next to the question."""
     where = step.layout_for(question)
     fields: dict[str, Any] = {"question_at": where} if where != "first" else {}
     if step.question_at == "auto":
         fields["question_at_rule"] = "auto"
+    if step.best_last(question, chunks):
+        fields["best_last"] = True
     return fields

@@ -25,7 +25,7 @@ from ragnet.lm.config import LazyLM
 from ragnet.signatures.formatting import format_context, resolve_ids
 from ragnet.signatures.step import Step, StepOutputError
 
-__all__ = ["QUESTION_AT", "REASONING", "AnswerStep", "GenerateAnswer", "answer_default", "answer_demos", "answer_inputs",
+__all__ = ["EVIDENCE_ORDERS", "QUESTION_AT", "REASONING", "AnswerStep", "GenerateAnswer", "answer_default", "answer_demos", "answer_inputs",
            "answer_validator", "describe_question_at", "names_two_options", "question_at"]
 
 
@@ -80,6 +80,13 @@ def answer_validator(id_map: Mapping[str, str]) -> Callable[[dspy.Prediction], t
 #: it, both (a preview before, the question itself after), or "auto": both for a question that
 #: ends by naming two options, after the context otherwise (see :class:`AnswerStep`).
 QUESTION_AT = ("first", "last", "both", "auto")
+
+#: Where the answer prompt puts the best evidence: in rank order (``[c1]`` is the best chunk),
+#: nearest the question (rank order when the question comes first, reversed when it comes after
+#: the context, so the best chunk is the one the reader reads last before the question), or
+#: "auto": nearest for evidence from documents with sections (manuals, reports: their chunks have
+#: a heading path) and rank order otherwise (see :class:`AnswerStep`).
+EVIDENCE_ORDERS = ("rank", "nearest", "auto")
 
 # "... A or B?": the question ends with a choice between two named options.
 _TWO_OPTIONS = re.compile(r"\s+or\s+[^,?]+\?\s*$")
@@ -206,6 +213,13 @@ class AnswerStep(Step):
             None leaves it to the program that holds the step (its ``default_question_at``), and
             means "first" for a step on its own. The figures behind each choice are in
             docs/results/README.md.
+        evidence_order: where the prompt puts the best chunk (chunks arrive best first):
+            ``"rank"``, first (``[c1]``); ``"nearest"``, next to the question, which is last when
+            the question follows the context (a small reader answers from what it read last: given
+            a manual's passages best first, the 1.5B took a neighbouring value from the chunk just
+            above the question); ``"auto"`` (the default), nearest when the evidence comes from
+            documents with sections (any chunk has a heading path) and rank order otherwise, the
+            order every Wikipedia figure in docs/results/README.md was measured with.
         retries: LM retries before the step falls back; None leaves it to the program (1 on its own).
         enabled, max_tokens: as in :class:`Step`.
 
@@ -229,6 +243,13 @@ class AnswerStep(Step):
         ('last', 'both')
         >>> AnswerStep().for_program(question_at="auto", retries=2).question_at
         'auto'
+        >>> from ragnet import Chunk
+        >>> manual = [Chunk(id=f"m#{i}", doc_id="m", title="sed", text=t, tokens=3, metadata={"location": {
+        ...     "file": "sed.pdf", "headings": ["2 Usage"]}}) for i, t in enumerate(["Best.", "Second."])]
+        >>> [c.id for c in AnswerStep(question_at="last").shown_order("Which?", manual)]
+        ['m#1', 'm#0']
+        >>> [c.id for c in AnswerStep(question_at="first").shown_order("Which?", manual)]
+        ['m#0', 'm#1']
     """
 
     name = "answer"
@@ -237,10 +258,16 @@ class AnswerStep(Step):
     reasoning_max_tokens = 512  # room for a few sentences of reasoning before the answer
 
     def __init__(self, lm: Any = None, *, reasoning: bool = False, question_at: str | None = None,
-                 retries: int | None = None, enabled: bool = True, max_tokens: int | None = None) -> None:
+                 evidence_order: str = "auto", retries: int | None = None, enabled: bool = True,
+                 max_tokens: int | None = None) -> None:
         reasoning = bool(reasoning)
         if question_at is not None and question_at not in QUESTION_AT:
             raise InputError(f"must be one of {', '.join(QUESTION_AT)}, not {question_at!r}", argument="question_at")
+        if evidence_order not in EVIDENCE_ORDERS:
+            raise InputError(f"must be one of {', '.join(EVIDENCE_ORDERS)}, not {evidence_order!r}",
+                             argument="evidence_order")
+        #: Where the prompt puts the best chunk: "rank", "nearest" or "auto" (see the class docstring).
+        self.evidence_order = evidence_order
         signature = GenerateAnswer.prepend("reasoning", REASONING, str) if reasoning else GenerateAnswer
         cap = max_tokens if max_tokens is not None else (self.reasoning_max_tokens if reasoning else None)
         super().__init__(signature, retries=1 if retries is None else retries, enabled=enabled, max_tokens=cap)
@@ -299,12 +326,24 @@ class AnswerStep(Step):
         """Where the prompt for ``question`` shows it: "first", "last" or "both"."""
         return question_at(self.signature_for(question).input_fields) or "first"
 
+    def best_last(self, question: str, chunks: Sequence[Any]) -> bool:
+        """Whether the prompt for ``question`` over ``chunks`` (best first) shows them reversed, so
+        that the best chunk is the last one before the question (:attr:`evidence_order`)."""
+        if self.evidence_order == "rank" or self.layout_for(question) == "first":
+            return False
+        return self.evidence_order == "nearest" or any(getattr(c, "headings", ()) for c in chunks)
+
+    def shown_order(self, question: str, chunks: Sequence[Any]) -> list[Any]:
+        """``chunks`` (best first) in the order the prompt for ``question`` shows them."""
+        chunks = list(chunks)
+        return chunks[::-1] if self.best_last(question, chunks) else chunks
+
     def forward(self, question: str, context: str | Sequence[Any] = (), notes: str = "",
                 default_answer: str = "") -> dspy.Prediction:
         if isinstance(context, str):
             text, id_map = context, {cid: cid for cid in re.findall(r"^\[(c\d+)\]", context, re.M)}
         else:
-            text, id_map = format_context(context, notes)
+            text, id_map = format_context(self.shown_order(question, context), notes)
         signature = self.signature_for(question)
         inputs = answer_inputs(signature, question, text)
         if signature is self.predict.signature:
