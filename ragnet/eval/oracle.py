@@ -64,7 +64,8 @@ from ragnet.errors import InputError
 from ragnet.eval.evidence import document_chunk_ids, gold_chunks
 from ragnet.eval.records import get_field
 from ragnet.eval.sentence_evidence import gold_sentences
-from ragnet.programs.base import RAGProgram, RunResult, check_positive_int
+from ragnet.programs.base import RAGProgram, RunResult
+from ragnet.programs.options import check_positive_int
 from ragnet.programs.packing import pack
 from ragnet.programs.citations import showing
 from ragnet.programs.sentence_packing import join_sentences
@@ -300,7 +301,7 @@ class OracleRAG(RAGProgram):
             ``gold_passage_ids``, and ``context`` paragraphs where the set has them).
         budget: total tokens of the answer prompt, as for ``OneShotRAG``; gold evidence beyond
             it is left out (the trace names it).
-        lam, retries, answer: as in :class:`ragnet.programs.RAGProgram`. Where the answer step
+        retries, answer: as in :class:`ragnet.programs.RAGProgram`. Where the answer step
             leaves the question's place open, the oracle shows it "auto", as the one-shot does.
 
     Raises:
@@ -312,9 +313,9 @@ class OracleRAG(RAGProgram):
     #: Prediction fields ``ragnet eval`` copies into each row.
     row_fields: ClassVar[tuple[str, ...]] = ("oracle",)
 
-    def __init__(self, index: Any, gold: Iterable[Any], budget: int = 4000, *, lam: float = 0.4, retries: int = 1,
+    def __init__(self, index: Any, gold: Iterable[Any], budget: int = 4000, *, retries: int = 1,
                  answer: AnswerStep | None = None) -> None:
-        super().__init__(index, lam=lam, retries=retries, answer=answer)
+        super().__init__(index, retries=retries, answer=answer)
         self.budget = check_positive_int(budget, "budget")
         self._gold: dict[str, Any] = {}
         self._ambiguous: set[str] = set()

@@ -172,7 +172,7 @@ def run_optimize(
     from ragnet.optimize.cases import qa_examples, quote_records
     from ragnet.optimize.compile import EFFORTS, OPTIMIZERS, compile as compile_program
     from ragnet.optimize.metrics import PROGRAM_METRICS, program_metric
-    from ragnet.programs.base import check_positive_int
+    from ragnet.programs.options import check_positive_int
     from ragnet.programs.persist import save_program
     from ragnet.optimize.steps import STEPS, compile_step
     from ragnet.programs.registry import build_program, parse_spec

@@ -38,6 +38,7 @@ from ragnet.core import sentences as core_sentences
 from ragnet.corpus.tokens import count_tokens_batch
 from ragnet.corpus.types import Chunk
 from ragnet.programs.citations import showing
+from ragnet.programs.index_protocol import ProgramIndex
 from ragnet.programs.packing import PackResult, PromptBudget
 from ragnet.signatures.formatting import chunk_header
 
@@ -69,7 +70,7 @@ class SentencePackResult(PackResult):
     cropped: list[dict[str, Any]] = field(default_factory=list)
 
 
-def sentence_candidates(index: Any, chunks: Sequence[Chunk], question: str) -> SentenceCandidates:
+def sentence_candidates(index: ProgramIndex, chunks: Sequence[Chunk], question: str) -> SentenceCandidates:
     """Sentences of ``chunks`` with their cosine and BM25 match to ``question``.
 
     Sentences of chunks the index stores unchanged come from its sentence store; the rest (an
@@ -148,7 +149,7 @@ def _sectioned(chunk: Chunk) -> bool:
 def select_sentences(
     chunks: Sequence[Chunk],
     question: str,
-    index: Any,
+    index: ProgramIndex,
     context_budget: int,
     *,
     weights: core_sentences.SentenceWeights = core_sentences.SentenceWeights(),
@@ -207,7 +208,7 @@ def pack_sentences(
     chunks: Sequence[Chunk],
     question: str,
     budget: PromptBudget,
-    index: Any,
+    index: ProgramIndex,
     **options: Any,
 ) -> SentencePackResult:
     """The sentences of ``chunks`` (best first) that fit ``budget`` and carry the most value.
