@@ -34,6 +34,12 @@ _LAZY = {
     "ReflectiveRAG": "ragnet.programs",
     "CombinedRAG": "ragnet.programs",
     "RouterRAG": "ragnet.programs",
+    "Pack": "ragnet.programs",
+    "Search": "ragnet.programs",
+    "Hops": "ragnet.programs",
+    "Loop": "ragnet.programs",
+    "Reflection": "ragnet.programs",
+    "LMSteps": "ragnet.programs",
     "AnswerStep": "ragnet.signatures",
 }
 

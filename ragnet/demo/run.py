@@ -76,7 +76,7 @@ def build_demo_program(spec: str, index: Any, *, budget: int = DEMO_BUDGET, max_
         "oneshot": {"sentences": True},
         "iterative": {"max_turns": max_turns, "n_queries": 3, "k": 3},
         "combined": {"max_turns": max_turns, "n_queries": 3, "k": 3, "sentences": True},
-        "reflective": {"max_reflections": max(0, max_turns - 1), "n_subqueries": 3, "k": 3},
+        "reflective": {"max_reflections": max(0, max_turns - 1), "n_queries": 3, "k": 3},
     }
     kwargs = dict(overrides.get(spec.partition(":")[0], {}))
     return build_program(spec, index, budget=budget, reader=answer_lm, **kwargs)
@@ -146,12 +146,12 @@ def evidence_table(index: Any, questions: Sequence[Any], budget: int = DEMO_BUDG
     Returns ``{selection: {"docs", "facts", "tokens", "by_level": {level: facts}}}``.
     """
     from ragnet.corpus.tokens import count_tokens
-    from ragnet.programs import OneShotRAG
+    from ragnet.programs import OneShotRAG, Pack
 
     selections: dict[str, Callable[[str], list[Any]]] = {
         "top-5 (basic)": lambda q: index.search(q, k=5),
         "oneshot, whole chunks": OneShotRAG(index, budget=budget).retrieve,
-        "oneshot, sentences": OneShotRAG(index, budget=budget, sentences=True).retrieve,
+        "oneshot, sentences": OneShotRAG(index, budget, pack=Pack(sentences=True)).retrieve,
     }
     out: dict[str, dict[str, Any]] = {}
     for name, select in selections.items():

@@ -48,7 +48,7 @@ from ragnet.eval.metrics.program_metrics import Metric
 from ragnet.lm.usage import track_usage
 from ragnet.optimize.demos import cap_demos
 from ragnet.optimize.split import train_val_split
-from ragnet.programs.base import check_positive_int
+from ragnet.programs.options import check_positive_int
 
 __all__ = [
     "EFFORTS",

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ragnet.programs.base import check_positive_int
+from ragnet.programs.options import check_positive_int
 from ragnet.programs.packing import demo_tokens
 
 __all__ = ["by_answer_kind", "cap_demos", "demo_tokens"]

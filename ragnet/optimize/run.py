@@ -227,7 +227,7 @@ def _check_run(program_spec: str, q: DevQuestions, c: CompileSettings, out: str 
     from ragnet.eval.metrics.program_metrics import PROGRAM_METRICS
     from ragnet.optimize.compile import EFFORTS, OPTIMIZERS
     from ragnet.optimize.steps import STEPS
-    from ragnet.programs.base import check_positive_int
+    from ragnet.programs.options import check_positive_int
     from ragnet.programs.registry import parse_spec
 
     optimizer, effort, metric, step = c.optimizer, c.effort, c.metric, c.step

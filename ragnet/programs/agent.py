@@ -3,7 +3,7 @@
 * :func:`rewrite_query`: RewriteQuery on what the agent has seen plus what is still missing;
   the most probable unseen query, recorded as a ``rewrite`` event. When the rewriter gives no
   new query (it failed, or only repeated or echoed), the best bridge-entity search
-  (:func:`ragnet.programs.bridge.bridge_search`, no LM) takes its place.
+  (:func:`ragnet.programs.bridge_search.bridge_search`, no LM) takes its place.
 * :func:`assess`: AssessSufficiency on a view of the evidence, recorded as a ``sufficiency`` event.
 * :func:`stop` and :data:`STOP_REASONS`: every agent loop ends with exactly one ``stop`` event
   whose ``reason`` says why. Small step LMs almost never say "Sufficient", so besides the verdict
@@ -23,47 +23,42 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import dspy
 import numpy as np
 
 from ragnet.core.calibrate import relevance
 from ragnet.corpus.types import Chunk
-from ragnet.errors import InputError
-from ragnet.programs.base import RAGProgram, check_fraction, check_positive_int
-from ragnet.programs.bridge import bridge_search
-from ragnet.programs.oneshot import DEFAULT_METHOD, DEFAULT_TEMPERATURE, DEFAULT_TRANSFORM, check_selection
-from ragnet.programs.packing import DEFAULT_NOTES_SHARE, answer_notes, pack
+from ragnet.programs.base import RAGProgram
+from ragnet.programs.bridge_search import bridge_search
+from ragnet.programs.index_protocol import ProgramIndex
+from ragnet.programs.options import LMSteps, Loop, Pack, Search, check_option
+from ragnet.programs.packing import answer_notes, pack
 from ragnet.programs.sentence_packing import pack_sentences
 from ragnet.programs.trace import Trace
 from ragnet.signatures import AnswerStep, ContextualizeStep, NextQueryStep, RewriteStep, SufficiencyStep, format_context
 from ragnet.signatures.formatting import quote
 
-#: The rewrite step's forms: ``sampled`` (RewriteQuery: ``n_queries`` candidates with
-#: probabilities, verbalized sampling, for LMs that follow it) or ``one`` (NextQuery: the name to
-#: look up next and one query, a form small step LMs follow).
-QUERY_FORMS = ("sampled", "one")
-
 
 def rewrite_step(form: str, *, retries: int, enabled: bool = True) -> RewriteStep | NextQueryStep:
-    """The rewrite step of ``form`` (see :data:`QUERY_FORMS`); either is named ``rewrite``."""
-    if form not in QUERY_FORMS:
-        raise InputError(f"must be one of {', '.join(QUERY_FORMS)}, not {form!r}", argument="query_form")
+    """The rewrite step of ``form`` (``Loop.query_form``, one of
+    :data:`ragnet.programs.options.QUERY_FORMS`); either is named ``rewrite``."""
     return (NextQueryStep if form == "one" else RewriteStep)(retries=retries, enabled=enabled)
 
 
 def rewrite_query(
     rewrite: RewriteStep | NextQueryStep, question: str, context: list[Chunk], notes: str, missing: str,
-    queries: list[str], turn: int, trace: Trace, *, n: int, index: Any = None, bridge: bool = False,
+    queries: list[str], turn: int, trace: Trace, *, n: int, index: ProgramIndex | None = None, bridge: bool = False,
 ) -> str | None:
     """The next search query from RewriteQuery, shown ``context`` + ``notes`` + what is missing.
 
     When the rewriter gives no new query (it failed, or every query repeated or echoed an
     earlier one), ``bridge`` searches the best bridge entity of ``context`` instead
-    (:func:`ragnet.programs.bridge.bridge_search`); failing that, turn 1 searches the question itself and later turns
-    return None (the caller stops rather than loop on the same search). The ``rewrite`` event
-    records the query taken and its ``source``: ``"lm"``, ``"bridge"`` or ``"question"``.
+    (:func:`ragnet.programs.bridge_search.bridge_search`); failing that, turn 1 searches the
+    question itself and later turns return None (the caller stops rather than loop on the same
+    search). The ``rewrite`` event records the query taken and its ``source``: ``"lm"``,
+    ``"bridge"`` or ``"question"``.
     """
     shown = format_context(context, notes)[0]
     if missing:
@@ -98,7 +93,7 @@ STOP_REASONS = {
     "no_query": "no new query: the rewrite gave none and no bridge entity is left to search",
     "no_new_evidence": "the turn's searches returned no chunk the agent had not gathered",
     "converged": "ReflectiveRAG: its evidence set stopped changing (delta < tau)",
-    "max_turns": "the turn budget is spent (max_turns; ReflectiveRAG: max_reflections)",
+    "max_turns": "the turn budget is spent (Loop.max_turns; ReflectiveRAG: Reflection.max_reflections)",
 }
 
 
@@ -171,38 +166,36 @@ class Turns(Gathered):
 
 class FinalPack:
     """The agents' budgeted final pack (a mixin of :class:`AgentRAG` and ReflectiveRAG): the
-    gathered chunks, best first, fill ``budget`` tokens of answer prompt, as whole chunks by the
-    knapsack or, with ``sentences``, their best sentences (``ragnet.programs.sentence_packing``,
-    what ``OneShotRAG(sentences=True)`` does); the notes take at most ``notes_share`` of it.
+    gathered chunks, best first, fill ``pack.budget`` tokens of answer prompt, as whole chunks by
+    the knapsack or, with ``pack.sentences``, their best sentences
+    (``ragnet.programs.sentence_packing``, what ``OneShotRAG(pack=Pack(sentences=True))`` does);
+    the notes take at most ``pack.notes_share`` of it. The program holds its :class:`Pack` as
+    ``pack`` (its budget None: no pack, the answer reads everything).
     """
 
-    def _init_pack(self, budget: int | None, sentences: bool, notes_share: float, transform: str,
-                   temperature: float, method: str) -> None:
-        """Validate and set the pack's arguments (``budget`` None: no pack, the answer reads everything)."""
-        if sentences and budget is None:
-            raise InputError("sentence selection packs the answer context into a token budget; give a budget "
-                             "(1,000 tokens suits a small local reader)", argument="budget")
-        self.budget = None if budget is None else check_positive_int(budget, "budget")
-        self.sentences = bool(sentences)
-        self.notes_share = check_fraction(notes_share, "notes_share")
-        self.transform, self.temperature, self.method = check_selection(transform, temperature, method)
+    pack: Pack
+
+    @property
+    def budget(self) -> int | None:
+        """The answer prompt's token budget (its pack's); None: the answer reads everything kept."""
+        return self.pack.budget
 
     def _ranked_for_pack(self, state: Gathered) -> list[Chunk]:
         """The gathered chunks best first, scored for the final pack. The knapsack of whole chunks takes the
         calibrated relevance. Sentence selection takes the best hybrid score any cast gave the
         chunk: its value model was calibrated on hybrid scores, and with them the pack keeps all the
         gold for more questions than with calibrated relevance (docs/design.md#agent-loops)."""
-        scores = state.hybrid if self.sentences else state.relevance
+        scores = state.hybrid if self.pack.sentences else state.relevance
         return [c.with_scores(score=scores[c.id]) for c in sorted(state.context, key=lambda c: -scores[c.id])]
 
     def _pack_final(self, question: str, candidates: list[Chunk], notes: str, trace: Trace) -> tuple[list[Chunk], str]:
-        """Fill ``budget`` tokens of answer prompt from ``candidates`` (best first, scored by
+        """Fill the budget's tokens of answer prompt from ``candidates`` (best first, scored by
         :meth:`_ranked_for_pack`): the notes capped at ``notes_share`` of the budget, then whole
         chunks by the knapsack or, with ``sentences``, their best sentences. Returns the context
         and the notes the answer prompt shows."""
         shown_notes = self._answer_notes(notes, trace)
         budget = self._answer_budget(question, self.budget, notes=shown_notes)
-        if self.sentences:
+        if self.pack.sentences:
             result = pack_sentences(candidates, question, budget, self.index)
             trace.add("crop", kind="sentences",
                       cropped=[c for c in result.cropped if c["tokens_after"] < c["tokens_before"]])
@@ -211,24 +204,23 @@ class FinalPack:
                       sentences=[{"id": c["id"], "kept": c["kept"], "of": c["sentences"]} for c in result.cropped])
         else:
             # Scores are already calibrated per cast, so the knapsack takes them as they are.
-            result = pack(candidates, [c.score for c in candidates], budget, transform="raw", method=self.method)
+            result = pack(candidates, [c.score for c in candidates], budget, transform="raw", method=self.pack.method)
             trace.add("select", kept=[c.id for c in result.chunks], candidates=result.candidates,
-                      tokens=result.prompt_tokens, budget=self.budget, method=self.method)
+                      tokens=result.prompt_tokens, budget=self.budget, method=self.pack.method)
         return result.chunks, budget.notes
 
     def _answer_notes(self, notes: str, trace: Trace) -> str:
         """The notes the answer prompt shows: capped at ``notes_share`` of the budget."""
-        return answer_notes(notes, int(self.notes_share * self.budget), trace)
+        return answer_notes(notes, int(self.pack.notes_share * self.budget), trace)
 
 
 class AgentRAG(FinalPack, RAGProgram):
     """Base of the turn-based agents (IterativeRAG, CombinedRAG); see the module docstring.
 
-    Args: as in :class:`ragnet.programs.IterativeRAG` (``max_turns``, ``k``, ``fallback``,
-    ``dedup``, ``contextualize``, ``sufficiency``, ``rewrite``, ``query_form``, ``bridge``,
-    ``stop_on_repeat``, ``n_queries``, ``lam``, ``retries``, ``answer``) and
-    :class:`ragnet.programs.CombinedRAG` (the final pack's ``budget``, ``sentences``,
-    ``notes_share``, ``transform``, ``temperature``, ``method``).
+    Args: as in :class:`ragnet.programs.IterativeRAG` and :class:`ragnet.programs.CombinedRAG`:
+    the final pack's ``budget`` and ``pack``, the ``search``, the turn ``loop``, which LM steps run
+    (``lm_steps``: ``contextualize``, ``rewrite``, ``sufficiency``; IterativeRAG's ``delete``),
+    ``retries`` and the ``answer`` step.
 
     The answer step shows the question per question ("auto", as ``OneShotRAG`` does) where it
     leaves the place open: with a budget the agents answer over the same packed context the
@@ -236,45 +228,43 @@ class AgentRAG(FinalPack, RAGProgram):
     """
 
     default_question_at = "auto"
+    #: The turn cap where the loop leaves it open.
+    default_max_turns: ClassVar[int] = 5
+    #: The answer budget where neither ``budget=`` nor the pack gives one (None: no final pack).
+    default_budget: ClassVar[int | None] = None
 
     def __init__(
-        self, index: Any, *, max_turns: int, k: int, fallback: bool, dedup: bool, contextualize: bool,
-        sufficiency: bool, rewrite: bool, n_queries: int, lam: float, retries: int,
-        query_form: str = "sampled",
-        bridge: bool = True,
-        stop_on_repeat: bool = True,
-        answer: AnswerStep | None = None,
+        self,
+        index: ProgramIndex,
         budget: int | None = None,
-        sentences: bool = False,
-        notes_share: float = DEFAULT_NOTES_SHARE,
-        transform: str = DEFAULT_TRANSFORM,
-        temperature: float = DEFAULT_TEMPERATURE,
-        method: str = DEFAULT_METHOD,
+        *,
+        pack: Pack = Pack(),
+        search: Search = Search(),
+        loop: Loop = Loop(),
+        lm_steps: LMSteps = LMSteps(),
+        retries: int = 1,
+        answer: AnswerStep | None = None,
     ) -> None:
-        super().__init__(index, lam=lam, retries=retries, answer=answer)
-        self.max_turns = check_positive_int(max_turns, "max_turns")
-        self.k = check_positive_int(k, "k")
-        self.n_queries = check_positive_int(n_queries, "n_queries")
-        self.fallback, self.dedup, self.bridge = bool(fallback), bool(dedup), bool(bridge)
-        self.stop_on_repeat = bool(stop_on_repeat)
-        self._init_pack(budget, sentences, notes_share, transform, temperature, method)
-        self.query_form = query_form
-        self.rewrite = rewrite_step(query_form, retries=self.retries, enabled=rewrite)
-        self.contextualize = ContextualizeStep(retries=self.retries, enabled=contextualize)
-        self.sufficiency = SufficiencyStep(retries=self.retries, enabled=sufficiency)
+        super().__init__(index, search=search, retries=retries, answer=answer)
+        self.pack = check_option(pack, Pack, "pack").at(budget, self.default_budget)
+        self.loop = self._hold("loop", loop, Loop, max_turns=self.default_max_turns)
+        self.lm_steps = self._hold("lm_steps", lm_steps, LMSteps, contextualize=True)
+        self.rewrite = rewrite_step(self.loop.query_form, retries=self.retries, enabled=self.lm_steps.rewrite)
+        self.contextualize = ContextualizeStep(retries=self.retries, enabled=self.lm_steps.contextualize)
+        self.sufficiency = SufficiencyStep(retries=self.retries, enabled=self.lm_steps.sufficiency)
 
     def _turn_calls(self) -> int:
         """LM calls one turn can make with the current switches."""
         return sum(step.enabled for name, step in self.steps().items() if name != "answer")
 
     def max_lm_calls(self) -> int:
-        return self.max_turns * self._turn_calls() + 1
+        return self.loop.max_turns * self._turn_calls() + 1
 
     # -- the loop ---------------------------------------------------------------------------
     def _turns(self, question: str, trace: Trace) -> Turns:
         """Run the turns; they end with one ``stop`` event (:data:`STOP_REASONS`)."""
         state, previous = Turns(), None
-        for turn in range(1, self.max_turns + 1):
+        for turn in range(1, self.loop.max_turns + 1):
             query = self._next_query(question, self._shown(state), state, turn, trace)
             if query is None:
                 return self._stopped(state, trace, turn, "no_query")
@@ -282,20 +272,20 @@ class AgentRAG(FinalPack, RAGProgram):
             new = self._cast(question, query, turn, state, trace)
             if not new:  # nothing to take in, note, prune or judge: the next turn would see what this one saw
                 return self._stopped(state, trace, turn, "no_new_evidence")
-            state.take(new, trace.of("search")[n_before:], self.transform, self.temperature)
+            state.take(new, trace.of("search")[n_before:], self.pack.transform, self.pack.temperature)
             state.notes = self._update_notes(question, state.notes, new, turn, trace)
             self._prune(question, state, turn, trace)
             # The last turn's verdict could change nothing, so it is not asked for.
-            if self.sufficiency.enabled and turn < self.max_turns:
+            if self.sufficiency.enabled and turn < self.loop.max_turns:
                 view = format_context(self._view(state, new), state.notes)[0]
                 verdict, _ = assess(self.sufficiency, question, view, turn, trace)
                 state.missing = verdict.missing
                 if verdict.verdict == "Sufficient":
                     return self._stopped(state, trace, turn, "sufficient")
-                if self.stop_on_repeat and verdict_unchanged(previous, verdict):
+                if self.loop.stop_on_repeat and verdict_unchanged(previous, verdict):
                     return self._stopped(state, trace, turn, "verdict_unchanged")
                 previous = verdict
-        return self._stopped(state, trace, self.max_turns, "max_turns")
+        return self._stopped(state, trace, self.loop.max_turns, "max_turns")
 
     @staticmethod
     def _stopped(state: Turns, trace: Trace, turn: int, reason: str) -> Turns:
@@ -321,24 +311,24 @@ class AgentRAG(FinalPack, RAGProgram):
         when ``bridge`` is on (no LM call), else the question again when dedup is on."""
         if self.rewrite.enabled:
             return rewrite_query(self.rewrite, question, shown, state.notes, state.missing, state.queries, turn,
-                                 trace, n=self.n_queries, index=self.index, bridge=self.bridge)
+                                 trace, n=self.loop.n_queries, index=self.index, bridge=self.loop.bridge)
         if turn == 1:
             return question
-        if self.bridge:
+        if self.loop.bridge:
             query = bridge_search(self.index, question, shown, state.queries)
             trace.add("rewrite", turn=turn, candidates=[], chosen=None, query=query, source="bridge" if query else None)
             return query
-        return question if self.dedup else None
+        return question if self.loop.dedup else None
 
     def _cast(self, question: str, query: str, turn: int, state: Turns, trace: Trace) -> list[Chunk]:
         """chunk_search (plus the turn-1 fallback search); returns the chunks new to the context."""
         in_context = {c.id for c in state.context}
         searches = [(query, False)]
-        if turn == 1 and self.fallback and query.strip().casefold() != question.casefold():
+        if turn == 1 and self.loop.fallback and query.strip().casefold() != question.casefold():
             searches.append((question, True))
         new: list[Chunk] = []
         for q, is_fallback in searches:
-            hits = self._search(q, trace, k=self.k, turn=turn, exclude=state.seen if self.dedup else (),
+            hits = self._search(q, trace, k=self.loop.k, turn=turn, exclude=state.seen if self.loop.dedup else (),
                                 fallback=is_fallback)
             state.queries.append(q)
             for hit in hits:

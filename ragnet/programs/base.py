@@ -21,7 +21,7 @@ from __future__ import annotations
 import copy
 import time
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Iterable
+from typing import Any, ClassVar, Iterable, Mapping, TypeVar
 
 import dspy
 
@@ -29,9 +29,14 @@ from ragnet.corpus.types import Chunk
 from ragnet.errors import InputError
 from ragnet.lm.usage import track_usage
 from ragnet.programs.citations import citations, supported_evidence
+from ragnet.programs.index_protocol import ProgramIndex
+from ragnet.programs.options import Options, Search, check_option, check_positive_int
 from ragnet.programs.packing import PromptBudget
 from ragnet.programs.trace import Trace
 from ragnet.signatures import AnswerStep, Step, recording
+
+
+OptionsT = TypeVar("OptionsT", bound=Options)
 
 
 @dataclass
@@ -45,31 +50,14 @@ class RunResult:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def check_positive_int(value: Any, name: str, minimum: int = 1) -> int:
-    """Validate an integer constructor argument, naming it in the error."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise InputError(f"must be an integer >= {minimum}, got {value!r}", argument=name)
-    return value
-
-
-def check_fraction(value: Any, name: str, low: float = 0.0, high: float = 1.0) -> float:
-    """Validate a float argument in ``[low, high]``, naming it in the error."""
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise InputError(f"must be a number, got {value!r}", argument=name) from None
-    if not low <= v <= high:
-        raise InputError(f"must be between {low} and {high}, got {v}", argument=name)
-    return v
-
-
 class RAGProgram(dspy.Module):
     """Base class of ragnet's programs.
 
     Args:
-        index: a ``ragnet.Index`` (not a DSPy parameter: saving a program stores prompts and
-            demos only, never the index).
-        lam: hybrid weight, ``lam * BM25 + (1 - lam) * cosine``; 0.4 as in ReflectiveRAG.
+        index: a ``ragnet.Index`` (any :class:`ragnet.programs.index_protocol.ProgramIndex`; not
+            a DSPy parameter: saving a program stores prompts and demos only, never the index).
+        search: the search's options (:class:`ragnet.programs.options.Search`): its hybrid
+            ``bm25_weight`` and, for the programs that gather candidates, their pool and rules.
         retries: LM retries per step before falling back to a safe default (an ``answer`` step
             that names its own keeps them).
         answer: the answer step with its options (its LM, chain of thought, where the prompt shows
@@ -85,18 +73,33 @@ class RAGProgram(dspy.Module):
     #: The spec the program was built from (``ragnet.RAG`` and the registry set it); None for a
     #: program constructed directly, which :meth:`ran_as` names by its class.
     spec: str | None = None
+    #: The fields of its option objects the program reads, by constructor argument, where it reads
+    #: only some (an argument not named here: every field). Another field set away from its default
+    #: would do nothing, and is refused (:meth:`ragnet.programs.options.Options.unread`).
+    reads: ClassVar[Mapping[str, tuple[str, ...]]] = {}
 
-    def __init__(self, index: Any, *, lam: float = 0.4, retries: int = 1, answer: AnswerStep | None = None) -> None:
+    def __init__(self, index: ProgramIndex, *, search: Search = Search(), retries: int = 1,
+                 answer: AnswerStep | None = None) -> None:
         super().__init__()
+        # the one check of the index (a Protocol is not checked when called): a wrong argument fails here, by name
         if index is None or not hasattr(index, "search"):
             raise InputError("expected a ragnet.Index (from Index.build or Index.load)", argument="index")
         if answer is not None and not isinstance(answer, AnswerStep):
             raise InputError(f"expected a ragnet.AnswerStep, got {type(answer).__name__}", argument="answer")
         self.index = index
-        self.lam = check_fraction(lam, "lam")
+        self.search = self._hold("search", search, Search)
         self.retries = retries
         answer = answer if answer is not None else AnswerStep()
         self.answer = answer.for_program(question_at=self.default_question_at, retries=self.retries)
+
+    def _hold(self, argument: str, value: Any, kind: type[OptionsT], **defaults: Any) -> OptionsT:
+        """Option object ``value`` of constructor argument ``argument``, as the program holds it:
+        checked to be a ``kind``, refused where it sets a field the program does not read
+        (:attr:`reads`), and its fields left None filled with ``defaults`` (the program's)."""
+        value = check_option(value, kind, argument)
+        if argument in self.reads:
+            value.unread(self.reads[argument], type(self).__name__)
+        return value.fill(**defaults)
 
     @property
     def retries(self) -> int:
@@ -207,7 +210,7 @@ class RAGProgram(dspy.Module):
         **event: Any,
     ) -> list[Chunk]:
         """Hybrid search, recorded as a ``search`` event (with ``event``'s extra fields)."""
-        hits = self.index.search(query, k=k, exclude=exclude, lam=self.lam)
+        hits = self.index.search(query, k=k, exclude=exclude, lam=self.search.bm25_weight)
         trace.add("search", turn=turn, query=query, retrieved=[h.id for h in hits], fallback=fallback, **event)
         return hits
 

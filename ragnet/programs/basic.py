@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from ragnet.programs.base import RAGProgram, RunResult, check_positive_int
+from ragnet.programs.base import RAGProgram, RunResult
+from ragnet.programs.index_protocol import ProgramIndex
+from ragnet.programs.options import Search, check_positive_int
 from ragnet.programs.trace import Trace
 from ragnet.signatures import AnswerStep
 
@@ -15,7 +15,8 @@ class BasicRAG(RAGProgram):
     Args:
         index: a ``ragnet.Index``.
         k: chunks retrieved and shown to the answer step.
-        lam: hybrid BM25 weight (0.4).
+        search: the search's ``bm25_weight`` (:class:`ragnet.programs.options.Search`; its other
+            fields are the programs' that gather candidates).
         retries, answer: as in :class:`ragnet.programs.RAGProgram`.
 
     Example:
@@ -27,9 +28,11 @@ class BasicRAG(RAGProgram):
         ('Rome', ['rome#0', 'paris#0'], ['rome#0'])
     """
 
-    def __init__(self, index: Any, k: int = 5, *, lam: float = 0.4, retries: int = 1,
+    reads = {"search": ("bm25_weight",)}
+
+    def __init__(self, index: ProgramIndex, k: int = 5, *, search: Search = Search(), retries: int = 1,
                  answer: AnswerStep | None = None) -> None:
-        super().__init__(index, lam=lam, retries=retries, answer=answer)
+        super().__init__(index, search=search, retries=retries, answer=answer)
         self.k = check_positive_int(k, "k")
 
     def _run(self, question: str, trace: Trace) -> RunResult:

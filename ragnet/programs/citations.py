@@ -88,7 +88,7 @@ def shown_sentences(chunk: Chunk) -> list[str]:
     """The sentences of ``chunk`` that its text shows the reader.
 
     The sentences sentence packing recorded when they still make up the chunk's text; otherwise
-    the text split with :func:`ragnet.corpus.sentences.split_sentences` (a text the splitter finds
+    the text split with :func:`ragnet.corpus.sentence_split.split_sentences` (a text the splitter finds
     no boundary in is one sentence, as in the index's sentence store).
 
     Example:

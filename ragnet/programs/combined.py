@@ -24,14 +24,11 @@ CombinedRAG removes both causes instead of tuning around them:
 
 from __future__ import annotations
 
-from typing import Any
-
 from ragnet.corpus.types import Chunk
-from ragnet.programs.agent import DEFAULT_NOTES_SHARE, AgentRAG, Turns
-from ragnet.programs.oneshot import DEFAULT_METHOD, DEFAULT_TEMPERATURE, DEFAULT_TRANSFORM, apply_metadata_rules
-from ragnet.programs.base import RunResult, check_positive_int
+from ragnet.programs.agent import AgentRAG, Turns
+from ragnet.programs.base import RunResult
+from ragnet.programs.oneshot import DEFAULT_BUDGET, apply_metadata_rules
 from ragnet.programs.trace import Trace
-from ragnet.signatures import AnswerStep
 
 
 class CombinedRAG(AgentRAG):
@@ -39,74 +36,51 @@ class CombinedRAG(AgentRAG):
 
     Args:
         index: a ``ragnet.Index``.
-        budget: total tokens of the answer prompt.
-        max_turns: cap on casts (3: the pool, not the turns, carries recall).
-        k, fallback, dedup, contextualize, sufficiency, rewrite, bridge, stop_on_repeat, n_queries, query_form: as in
-            IterativeRAG.
-        rules: apply the metadata rule filter to the pool before packing.
-        sentences: pack the pool's best sentences instead of whole chunks
-            (``ragnet.programs.sentence_packing``), as ``OneShotRAG(sentences=True)`` does.
-        notes_share: the largest share of ``budget`` the notes may take in the answer prompt
-            (whole lines, earliest first; the rest is recorded in the trace as ``notes_cap``).
-            At a reader-sized budget uncapped notes starve the evidence (docs/design.md#agent-loops).
-            0 leaves the notes out of the answer prompt; 1 never cuts them.
-        transform, temperature, method: relevance calibration and knapsack method.
-        lam, retries: as in IterativeRAG.
+        budget: total tokens of the answer prompt, a shortcut for ``pack``'s budget (4,000 when
+            neither gives one).
+        pack: the final pack (:class:`ragnet.programs.options.Pack`): whole chunks by their best
+            calibrated relevance (``transform``, ``temperature``) and the knapsack ``method``, or
+            with ``sentences`` the pool's best sentences (``ragnet.programs.sentence_packing``),
+            as ``OneShotRAG`` packs them. ``notes_share`` is the largest share of the budget the
+            notes may take in the answer prompt (whole lines, earliest first; the rest is recorded
+            in the trace as ``notes_cap``): at a reader-sized budget uncapped notes starve the
+            evidence (docs/design.md#agent-loops). 0 leaves the notes out; 1 never cuts them.
+        search: the searches' ``bm25_weight``, and ``rules``: the metadata rule filter on the pool
+            before packing (:class:`ragnet.programs.options.Search`; it never adds chunks here).
+        loop: the casts (:class:`ragnet.programs.options.Loop`), as in IterativeRAG; ``max_turns``
+            left open is 3 (the pool, not the turns, carries recall). It has no delete step to guard.
+        lm_steps: ``contextualize``, ``rewrite`` and ``sufficiency``, as in IterativeRAG
+            (:class:`ragnet.programs.options.LMSteps`).
+        retries: as in IterativeRAG.
         answer: the answer step; where it leaves the question's place open, CombinedRAG shows it
             "auto", as ``OneShotRAG`` does (as every agent does, ``AgentRAG``).
 
     Example:
         >>> import dspy
         >>> from dspy.utils import DummyLM
+        >>> from ragnet.programs.options import Loop
         >>> lm = DummyLM([{"queries": [{"query": "Italy capital city", "probability": 0.9}]},  # rewrite
         ...               {"new_notes": "- Rome is the capital of Italy."},                    # contextualize
         ...               {"answer": "Rome", "evidence_ids": ["c1"]}])                          # answer
         >>> with dspy.context(lm=lm):
-        ...     pred = CombinedRAG(index, budget=1000, max_turns=1, n_queries=1, k=2)(question="What is the capital of Italy?")
+        ...     pred = CombinedRAG(index, budget=1000, loop=Loop(max_turns=1, n_queries=1, k=2))(
+        ...         question="What is the capital of Italy?")
         >>> pred.answer, "rome#0" in pred.context
         ('Rome', True)
     """
 
-    def __init__(
-        self,
-        index: Any,
-        budget: int = 4000,
-        *,
-        max_turns: int = 3,
-        k: int = 5,
-        fallback: bool = True,
-        dedup: bool = True,
-        contextualize: bool = True,
-        sufficiency: bool = True,
-        rewrite: bool = True,
-        bridge: bool = True,
-        stop_on_repeat: bool = True,
-        n_queries: int = 5,
-        query_form: str = "sampled",
-        rules: bool = True,
-        sentences: bool = False,
-        notes_share: float = DEFAULT_NOTES_SHARE,
-        transform: str = DEFAULT_TRANSFORM,
-        temperature: float = DEFAULT_TEMPERATURE,
-        method: str = DEFAULT_METHOD,
-        lam: float = 0.4,
-        retries: int = 1,
-        answer: AnswerStep | None = None,
-    ) -> None:
-        super().__init__(
-            index, max_turns=max_turns, k=k, fallback=fallback, dedup=dedup,
-            contextualize=contextualize, sufficiency=sufficiency, rewrite=rewrite, bridge=bridge,
-            stop_on_repeat=stop_on_repeat, n_queries=n_queries, query_form=query_form,
-            lam=lam, retries=retries, answer=answer, budget=check_positive_int(budget, "budget"), sentences=sentences,
-            notes_share=notes_share, transform=transform, temperature=temperature, method=method,
-        )
-        self.rules = bool(rules)
+    default_max_turns = 3
+    default_budget = DEFAULT_BUDGET
+    reads = {"search": ("bm25_weight", "rules"),
+             "loop": ("max_turns", "k", "n_queries", "query_form", "fallback", "dedup", "bridge", "stop_on_repeat"),
+             "lm_steps": ("contextualize", "rewrite", "sufficiency")}
 
     def _run(self, question: str, trace: Trace) -> RunResult:
         state = self._turns(question, trace)
         candidates = self._ranked_for_pack(state)
-        if self.rules:
-            candidates = apply_metadata_rules(self.index, question, candidates, trace, add=False, lam=self.lam)
+        if self.search.rules:
+            candidates = apply_metadata_rules(self.index, question, candidates, trace, add=False,
+                                              bm25_weight=self.search.bm25_weight)
         chunks, shown_notes = self._pack_final(question, candidates, state.notes, trace)
         answer, evidence = self._answer(question, chunks, trace, notes=shown_notes)
         return RunResult(answer=answer, evidence=evidence, context=chunks, notes=state.notes)

@@ -1,10 +1,10 @@
 """IterativeRAG — "cast a small net many times": an agent loop with chunk_search and chunk_delete.
 
-Each turn (at most ``max_turns``):
+Each turn (at most ``loop.max_turns``):
 
 1. **Query.** RewriteQuery proposes sub-queries with probabilities (verbalized sampling); the
-   most probable one not searched before is used. Turn 1 with ``rewrite=False`` searches the
-   question itself.
+   most probable one not searched before is used. Turn 1 without the rewrite step
+   (``LMSteps(rewrite=False)``) searches the question itself.
 2. **chunk_search(query)** returns the top-``k`` chunks. With ``dedup``, already-seen ids are
    excluded so the next-ranked unseen chunks come back instead (Search-R1 de-duplication).
 3. **Fallback Search** (turn 1 only): the original question is searched alongside the
@@ -39,16 +39,16 @@ budget). ``ragnet ask`` gives a small local reader 1,000 tokens of sentences
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from ragnet.core.links import mention_bonus
 from ragnet.corpus.types import Chunk
 from ragnet.errors import InputError
-from ragnet.programs.agent import DEFAULT_NOTES_SHARE, AgentRAG, Turns
-from ragnet.programs.base import RunResult, check_positive_int
+from ragnet.programs.agent import AgentRAG, Turns
+from ragnet.programs.base import RunResult
+from ragnet.programs.index_protocol import ProgramIndex
 from ragnet.programs.oneshot import HOP_WEIGHT, apply_metadata_rules
+from ragnet.programs.options import LMSteps, Loop, Pack, Search
 from ragnet.programs.trace import Trace
 from ragnet.signatures import AnswerStep, DeleteStep
 
@@ -58,54 +58,55 @@ class IterativeRAG(AgentRAG):
 
     Args:
         index: a ``ragnet.Index``.
-        max_turns: hard cap on search turns (5, as in the study).
-        k: chunks per ``chunk_search`` (5).
-        fallback: on turn 1 also search the original question.
-        delete: run ``chunk_delete`` (SelectDeletions) after each search. With a small local LM,
-            turn it off (the ``iterative:no-delete`` preset): it then keeps the gold more often at
-            fewer LM calls, and give it a ``budget`` too, since a small reader does worse on
-            everything the turns kept than on it packed into a budget (docs/design.md#agent-loops).
-        dedup: replace already-seen ids with the next-ranked unseen chunks.
-        contextualize: keep a notes cache updated from each retrieval.
-        sufficiency: stop when AssessSufficiency says "Sufficient".
-        stop_on_repeat: stop when AssessSufficiency says "Refine" with the same missing fact two
-            turns running (``ragnet.programs.agent.verdict_unchanged``): a step that never changes
-            its verdict is not paid for again. Off: it is asked every turn but the last.
-        rewrite: write search queries with RewriteQuery (off: turn 1 searches the question, and
-            later turns the bridge search when ``bridge`` is on, else the question again).
-        bridge: search the best bridge entity of the evidence (a name it gives and the question
-            does not, ``ragnet.programs.bridge.bridge_search``; no LM call) when the rewrite gives
-            no new query, or on every turn after the first without the rewrite step.
-        n_queries: sub-queries sampled per rewrite (verbalized sampling).
-        query_form: the rewrite step's form: ``"sampled"`` (RewriteQuery, ``n_queries`` candidates
-            with probabilities) or ``"one"`` (NextQuery: the name to look up next and one query,
-            a form small step LMs follow; preset ``one-query``). Either is the ``rewrite`` step.
-        protect: ``chunk_delete`` may not remove the question's own top-``k`` hits (what
-            BasicRAG reads), the best hit of any search, the ``protect`` context chunks closest to
-            the question (embedding cosine), nor a chunk whose title the question or another
-            context chunk names (the bridge links of ``ragnet.core.links``); refused deletions are
-            recorded (see :meth:`_protected` for why the links). With the turn-1 fallback search
-            the question's top-``k`` are all in the context after turn 1, so the final context
-            holds every chunk BasicRAG would read: its gold recall is never below basic's, whatever
-            the LM deletes. 0 lets the LM delete anything, as in the study; a small model then
-            deletes much of the gold it retrieved, and protecting only the best hits and the
-            closest chunks is not enough (docs/design.md#agent-loops).
-        lam: hybrid BM25 weight.
+        budget: total tokens of the answer prompt, a shortcut for ``pack``'s budget. None (the
+            default, the study's design): the answer step reads every kept chunk and all the
+            notes. A number: the kept chunks are packed into it as in CombinedRAG
+            (``AgentRAG._pack_final``).
+        pack: the final pack (:class:`ragnet.programs.options.Pack`): with ``sentences`` the kept
+            chunks' best sentences instead of whole chunks (needs a budget; the
+            ``iterative:sentences`` preset, e.g. ``iterative:no-delete+sentences``); the notes take
+            at most ``notes_share`` of the budget.
+        search: the searches' ``bm25_weight``, and the final pack's start
+            (:class:`ragnet.programs.options.Search`): with ``sentences`` and a ``pool``, the pack
+            starts from the one-shot's candidates, the question's ``pool`` best hits after the
+            metadata ``rules``, as ``OneShotRAG`` ranks them, then the chunks the later turns'
+            searches found at ``HOP_WEIGHT`` of their best score, as ``oneshot:sentences+hops``
+            takes its bridge hits (preset ``pool``: 100, the one-shot's). The LM steps still see
+            only the turns' ``k`` chunks a search; the pool costs one search and no LM call, and
+            keeps the first-hop evidence the one-shot finds beyond the top ``k``. Left open: 0,
+            the pack draws only on what the turns gathered.
+        loop: the turns (:class:`ragnet.programs.options.Loop`): at most ``max_turns`` (5, as in
+            the study) of ``k`` chunks a search (5), ``n_queries`` sampled per rewrite in its
+            ``query_form`` (``"one"``: NextQuery, one query naming what to look up next, a form
+            small step LMs follow; preset ``one-query``); the turn-1 ``fallback`` search of the
+            question; ``dedup``; the ``bridge`` search of the best bridge entity of the evidence (a
+            name it gives and the question does not,
+            ``ragnet.programs.bridge_search.bridge_search``; no LM call) when the rewrite gives no
+            new query, or on every turn after the first without the rewrite step;
+            ``stop_on_repeat`` (stop when AssessSufficiency says "Refine" with the same missing
+            fact two turns running, ``ragnet.programs.agent.verdict_unchanged``: a step that never
+            changes its verdict is not paid for again; off, it is asked every turn but the last).
+            ``protect`` guards ``chunk_delete``: it may not remove the question's own top-``k``
+            hits (what BasicRAG reads), the best hit of any search, the ``protect`` context chunks
+            closest to the question (embedding cosine), nor a chunk whose title the question or
+            another context chunk names (the bridge links of ``ragnet.core.links``); refused
+            deletions are recorded (see :meth:`_protected` for why the links). With the turn-1
+            fallback search the question's top-``k`` are all in the context after turn 1, so the
+            final context holds every chunk BasicRAG would read: its gold recall is never below
+            basic's, whatever the LM deletes. 0 lets the LM delete anything, as in the study; a
+            small model then deletes much of the gold it retrieved, and protecting only the best
+            hits and the closest chunks is not enough (docs/design.md#agent-loops).
+        lm_steps: which LM steps run (:class:`ragnet.programs.options.LMSteps`), all on:
+            ``rewrite`` (search queries from RewriteQuery; off: turn 1 searches the question, and
+            later turns the bridge search when ``bridge`` is on, else the question again),
+            ``contextualize`` (a notes cache updated from each retrieval), ``delete``
+            (``chunk_delete``, SelectDeletions, after each search; with a small local LM, turn it
+            off, the ``iterative:no-delete`` preset: it then keeps the gold more often at fewer LM
+            calls, and give it a ``budget`` too, since a small reader does worse on everything the
+            turns kept than on it packed into a budget, docs/design.md#agent-loops) and
+            ``sufficiency`` (stop when AssessSufficiency says "Sufficient").
         retries, answer: as in :class:`ragnet.programs.RAGProgram` (where the answer step leaves
             the question's place open, it is chosen per question, "auto", as in ``OneShotRAG``).
-        budget: total tokens of the answer prompt. None (the default, the study's design): the
-            answer step reads every kept chunk and all the notes. A number: the kept chunks are
-            packed into it as in CombinedRAG (``AgentRAG._pack_final``).
-        sentences: pack the kept chunks' best sentences instead of whole chunks (needs a
-            ``budget``; the ``iterative:sentences`` preset, e.g. ``iterative:no-delete+sentences``).
-        notes_share: the largest share of ``budget`` the notes may take (as in CombinedRAG).
-        pool: with ``sentences``, the final pack starts from the one-shot's candidates: the
-            question's ``pool`` best hits after the metadata rules, as ``OneShotRAG`` ranks them, then
-            the chunks the later turns' searches found at ``HOP_WEIGHT`` of their best score, as
-            ``oneshot:sentences+hops`` takes its bridge hits (preset ``pool``: 100, the one-shot's).
-            The LM steps still see only the turns' ``k`` chunks a search; the pool costs one search
-            and no LM call, and keeps the first-hop evidence the one-shot finds beyond the top ``k``.
-            0 (the default): the pack draws only on what the turns gathered.
 
     Example:
         >>> import dspy
@@ -114,50 +115,35 @@ class IterativeRAG(AgentRAG):
         ...               {"new_notes": "- Rome is the capital of Italy."},                    # contextualize
         ...               {"delete_ids": []},                                                   # delete
         ...               {"answer": "Rome", "evidence_ids": ["c1"]}])                          # answer
+        >>> program = IterativeRAG(index, loop=Loop(max_turns=1, n_queries=1, k=2))
         >>> with dspy.context(lm=lm):
-        ...     pred = IterativeRAG(index, max_turns=1, n_queries=1, k=2)(question="What is the capital of Italy?")
+        ...     pred = program(question="What is the capital of Italy?")
         >>> pred.answer, [e["query"] for e in pred.trace if e["step"] == "search"][:1]
         ('Rome', ['Italy capital city'])
     """
 
+    reads = {"lm_steps": ("contextualize", "rewrite", "sufficiency", "delete")}
+
     def __init__(
         self,
-        index: Any,
+        index: ProgramIndex,
+        budget: int | None = None,
         *,
-        max_turns: int = 5,
-        k: int = 5,
-        fallback: bool = True,
-        delete: bool = True,
-        dedup: bool = True,
-        contextualize: bool = True,
-        sufficiency: bool = True,
-        rewrite: bool = True,
-        bridge: bool = True,
-        stop_on_repeat: bool = True,
-        n_queries: int = 5,
-        query_form: str = "sampled",
-        protect: int = 2,
-        lam: float = 0.4,
+        pack: Pack = Pack(),
+        search: Search = Search(),
+        loop: Loop = Loop(),
+        lm_steps: LMSteps = LMSteps(),
         retries: int = 1,
         answer: AnswerStep | None = None,
-        budget: int | None = None,
-        sentences: bool = False,
-        notes_share: float = DEFAULT_NOTES_SHARE,
-        pool: int = 0,
     ) -> None:
-        super().__init__(
-            index, max_turns=max_turns, k=k, fallback=fallback, dedup=dedup, contextualize=contextualize,
-            sufficiency=sufficiency, rewrite=rewrite, bridge=bridge, stop_on_repeat=stop_on_repeat,
-            n_queries=n_queries, query_form=query_form, lam=lam, retries=retries, answer=answer, budget=budget,
-            sentences=sentences,
-            notes_share=notes_share,
-        )
-        self.protect = check_positive_int(protect, "protect", minimum=0)
-        self.pool = check_positive_int(pool, "pool", minimum=0)
-        if self.pool and not self.sentences:
-            raise InputError("the question's pool joins the sentence pack, as in the one-shot; give sentences=True "
-                             "(preset iterative:sentences+pool) or pool=0", argument="pool")
-        self.delete = DeleteStep(retries=self.retries, enabled=delete)
+        super().__init__(index, budget, pack=pack, search=search, loop=loop, lm_steps=lm_steps, retries=retries,
+                         answer=answer)
+        self.search = self.search.fill(pool=0)
+        if self.search.pool and not self.pack.sentences:
+            raise InputError("the question's pool joins the sentence pack, as in the one-shot; give "
+                             "pack=Pack(sentences=True) (preset iterative:sentences+pool) or leave the pool at 0",
+                             argument="search.pool")
+        self.delete = DeleteStep(retries=self.retries, enabled=self.lm_steps.delete)
 
     def _run(self, question: str, trace: Trace) -> RunResult:
         state = self._turns(question, trace)
@@ -172,10 +158,14 @@ class IterativeRAG(AgentRAG):
     def _final_candidates(self, question: str, state: Turns, trace: Trace) -> list[Chunk]:
         """The final pack's candidates: what the turns gathered, best first, or with a ``pool`` the
         one-shot's candidates followed by the later turns' finds at ``HOP_WEIGHT`` (see ``pool``)."""
-        if not self.pool:
+        if not self.search.pool:
             return self._ranked_for_pack(state)
-        hits = self._search(question, trace, k=min(self.pool, len(self.index)), turn=0, pool=True)  # not a turn's
-        candidates = apply_metadata_rules(self.index, question, hits, trace, lam=self.lam)
+        # the question's own search, not a turn's
+        hits = self._search(question, trace, k=min(self.search.pool, len(self.index)), turn=0, pool=True)
+        candidates = hits
+        if self.search.rules:
+            candidates = apply_metadata_rules(self.index, question, hits, trace, max_add=self.search.max_add,
+                                              bm25_weight=self.search.bm25_weight)
         taken = {c.id for c in candidates}
         found = [c.with_scores(score=HOP_WEIGHT * state.hybrid[c.id])
                  for c in state.context if c.id not in taken]
@@ -205,16 +195,14 @@ class IterativeRAG(AgentRAG):
           names can still be deleted; that is the LM's pruning, and ``protect=0`` turns every
           guard off.
         """
-        if not self.protect or not context:
+        if not self.loop.protect or not context:
             return set(), set()
         ids = [c.id for c in context]
         # the same search BasicRAG makes (not recorded as a search: the agent did not ask for it)
-        question_hits = {c.id for c in self.index.search(question, k=self.k, lam=self.lam)}
+        question_hits = {c.id for c in self.index.search(question, k=self.loop.k, lam=self.search.bm25_weight)}
         best_hits = {e["retrieved"][0] for e in trace.of("search") if e.get("retrieved")}
-        closest: set[str] = set()
-        if hasattr(self.index, "vectors"):  # any ragnet.Index; a bare search backend only protects best hits
-            cos = self.index.vectors(ids) @ self.index.embed_query(question)
-            closest = {ids[i] for i in np.argsort(-cos, kind="stable")[: self.protect].tolist()}
+        cos = self.index.vectors(ids) @ self.index.embed_query(question)
+        closest = {ids[i] for i in np.argsort(-cos, kind="stable")[: self.loop.protect].tolist()}
         named = mention_bonus([c.title for c in context], [c.text for c in context], question,
                               top=len(context), bonus=1.0)
         linked = {cid for cid, b in zip(ids, named.tolist()) if b > 0}

@@ -16,46 +16,32 @@ gold evidence of most questions (docs/design.md#selection-and-budgets).
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from ragnet.core import rules
-from ragnet.core.calibrate import TRANSFORMS
 from ragnet.core.support import answer_key, states_answer
 from ragnet.corpus.metadata import extract_query_metadata
 from ragnet.corpus.tokens import count_tokens
 from ragnet.corpus.types import Chunk
 from ragnet.errors import InputError
-from ragnet.programs.base import RAGProgram, RunResult, check_fraction, check_positive_int
-from ragnet.programs.bridge import bridge_searches
+from ragnet.programs.base import RAGProgram, RunResult
+from ragnet.programs.bridge_search import bridge_searches
 from ragnet.programs.citations import shown_sentences
-from ragnet.programs.packing import DEFAULT_NOTES_SHARE, PromptBudget, answer_notes, pack
+from ragnet.programs.index_protocol import ProgramIndex
+from ragnet.programs.options import Hops, LMSteps, Pack, Search, check_option, check_positive_int
+from ragnet.programs.packing import PromptBudget, answer_notes, pack
 from ragnet.programs.sentence_packing import pack_sentences
 from ragnet.programs.trace import Trace
 from ragnet.signatures import AnswerStep, ContextualizeStep, CropStep, FilterStep, recording
 
-# Selection and relevance calibration chosen with `ragnet eval retrieval`: "protected" + exp(T=0.1)
-# is the knapsack variant that never falls below rank-order filling (docs/design.md#selection-and-budgets).
-DEFAULT_METHOD = "protected"
-DEFAULT_TRANSFORM = "exp"
-DEFAULT_TEMPERATURE = 0.1
-METHODS = ("protected", "exact", "greedy", "rank")
 # A bridge search's hits join the candidates at this share of their score: each search's best hit
 # scores near 1 against its own query, and at full weight they displaced first-hop evidence from
 # the pack (chosen on dev questions, docs/results/README.md#bridge-hops).
 HOP_WEIGHT = 0.5
-
-
-def check_selection(transform: str, temperature: float, method: str) -> tuple[str, float, str]:
-    """Validate the budgeted-selection arguments shared by OneShotRAG and CombinedRAG."""
-    if transform not in TRANSFORMS:
-        raise InputError(f"unknown transform {transform!r}; choose from {', '.join(TRANSFORMS)}", argument="transform")
-    if not isinstance(temperature, (int, float)) or not temperature > 0:
-        raise InputError(f"must be > 0, got {temperature!r}", argument="temperature")
-    if method not in METHODS:
-        raise InputError(f"unknown method {method!r}; choose from {', '.join(METHODS)}", argument="method")
-    return transform, float(temperature), method
+#: The one-shot's answer budget when neither ``budget=`` nor its pack gives one.
+DEFAULT_BUDGET = 4000
+#: The candidates its search retrieves when its ``Search`` leaves the pool open.
+DEFAULT_POOL = 100
 
 
 class OneShotRAG(RAGProgram):
@@ -63,40 +49,31 @@ class OneShotRAG(RAGProgram):
 
     Args:
         index: a ``ragnet.Index``.
-        budget: total tokens of the answer prompt (instructions + question + context).
-        pool: candidates retrieved by hybrid search before filtering.
-        rules: apply the metadata rule filter (drop contradicting years/places, add matches).
-        max_add: most chunks the rules may add from the index.
-        filter: run the LLM FilterChunks step on the survivors.
-        crop: run CropChunk on candidates (in relevance order, until the budget could be filled).
-        max_crops: most chunks cropped per question.
-        sentences: fill the budget with the candidates' best sentences instead of whole chunks
-            (``ragnet.programs.sentence_packing``; no LM call): a short reader prompt that
-            still holds the evidence of many chunks.
-        hops: bridge searches after a first selection (no LM call): for each of the best names
-            the selected evidence gives and the question does not
-            (``ragnet.programs.bridge.bridge_searches``), ``hop_k`` chunks are searched and join the
-            candidates at :data:`HOP_WEIGHT` of their score, so the final pack can hold the
-            second document of a multi-hop question without displacing the first. 0: off.
-        hop_k: chunks per bridge search.
-        notes: before answering, the Contextualize step (one LM call, the agents' notes) writes
-            down the facts that help answer the question from the selected chunks, read whole
-            (best first, at most ``budget`` tokens of them), and the answer reads those notes
-            above the pack. The notes take at most ``notes_share`` of the budget and the pack is
-            filled again around them, so the answer prompt keeps its size. What the agents' notes
-            bought without their search turns (preset ``notes``, e.g. ``oneshot:sentences+hops+notes``).
-        notes_share: the largest share of ``budget`` the notes may take.
-        recheck: when no sentence of the context states the answer (an LM-free check,
-            :func:`ragnet.core.support.states_answer`; yes/no answers aside), ask once more from
-            a denser context, the best sentences of the same candidates at ``recheck_share`` of
-            the budget, and keep that answer when its context states it (preset ``recheck``; one
-            more LM call on the questions it flags).
-        recheck_share: the share of ``budget`` the denser context is packed into.
-        transform, temperature: relevance calibration (``ragnet.core.calibrate``).
-        method: ``"protected"`` (rank prefix kept, exact knapsack on the leftover budget),
-            ``"exact"`` / ``"greedy"`` knapsack, or ``"rank"`` (rank-order filling, the baseline);
-            see ``ragnet.programs.packing.pack``.
-        lam: hybrid BM25 weight.
+        budget: total tokens of the answer prompt (instructions + question + context): a
+            shortcut for ``pack``'s budget; None takes the pack's, else 4,000.
+        pack: how the evidence fills the budget (:class:`ragnet.programs.options.Pack`): whole
+            chunks by calibrated relevance and ``method``, or with ``sentences`` the candidates'
+            best sentences (``ragnet.programs.sentence_packing``; no LM call), a short reader
+            prompt that still holds the evidence of many chunks. ``notes_share`` caps the notes.
+        search: the candidates (:class:`ragnet.programs.options.Search`): the ``pool`` best
+            hybrid hits (100 when left open) at ``bm25_weight``, then the metadata ``rules``
+            (drop contradicting years/places, add up to ``max_add`` matching chunks).
+        hops: bridge searches after a first selection (:class:`ragnet.programs.options.Hops`;
+            no LM call): for each of the best names the selected evidence gives and the question
+            does not (``ragnet.programs.bridge_search.bridge_searches``), ``k`` chunks are searched
+            and join the candidates at :data:`HOP_WEIGHT` of their score, so the final pack can
+            hold the second document of a multi-hop question without displacing the first.
+            ``Hops()``: none; the ``hops`` preset: 3.
+        lm_steps: the optional LM steps (:class:`ragnet.programs.options.LMSteps`), all off:
+            ``filter`` (FilterChunks on the survivors of the rules), ``crop`` (CropChunk on the
+            candidates in relevance order until the budget could be filled, at most ``max_crops``),
+            ``contextualize`` (before answering, one call writes down the facts that help answer
+            the question from the selected chunks, read whole, best first, at most ``budget``
+            tokens of them, and the answer reads those notes above the pack, filled again around
+            them; preset ``notes``), ``recheck`` (when no sentence of the context states the
+            answer, :func:`ragnet.core.support.states_answer`, yes/no answers aside, ask once
+            more from the best sentences of the same candidates at ``recheck_share`` of the
+            budget and keep that answer when its context states it; preset ``recheck``).
         retries: as in :class:`ragnet.programs.RAGProgram`.
         answer: the answer step (:class:`ragnet.signatures.AnswerStep`). Where it leaves the
             question's place open, OneShotRAG shows it "auto": a budget fills a long context, and
@@ -108,51 +85,39 @@ class OneShotRAG(RAGProgram):
         >>> prog = OneShotRAG(index, budget=1000, answer=AnswerStep(question_at="last"))
         >>> [c.id for c in prog.retrieve("What is the capital of Italy?")][:1]   # no LM call with defaults
         ['rome#0']
+        >>> OneShotRAG(index, pack=Pack(budget=1000, sentences=True), hops=Hops(3)).budget
+        1000
     """
 
     default_question_at = "auto"
+    reads = {"lm_steps": ("filter", "crop", "max_crops", "contextualize", "recheck", "recheck_share")}
 
     def __init__(
         self,
-        index: Any,
-        budget: int = 4000,
+        index: ProgramIndex,
+        budget: int | None = None,
         *,
-        pool: int = 100,
-        rules: bool = True,
-        max_add: int = 10,
-        filter: bool = False,
-        crop: bool = False,
-        max_crops: int = 20,
-        sentences: bool = False,
-        hops: int = 0,
-        hop_k: int = 5,
-        notes: bool = False,
-        notes_share: float = DEFAULT_NOTES_SHARE,
-        recheck: bool = False,
-        recheck_share: float = 0.5,
-        transform: str = DEFAULT_TRANSFORM,
-        temperature: float = DEFAULT_TEMPERATURE,
-        method: str = DEFAULT_METHOD,
-        lam: float = 0.4,
+        pack: Pack = Pack(),
+        search: Search = Search(),
+        hops: Hops = Hops(),
+        lm_steps: LMSteps = LMSteps(),
         retries: int = 1,
         answer: AnswerStep | None = None,
     ) -> None:
-        super().__init__(index, lam=lam, retries=retries, answer=answer)
-        self.budget = check_positive_int(budget, "budget")
-        self.pool = check_positive_int(pool, "pool")
-        self.rules = bool(rules)
-        self.max_add = check_positive_int(max_add, "max_add", minimum=0)
-        self.max_crops = check_positive_int(max_crops, "max_crops", minimum=0)
-        self.sentences = bool(sentences)
-        self.hops = check_positive_int(hops, "hops", minimum=0)
-        self.hop_k = check_positive_int(hop_k, "hop_k")
-        self.notes_share = check_fraction(notes_share, "notes_share")
-        self.recheck = bool(recheck)
-        self.recheck_share = check_fraction(recheck_share, "recheck_share", low=0.05)
-        self.transform, self.temperature, self.method = check_selection(transform, temperature, method)
-        self.filter = FilterStep(retries=self.retries, enabled=filter)
-        self.crop = CropStep(retries=self.retries, enabled=crop)
-        self.contextualize = ContextualizeStep(retries=self.retries, enabled=notes)
+        super().__init__(index, search=search, retries=retries, answer=answer)
+        self.pack = check_option(pack, Pack, "pack").at(budget, DEFAULT_BUDGET)
+        self.search = self.search.fill(pool=DEFAULT_POOL)
+        check_positive_int(self.search.pool, "search.pool")
+        self.hops = self._hold("hops", hops, Hops)
+        self.lm_steps = self._hold("lm_steps", lm_steps, LMSteps, contextualize=False)
+        self.filter = FilterStep(retries=self.retries, enabled=self.lm_steps.filter)
+        self.crop = CropStep(retries=self.retries, enabled=self.lm_steps.crop)
+        self.contextualize = ContextualizeStep(retries=self.retries, enabled=self.lm_steps.contextualize)
+
+    @property
+    def budget(self) -> int:
+        """The answer prompt's token budget (its pack's)."""
+        return self.pack.budget
 
     # -- retrieval without answering --------------------------------------------------------
     def retrieve(self, question: str, trace: Trace | None = None) -> list[Chunk]:
@@ -169,41 +134,41 @@ class OneShotRAG(RAGProgram):
     def _candidates(self, question: str, trace: Trace) -> tuple[list[Chunk], PromptBudget]:
         """Search, rules, the LLM filter, the bridge hops and the crop: the ranked candidates the
         pack is filled from, and the answer prompt's budget (no notes)."""
-        candidates = self._search(question.strip(), trace, k=min(self.pool, len(self.index)))
+        candidates = self._search(question.strip(), trace, k=min(self.search.pool, len(self.index)))
         candidates = self._apply_rules(question, candidates, trace)
         if self.filter.enabled:
             candidates = self._apply_llm_filter(question, candidates, trace)
         budget = self._answer_budget(question, self.budget)
-        if self.hops:
+        if self.hops.searches:
             candidates = candidates + self._bridge_hops(question, candidates, budget, trace)
         if self.crop.enabled:
             candidates = self._apply_crop(question, candidates, budget, trace)
         return candidates, budget
 
     def _fill(self, question: str, candidates: list[Chunk], budget: PromptBudget, trace: Trace) -> list[Chunk]:
-        if self.sentences:
+        if self.pack.sentences:
             return self._select_sentences(question, candidates, budget, trace)
         return self._select(candidates, budget, trace)
 
     def max_lm_calls(self) -> int:
-        return (1 + int(self.filter.enabled) + (self.max_crops if self.crop.enabled else 0)
-                + int(self.contextualize.enabled) + int(self.recheck))
+        return (1 + int(self.filter.enabled) + (self.lm_steps.max_crops if self.crop.enabled else 0)
+                + int(self.contextualize.enabled) + int(self.lm_steps.recheck))
 
     def _untraced_pack(self, question: str, candidates: list[Chunk], budget: PromptBudget) -> list[Chunk]:
         """The pack :meth:`_fill` would select, not recorded: what the bridge hops and the notes start from."""
-        if self.sentences:
+        if self.pack.sentences:
             return pack_sentences(candidates, question, budget, self.index).chunks
-        return pack(candidates, [c.score for c in candidates], budget, transform=self.transform,
-                    temperature=self.temperature, method=self.method).chunks
+        return pack(candidates, [c.score for c in candidates], budget, transform=self.pack.transform,
+                    temperature=self.pack.temperature, method=self.pack.method).chunks
 
     def _bridge_hops(self, question: str, candidates: list[Chunk], budget: PromptBudget, trace: Trace) -> list[Chunk]:
         """Bridge searches from a first, untraced selection of ``candidates``; their new hits at
         :data:`HOP_WEIGHT` of their score, recorded as ``search`` events (turn 2) and a ``hops`` event."""
         first = self._untraced_pack(question, candidates, budget)
         seen = {c.id for c in candidates}
-        queries, added = bridge_searches(self.index, question, first, [question], n=self.hops), []
+        queries, added = bridge_searches(self.index, question, first, [question], n=self.hops.searches), []
         for query in queries:
-            for hit in self._search(query, trace, k=self.hop_k, turn=2, exclude=seen):
+            for hit in self._search(query, trace, k=self.hops.k, turn=2, exclude=seen):
                 seen.add(hit.id)
                 added.append(hit.with_scores(score=hit.score * HOP_WEIGHT, dense_score=hit.dense_score))
         trace.add("hops", queries=queries, added=[c.id for c in added])
@@ -216,7 +181,7 @@ class OneShotRAG(RAGProgram):
             budget = self._answer_budget(question, self.budget, notes)
         selected = self._fill(question, candidates, budget, trace)
         answer, evidence = self._answer(question, selected, trace, notes=notes)
-        if self.recheck and answer and not stated_in(answer, selected):
+        if self.lm_steps.recheck and answer and not stated_in(answer, selected):
             return self._recheck(question, candidates, notes, trace, RunResult(answer, evidence, selected, notes))
         return RunResult(answer=answer, evidence=evidence, context=selected, notes=notes)
 
@@ -224,7 +189,7 @@ class OneShotRAG(RAGProgram):
                  first: RunResult) -> RunResult:
         """The answer from a denser pack (``recheck_share`` of the budget) when its context states
         it, else ``first``; recorded as a ``recheck`` event."""
-        dense_budget = max(1, int(self.recheck_share * self.budget))
+        dense_budget = max(1, int(self.lm_steps.recheck_share * self.budget))
         try:
             dense = self._fill(question, candidates, self._answer_budget(question, dense_budget, notes), Trace())
         except InputError:  # the smaller budget cannot hold one sentence: nothing denser to ask from
@@ -254,13 +219,14 @@ class OneShotRAG(RAGProgram):
         out = self.contextualize(question=question, notes="", new_chunks=read)
         trace.add("notes", turn=1, read=[c.id for c in read], added=len(out.added), repeated=len(out.repeated),
                   chars=len(out.notes))
-        return answer_notes(out.notes, int(self.notes_share * self.budget), trace)
+        return answer_notes(out.notes, int(self.pack.notes_share * self.budget), trace)
 
     # -- stages -------------------------------------------------------------------------------
     def _apply_rules(self, question: str, candidates: list[Chunk], trace: Trace) -> list[Chunk]:
-        if not self.rules:
+        if not self.search.rules:
             return candidates
-        return apply_metadata_rules(self.index, question, candidates, trace, max_add=self.max_add, lam=self.lam)
+        return apply_metadata_rules(self.index, question, candidates, trace, max_add=self.search.max_add,
+                                    bm25_weight=self.search.bm25_weight)
 
     def _apply_llm_filter(self, question: str, candidates: list[Chunk], trace: Trace) -> list[Chunk]:
         pred = self.filter(question=question, chunks=candidates)
@@ -275,7 +241,7 @@ class OneShotRAG(RAGProgram):
         cropped_info = []
         filled = 0
         for i, chunk in enumerate(candidates):
-            if i >= self.max_crops or filled >= budget.context_budget:
+            if i >= self.lm_steps.max_crops or filled >= budget.context_budget:
                 out.append(chunk)
                 continue
             pred = self.crop(question=question, title=chunk.title, chunk=chunk.text)
@@ -301,7 +267,7 @@ class OneShotRAG(RAGProgram):
     def _select(self, candidates: list[Chunk], budget: PromptBudget, trace: Trace) -> list[Chunk]:
         result = pack(
             candidates, [c.score for c in candidates], budget,
-            transform=self.transform, temperature=self.temperature, method=self.method,
+            transform=self.pack.transform, temperature=self.pack.temperature, method=self.pack.method,
         )
         trace.add(
             "select",
@@ -309,10 +275,9 @@ class OneShotRAG(RAGProgram):
             candidates=result.candidates,
             tokens=result.prompt_tokens,
             budget=self.budget,
-            method=self.method,
+            method=self.pack.method,
         )
         return result.chunks
-
 
 
 def stated_in(answer: str, context: list[Chunk]) -> bool:
@@ -330,19 +295,17 @@ def stated_in(answer: str, context: list[Chunk]) -> bool:
 
 
 def apply_metadata_rules(
-    index: Any, question: str, candidates: list[Chunk], trace: Trace, *, max_add: int = 10, lam: float = 0.4,
-    add: bool = True,
+    index: ProgramIndex, question: str, candidates: list[Chunk], trace: Trace, *, max_add: int = 10,
+    bm25_weight: float = 0.4, add: bool = True,
 ) -> list[Chunk]:
     """The rule-based Chunk Filter: drop candidates whose years/places contradict the question,
-    add index chunks whose title or entities match it. Recorded as a ``filter`` event."""
-    qmeta = extract_query_metadata(question, getattr(index, "gazetteer", None))
-    result = rules.apply(
-        qmeta, [(c.id, c.metadata) for c in candidates], getattr(index, "catalog", None),
-        max_add=max_add, add=add,
-    )
+    add index chunks whose title or entities match it (scored as the dense half of the hybrid
+    score at ``bm25_weight``). Recorded as a ``filter`` event."""
+    qmeta = extract_query_metadata(question, index.gazetteer)
+    result = rules.apply(qmeta, [(c.id, c.metadata) for c in candidates], index.catalog, max_add=max_add, add=add)
     dropped = {d.chunk_id for d in result.dropped}
     kept = [c for c in candidates if c.id not in dropped]
-    added = _score_added(index, question, [d.chunk_id for d in result.added], kept, lam)
+    added = _score_added(index, question, [d.chunk_id for d in result.added], kept, bm25_weight)
     trace.add(
         "filter",
         kind="rules",
@@ -353,7 +316,8 @@ def apply_metadata_rules(
     return sorted(kept + added, key=lambda c: -c.score)
 
 
-def _score_added(index: Any, question: str, ids: list[str], ranked: list[Chunk], lam: float) -> list[Chunk]:
+def _score_added(index: ProgramIndex, question: str, ids: list[str], ranked: list[Chunk],
+                 bm25_weight: float) -> list[Chunk]:
     """Give rule-added chunks a score on the candidates' scale: their cosine, min-max scaled by
     the candidates' cosines and weighted like the dense half of the hybrid score.
 
@@ -367,6 +331,6 @@ def _score_added(index: Any, question: str, ids: list[str], ranked: list[Chunk],
     lo, hi = (min(dense), max(dense)) if dense else (0.0, 1.0)
     out = []
     for chunk, cs in zip(chunks, cos.tolist()):
-        estimate = (1 - lam) * float(np.clip((cs - lo) / (hi - lo), 0, 1)) if hi > lo else 0.0
+        estimate = (1 - bm25_weight) * float(np.clip((cs - lo) / (hi - lo), 0, 1)) if hi > lo else 0.0
         out.append(chunk.with_scores(score=estimate, dense_score=cs))
     return out

@@ -47,11 +47,6 @@ def prompt_tokens(predictor: Any, demos: Sequence[Any] | None = None, *, signatu
     return total
 
 
-# The notes' share of the answer budget (whole lines, earliest first): a quarter keeps the
-# notes short and leaves most of a reader-sized budget to the evidence.
-DEFAULT_NOTES_SHARE = 0.25
-
-
 def answer_notes(notes: str, max_tokens: int, trace: Any) -> str:
     """The notes an answer prompt shows: :func:`cap_notes` to ``max_tokens``, what it drops recorded
     as a ``notes_cap`` event of ``trace``."""

@@ -2,9 +2,11 @@
 
 A spec is ``"<strategy>"`` or ``"<strategy>:<preset>[+<preset>...]"``, e.g. ``"oneshot:no-filter"``,
 ``"iterative:no-delete+sentences"`` or ``"oneshot:sentences+qlast"``. Strategy presets
-(:data:`PRESETS`) are constructor switches, never forks of the code; answer presets
-(:data:`ANSWER_PRESETS`) set the options of the :class:`ragnet.signatures.AnswerStep` and apply to
-every strategy. Two presets that set one option to different values are refused.
+(:data:`PRESETS`) set fields of the program's option objects (``"pack.sentences"``, see
+:mod:`ragnet.programs.options`) or its own constructor arguments (the router's ``hard``), never
+forks of the code; answer presets (:data:`ANSWER_PRESETS`) set the options of the
+:class:`ragnet.signatures.AnswerStep` and apply to every strategy. Two presets that set one option
+to different values are refused.
 
 Example:
     >>> sorted(PRESETS["iterative"])[:3]
@@ -15,10 +17,13 @@ Example:
 
 from __future__ import annotations
 
+import inspect
+from dataclasses import replace
 from typing import Any
 
 from ragnet.errors import InputError
 from ragnet.programs import STRATEGIES
+from ragnet.programs.options import option_fields
 from ragnet.signatures.answer import AnswerStep
 
 #: Presets of the answer step, for every strategy: ``cot`` reasons before it answers; the ``q…``
@@ -31,51 +36,55 @@ ANSWER_PRESETS: dict[str, dict[str, Any]] = {
     "qauto": {"question_at": "auto"},
 }
 
-#: Presets of each strategy: the ablations of its studies, as constructor switches.
+#: Presets of each strategy: the ablations of its studies, as fields of its option objects
+#: (``"<argument>.<field>"``) or constructor arguments.
 PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     "basic": {"k3": {"k": 3}, "k10": {"k": 10}},
     "oneshot": {
-        "no-filter": {"rules": False},
-        "rank-fill": {"method": "rank"},
-        "knapsack": {"method": "exact"},
-        "greedy": {"method": "greedy"},
-        "llm-filter": {"filter": True},
-        "crop": {"crop": True},
-        "full": {"filter": True, "crop": True},
-        "sentences": {"sentences": True},
+        "no-filter": {"search.rules": False},
+        "rank-fill": {"pack.method": "rank"},
+        "knapsack": {"pack.method": "exact"},
+        "greedy": {"pack.method": "greedy"},
+        "llm-filter": {"lm_steps.filter": True},
+        "crop": {"lm_steps.crop": True},
+        "full": {"lm_steps.filter": True, "lm_steps.crop": True},
+        "sentences": {"pack.sentences": True},
         # three LM-free bridge searches fold second-hop documents into the pack (oneshot:sentences+hops)
-        "hops": {"hops": 3},
+        "hops": {"hops.searches": 3},
         # one Contextualize call writes notes from the selected chunks, read whole, above the pack
-        "notes": {"notes": True},
+        "notes": {"lm_steps.contextualize": True},
         # no shown sentence states the answer: ask once more from a denser pack (half the budget)
-        "recheck": {"recheck": True},
+        "recheck": {"lm_steps.recheck": True},
     },
     "iterative": {
-        "no-fallback": {"fallback": False},
-        "no-delete": {"delete": False},
-        "no-dedup": {"dedup": False},
-        "no-contextualize": {"contextualize": False},
-        "no-sufficiency": {"sufficiency": False},
-        "plain": {"fallback": False, "delete": False, "dedup": False, "contextualize": False, "bridge": False},
-        "unguarded-delete": {"protect": 0},
+        "no-fallback": {"loop.fallback": False},
+        "no-delete": {"lm_steps.delete": False},
+        "no-dedup": {"loop.dedup": False},
+        "no-contextualize": {"lm_steps.contextualize": False},
+        "no-sufficiency": {"lm_steps.sufficiency": False},
+        "plain": {"loop.fallback": False, "lm_steps.delete": False, "loop.dedup": False,
+                  "lm_steps.contextualize": False, "loop.bridge": False},
+        "unguarded-delete": {"loop.protect": 0},
         # follow-up searches by the LM-free bridge search alone (no rewrite call), or by the LM alone
-        "no-rewrite": {"rewrite": False},
-        "no-bridge": {"bridge": False},
+        "no-rewrite": {"lm_steps.rewrite": False},
+        "no-bridge": {"loop.bridge": False},
         # the rewrite step writes one query naming what to look up next (NextQuery), for small step LMs
-        "one-query": {"query_form": "one"},
+        "one-query": {"loop.query_form": "one"},
         # the kept chunks' best sentences packed into the answer budget (give one: --budget)
-        "sentences": {"sentences": True},
+        "sentences": {"pack.sentences": True},
         # the final sentence pack starts from the one-shot's 100 candidates (iterative:sentences+pool)
-        "pool": {"pool": 100},
+        "pool": {"search.pool": 100},
         # ask the sufficiency step every turn, even once it repeats its verdict (the study's loop)
-        "no-repeat-stop": {"stop_on_repeat": False},
+        "no-repeat-stop": {"loop.stop_on_repeat": False},
     },
-    "reflective": {"no-noise": {"noise_removal": False}, "no-reflection": {"max_reflections": 0},
-                   "no-bridge": {"bridge": False}, "sentences": {"sentences": True},
-                   "no-repeat-stop": {"stop_on_repeat": False}, "one-query": {"query_form": "one"}},
-    "combined": {"no-rules": {"rules": False}, "no-contextualize": {"contextualize": False},
-                 "sentences": {"sentences": True}, "no-rewrite": {"rewrite": False}, "no-bridge": {"bridge": False},
-                 "no-repeat-stop": {"stop_on_repeat": False}, "one-query": {"query_form": "one"}},
+    "reflective": {"no-noise": {"reflection.noise_removal": False},
+                   "no-reflection": {"reflection.max_reflections": 0},
+                   "no-bridge": {"loop.bridge": False}, "sentences": {"pack.sentences": True},
+                   "no-repeat-stop": {"loop.stop_on_repeat": False}, "one-query": {"loop.query_form": "one"}},
+    "combined": {"no-rules": {"search.rules": False}, "no-contextualize": {"lm_steps.contextualize": False},
+                 "sentences": {"pack.sentences": True}, "no-rewrite": {"lm_steps.rewrite": False},
+                 "no-bridge": {"loop.bridge": False}, "no-repeat-stop": {"loop.stop_on_repeat": False},
+                 "one-query": {"loop.query_form": "one"}},
     # the hard route of RouterRAG: bridge hops in the one-shot pack (its default), or an agent (no delete step:
     # a small step LM proposes only protected chunks, so the step costs a call a turn and deletes nothing)
     "router": {"hops": {"hard": "oneshot:sentences+hops"}, "iterative": {"hard": "iterative:no-rewrite+no-delete+sentences"},
@@ -107,7 +116,7 @@ def parse_spec(spec: str) -> tuple[str, tuple[str, ...]]:
         (('basic', ()), ('basic', ('cot', 'qlast')))
     """
     name, _, tail = spec.strip().partition(":")
-    if name == "oracle":  # ragnet.eval.oracle: it reads each question's gold evidence
+    if name == "oracle":  # ragnet.eval.run.oracle: it reads each question's gold evidence
         raise InputError("'oracle' answers from each question's gold evidence, so it runs only in "
                          "`ragnet eval --strategies oracle`", argument="strategy")
     if name not in STRATEGIES:
@@ -138,12 +147,12 @@ def _merge(spec: str, name: str, presets: tuple[str, ...]) -> tuple[dict[str, An
 
 
 def spec_options(spec: str) -> tuple[str, dict[str, Any], dict[str, Any]]:
-    """The strategy of ``spec``, the constructor options its presets set and the answer-step
-    options they set.
+    """The strategy of ``spec``, the options its presets set (``"<argument>.<field>"`` of an
+    option object, or a constructor argument) and the answer-step options they set.
 
     Example:
         >>> spec_options("oneshot:sentences+qlast+cot")
-        ('oneshot', {'sentences': True}, {'question_at': 'last', 'reasoning': True})
+        ('oneshot', {'pack.sentences': True}, {'question_at': 'last', 'reasoning': True})
     """
     name, presets = parse_spec(spec)
     return (name, *_merge(spec, name, presets))
@@ -170,40 +179,85 @@ def build_program(spec: str, index: Any, *, budget: int | None = None, reader: A
         budget: the answer-prompt budget of budgeted strategies (ignored by the others).
         reader: the LM of the answer step (an LM spec, a ``dspy.BaseLM`` or a
             :class:`ragnet.lm.config.LazyLM`); None answers with the configured LM.
-        **overrides: constructor arguments, over the presets' (``answer=AnswerStep(...)`` replaces
-            the composed answer step; then neither the spec nor ``reader`` may set its options).
+        **overrides: over the presets': constructor arguments (an option object such as
+            ``pack=Pack(...)`` as given, and then no preset may set its fields) or fields of the
+            program's option objects by name (``max_turns=3``, ``sentences=False``; each name
+            means one field, :mod:`ragnet.programs.options`). ``answer=AnswerStep(...)`` replaces
+            the composed answer step; then neither the spec nor ``reader`` may set its options.
 
     Example:
         >>> program = build_program("oneshot:sentences+qlast", index, budget=1000)
-        >>> program.sentences, program.answer.question_at, program.budget
+        >>> program.pack.sentences, program.answer.question_at, program.budget
         (True, 'last', 1000)
+        >>> build_program("iterative:no-delete", index, max_turns=3).loop.max_turns
+        3
     """
-    name, kwargs, answer_options = spec_options(spec)
+    name, settings, answer_options = spec_options(spec)
+    program_class = STRATEGIES[name]
     if budget is not None and name in BUDGETED:
-        kwargs["budget"] = budget
+        settings["budget"] = budget
     answer = _answer_step(spec, answer_options, reader, overrides.pop("answer", None))
-    kwargs.update(overrides)
+    settings.update(_by_name(spec, program_class, overrides))
     if name == "router":
-        _router_routes(kwargs, index, answer)
-    try:
-        program = STRATEGIES[name](index, answer=answer, **kwargs)
-    except TypeError as exc:  # an override the strategy does not take
-        raise InputError(f"{spec}: {exc}", argument="strategy") from None
+        _router_routes(settings, index, answer)
+    program = program_class(index, answer=answer, **_arguments(spec, program_class, settings))
     program.spec = spec.strip()
     return program
 
 
-def _router_routes(kwargs: dict[str, Any], index: Any, answer: AnswerStep) -> None:
-    """Replace a router's route specs in ``kwargs`` (``simple``, ``hard``) by the programs they
-    name, built at the router's budget with its answer step: the registry builds programs from
-    specs, ``RouterRAG`` takes programs. A route's strategy keeps its own question place, so the
-    hard route shares the simple route's answer step only where both place it alike."""
+def _by_name(spec: str, program_class: type, overrides: dict[str, Any]) -> dict[str, Any]:
+    """``overrides`` as settings: a constructor argument as given, a field of one of the program's
+    option objects as ``"<argument>.<field>"``; anything else is refused."""
+    own = set(inspect.signature(program_class.__init__).parameters) - {"self", "index", "answer"}
+    fields = option_fields(program_class)
+    out: dict[str, Any] = {}
+    for key, value in overrides.items():
+        if key in own:
+            out[key] = value
+        elif key in fields:
+            out[f"{fields[key][0]}.{key}"] = value
+        else:
+            raise InputError(f"{spec}: {program_class.__name__} takes no {key!r}; its options: "
+                             f"{', '.join(sorted(own | set(fields)))}", argument="strategy")
+    return out
+
+
+def _arguments(spec: str, program_class: type, settings: dict[str, Any]) -> dict[str, Any]:
+    """The constructor arguments of ``settings``: each option object made from its default with the
+    fields the settings give it (an object given whole takes no fields besides)."""
+    defaults = {n: p.default for n, p in inspect.signature(program_class.__init__).parameters.items()}
+    kwargs: dict[str, Any] = {}
+    fields: dict[str, dict[str, Any]] = {}
+    for key, value in settings.items():
+        argument, dot, field = key.partition(".")
+        if dot:
+            fields.setdefault(argument, {})[field] = value
+        else:
+            kwargs[key] = value
+    for argument, values in fields.items():
+        if argument in kwargs:
+            raise InputError(f"{spec!r}: {argument}= was given, and {', '.join(values)} of it are set too (by the "
+                             f"spec's presets or by name); set them in one place", argument=argument)
+        kwargs[argument] = replace(defaults[argument], **values)
+    return kwargs
+
+
+def _router_routes(settings: dict[str, Any], index: Any, answer: AnswerStep) -> None:
+    """Replace a router's route specs in ``settings`` (``simple``, ``hard``) by the programs they
+    name, built at the router's budget, with its search settings and retries and its answer step:
+    the registry builds programs from specs, ``RouterRAG`` takes programs. A route's strategy keeps
+    its own question place, so the hard route shares the simple route's answer step only where
+    both place it alike."""
     from ragnet.programs.router import DEFAULT_BUDGET, DEFAULT_HARD, DEFAULT_SIMPLE
 
-    shared = {"budget": DEFAULT_BUDGET, **{key: kwargs[key] for key in ("budget", "lam", "retries") if key in kwargs}}
+    given = settings.get("search")  # a Search object, or its fields by name
+    shared = given.changed() if given is not None else {}
+    shared.update({key.partition(".")[2]: value for key, value in settings.items() if key.startswith("search.")})
+    if "retries" in settings:
+        shared["retries"] = settings["retries"]
     simple = None
     for role, default in (("simple", DEFAULT_SIMPLE), ("hard", DEFAULT_HARD)):
-        spec = kwargs.get(role, default)
+        spec = settings.get(role, default)
         if not isinstance(spec, str) or not spec.strip():
             raise InputError(f"expected a strategy spec such as {default!r}, got {spec!r}", argument=role)
         try:
@@ -222,10 +276,9 @@ def _router_routes(kwargs: dict[str, Any], index: Any, answer: AnswerStep) -> No
         # answer step whose open layout it fills differently)
         same = simple is not None and STRATEGIES[name].default_question_at == simple.default_question_at
         step = simple.answer if same else answer
-        budget = shared.get("budget") if name in BUDGETED else None
-        route = build_program(spec, index, budget=budget, answer=step,
-                              **{key: shared[key] for key in ("lam", "retries") if key in shared})
-        kwargs[role] = route
+        budget = settings.get("budget", DEFAULT_BUDGET) if name in BUDGETED else None
+        route = build_program(spec, index, budget=budget, answer=step, **shared)
+        settings[role] = route
         simple = simple or route
 
 

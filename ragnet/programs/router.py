@@ -32,7 +32,7 @@ every step of both routes, and a compiled step is installed into each route that
 
 Example:
     >>> router = RouterRAG(index, budget=1000)
-    >>> router.simple.sentences, router.hard.hops
+    >>> router.simple.pack.sentences, router.hard.hops.searches
     (True, 3)
     >>> route, reason, signals, context = router.route("What is the capital of Italy?")   # no LM call
     >>> route in ("simple", "hard")
@@ -50,8 +50,11 @@ from ragnet.core.routing import ROUTES, RouteRule, RouteSignals, question_form
 from ragnet.core.title_keys import mention_pattern, title_keys
 from ragnet.corpus.types import Chunk
 from ragnet.errors import InputError
-from ragnet.programs.base import RAGProgram, RunResult, check_positive_int
+from ragnet.programs.base import RAGProgram, RunResult
+from ragnet.programs.bridge_search import title_test
+from ragnet.programs.index_protocol import ProgramIndex
 from ragnet.programs.oneshot import OneShotRAG
+from ragnet.programs.options import Hops, Pack, Search, check_positive_int
 from ragnet.programs.trace import Trace
 from ragnet.signatures import AnswerStep, Step
 
@@ -66,7 +69,8 @@ SIGNAL_NAMES = 3
 Rule = Callable[[RouteSignals], "tuple[str, str] | str"]
 
 
-def route_signals(question: str, context: list[Chunk], index: Any, *, names: int = SIGNAL_NAMES) -> RouteSignals:
+def route_signals(question: str, context: list[Chunk], index: ProgramIndex | None, *,
+                  names: int = SIGNAL_NAMES) -> RouteSignals:
     """The router's signals from a first context (best first), with no LM call.
 
     Args:
@@ -85,8 +89,7 @@ def route_signals(question: str, context: list[Chunk], index: Any, *, names: int
         >>> s.form, s.named, s.bridges, s.bridge_titles, s.top_cosine
         ('nested', 1, ('Shirley Temple',), (), 0.6)
     """
-    by_title = getattr(getattr(index, "catalog", None), "by_title", None)
-    is_title = (lambda key: key in by_title) if by_title is not None else None
+    is_title = title_test(index)
     found = bridge_entities(question, [c.text for c in context], is_title=is_title,
                             exclude=[c.title for c in context], k=names)
     asked = normalize_text(question)
@@ -135,7 +138,8 @@ class RouterRAG(RAGProgram):
             routes, the router takes programs.
         rule: a :class:`ragnet.core.routing.RouteRule` (None: its defaults), or any callable
             ``(RouteSignals) -> (route, reason)`` (or just the route) with route ``"simple"`` or ``"hard"``.
-        lam, retries: as in :class:`ragnet.programs.RAGProgram`, for both routes.
+        search: the search of the default routes (:class:`ragnet.programs.options.Search`).
+        retries: as in :class:`ragnet.programs.RAGProgram`, for both routes.
         answer: the answer step of the default routes (routes given as programs keep their own;
             the registry gives both the router's). Where it leaves the question's place open,
             each route shows it where its strategy does.
@@ -153,32 +157,33 @@ class RouterRAG(RAGProgram):
 
     def __init__(
         self,
-        index: Any,
+        index: ProgramIndex,
         budget: int = DEFAULT_BUDGET,
         *,
         simple: RAGProgram | None = None,
         hard: RAGProgram | None = None,
         rule: RouteRule | Rule | None = None,
-        lam: float = 0.4,
+        search: Search = Search(),
         retries: int = 1,
         answer: AnswerStep | None = None,
     ) -> None:
-        super().__init__(index, lam=lam, retries=retries, answer=answer)
+        super().__init__(index, search=search, retries=retries, answer=answer)
         self.budget = check_positive_int(budget, "budget")
         if rule is not None and not callable(rule):
             raise InputError(f"expected a RouteRule or a callable, got {type(rule).__name__}", argument="rule")
         self.rule = rule if rule is not None else RouteRule()
         given = answer if answer is not None else AnswerStep()
         if simple is None:
-            simple = OneShotRAG(index, budget=self.budget, sentences=True, lam=lam, retries=retries, answer=given)
+            simple = OneShotRAG(index, budget=self.budget, pack=Pack(sentences=True), search=self.search,
+                                retries=retries, answer=given)
             simple.spec = DEFAULT_SIMPLE
         if not isinstance(simple, OneShotRAG) or simple.max_lm_calls() != 1:
             raise InputError(f"the simple route must be a OneShotRAG whose retrieval makes no LM call (no llm-filter, "
                              f"crop or full), e.g. {DEFAULT_SIMPLE!r}, not {_label(simple)}: the router reads its "
                              f"first search before any LM call", argument="simple")
         if hard is None:
-            hard = OneShotRAG(index, budget=self.budget, sentences=True, hops=3, lam=lam, retries=retries,
-                              answer=simple.answer)
+            hard = OneShotRAG(index, budget=self.budget, pack=Pack(sentences=True), hops=Hops(3), search=self.search,
+                              retries=retries, answer=simple.answer)
             hard.spec = DEFAULT_HARD
         if not isinstance(hard, RAGProgram) or isinstance(hard, RouterRAG):
             raise InputError(f"the hard route must be a ragnet program other than a router, not {_label(hard)}",

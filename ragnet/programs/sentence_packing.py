@@ -2,10 +2,10 @@
 
 Each candidate chunk is split into its sentences (read from the index's sentence store, so
 nothing is re-embedded per question); every sentence is valued by
-:func:`ragnet.core.sentences.values` (its chunk's hybrid score plus the bridge-link bonus of
+:func:`ragnet.core.sentence_values.values` (its chunk's hybrid score plus the bridge-link bonus of
 :mod:`ragnet.core.links`, its own cosine and BM25 match, the lead-sentence floor, and in a
 chunk of a document with sections the floor of the sentence before it) and the exact
-knapsack packs the best into the answer prompt's budget (:func:`ragnet.core.sentences.pack`).
+knapsack packs the best into the answer prompt's budget (:func:`ragnet.core.sentence_values.pack`).
 
 The reader sees coherent passages: each chunk keeps its id and title, its chosen sentences
 stay in document order, and a gap between two chosen sentences is shown as `` … ``. Chunks
@@ -38,6 +38,7 @@ from ragnet.core import sentence_values as core_sentences
 from ragnet.corpus.tokens import count_tokens_batch
 from ragnet.corpus.types import Chunk
 from ragnet.programs.citations import showing
+from ragnet.programs.index_protocol import ProgramIndex
 from ragnet.programs.packing import PackResult, PromptBudget
 from ragnet.signatures.formatting import chunk_header
 
@@ -69,7 +70,7 @@ class SentencePackResult(PackResult):
     cropped: list[dict[str, Any]] = field(default_factory=list)
 
 
-def sentence_candidates(index: Any, chunks: Sequence[Chunk], question: str) -> SentenceCandidates:
+def sentence_candidates(index: ProgramIndex, chunks: Sequence[Chunk], question: str) -> SentenceCandidates:
     """Sentences of ``chunks`` with their cosine and BM25 match to ``question``.
 
     Sentences of chunks the index stores unchanged come from its sentence store; the rest (an
@@ -148,7 +149,7 @@ def _sectioned(chunk: Chunk) -> bool:
 def select_sentences(
     chunks: Sequence[Chunk],
     question: str,
-    index: Any,
+    index: ProgramIndex,
     context_budget: int,
     *,
     weights: core_sentences.SentenceWeights = core_sentences.SentenceWeights(),
@@ -207,7 +208,7 @@ def pack_sentences(
     chunks: Sequence[Chunk],
     question: str,
     budget: PromptBudget,
-    index: Any,
+    index: ProgramIndex,
     **options: Any,
 ) -> SentencePackResult:
     """The sentences of ``chunks`` (best first) that fit ``budget`` and carry the most value.

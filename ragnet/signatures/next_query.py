@@ -11,7 +11,7 @@ so an agent holds either form and ``ragnet optimize --step rewrite`` compiles wh
 The validator refuses an echo of the question or of an earlier query
 (:func:`ragnet.signatures.rewrite.is_echo`); a refused or failed call falls back to no query,
 and the programs then take the LM-free bridge search
-(:func:`ragnet.programs.bridge.bridge_search`).
+(:func:`ragnet.programs.bridge_search.bridge_search`).
 
 Example:
     >>> import dspy

@@ -18,9 +18,11 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import zlib
 from typing import Any
 
 import dspy
+import numpy as np
 import pytest
 from dspy.lm15 import Message, Response, TextPart, Usage
 
@@ -162,7 +164,8 @@ def records() -> list[QARecord]:
 
 
 class FakeIndex:
-    """Keyword-overlap search over a few chunks (what BasicRAG needs: ``search`` and ``chunk``)."""
+    """Keyword-overlap search over a few chunks, with bag-of-words vectors (the members of
+    ``ragnet.programs.index_protocol.ProgramIndex`` these tests' programs use)."""
 
     def __init__(self, records: list[QARecord]) -> None:
         self.chunks = {}
@@ -183,6 +186,16 @@ class FakeIndex:
 
     def chunk(self, cid: str) -> Chunk:
         return self.chunks[cid]
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """The text's words hashed into 32 buckets, L2-normalised."""
+        vec = np.zeros(32, dtype=np.float32)
+        for word in re.findall(r"\w+", text.lower()):
+            vec[zlib.crc32(word.encode()) % 32] += 1.0
+        return vec / max(float(np.linalg.norm(vec)), 1e-9)
+
+    def vectors(self, ids) -> np.ndarray:
+        return np.stack([self.embed_query(self.chunks[cid].text) for cid in ids]).reshape(-1, 32)
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from ragnet.optimize.cases import qa_examples, sufficiency_cases
 from ragnet.optimize.compile import best_capped_candidate, compile, expected_lm_calls, lm_calls_per_example
 from ragnet.optimize.step_metrics import verdict_metric
 from ragnet.optimize.steps import SufficiencyStep, compile_step, install_step
-from ragnet.programs import BasicRAG, CombinedRAG, IterativeRAG, OneShotRAG, ReflectiveRAG
+from ragnet.programs import BasicRAG, CombinedRAG, IterativeRAG, LMSteps, Loop, OneShotRAG, Reflection, ReflectiveRAG
 from ragnet.programs.persist import save_program
 from tests.optimize.conftest import FakeIndex, OptimizeLM, demo_dependent_sufficiency
 
@@ -225,10 +225,10 @@ def test_lm_calls_per_example_follows_the_switches(records):
     index = FakeIndex(records)
     assert lm_calls_per_example(BasicRAG(index)) == 1
     assert lm_calls_per_example(OneShotRAG(index)) == 1
-    assert lm_calls_per_example(OneShotRAG(index, crop=True, max_crops=5, filter=True)) == 7
-    assert lm_calls_per_example(IterativeRAG(index, max_turns=2)) == 2 * 4 + 1
-    assert lm_calls_per_example(CombinedRAG(index, max_turns=3)) == 3 * 3 + 1
-    assert lm_calls_per_example(ReflectiveRAG(index, max_reflections=2)) == 3 + 2 + 1
+    assert lm_calls_per_example(OneShotRAG(index, lm_steps=LMSteps(crop=True, max_crops=5, filter=True))) == 7
+    assert lm_calls_per_example(IterativeRAG(index, loop=Loop(max_turns=2))) == 2 * 4 + 1
+    assert lm_calls_per_example(CombinedRAG(index, loop=Loop(max_turns=3))) == 3 * 3 + 1
+    assert lm_calls_per_example(ReflectiveRAG(index, reflection=Reflection(max_reflections=2))) == 3 + 2 + 1
 
 
 def test_bad_arguments_are_refused_clearly(records, scripted):

@@ -12,13 +12,14 @@ from ragnet.corpus.types import Document
 from ragnet.errors import InputError
 from ragnet.eval.run.eval_indexes import NoIndex
 from ragnet.index import Index
-from ragnet.programs import CombinedRAG, IterativeRAG, ReflectiveRAG
+from ragnet.programs import CombinedRAG, IterativeRAG, LMSteps, Loop, Pack, Reflection, ReflectiveRAG, Search
 from ragnet.programs.agent import STOP_REASONS
 from ragnet.programs.registry import answer_layout, build_program, resolve_strategy
 from tests.programs.scripted import ProgramLM
 
 Q = "Which city had more hospital beds in 2022, Aldermoor or Brightwater?"
 ONE_ENTITY_Q = "How many hospital beds did Aldermoor have in 2022?"
+NO_DELETE = LMSteps(delete=False)  # the no-delete preset
 
 
 def events(pred, step):
@@ -64,7 +65,7 @@ def test_a_budget_given_or_another_reader_keeps_the_strategy_as_named(monkeypatc
 def test_what_the_recommendation_resolves_to_builds_a_sentence_pack_at_1000(yearbook_index, strategy):
     spec, budget = resolve_strategy(strategy, None, "local")
     program = build_program(spec, yearbook_index, budget=budget)
-    assert (program.budget, program.sentences) == (1000, True)
+    assert (program.budget, program.pack.sentences) == (1000, True)
 
 
 # -- the answer layout ------------------------------------------------------------------------------------
@@ -73,7 +74,8 @@ def test_the_agents_lay_out_the_answer_prompt_per_question_as_the_one_shot_does(
     for spec in ("iterative", "reflective", "combined", "iterative:no-delete+sentences"):
         assert answer_layout(spec) == answer_layout("oneshot:sentences") == {"question_at": "auto", "reasoning": False}
         assert build_program(spec, yearbook_index, budget=1000).answer.question_at == "auto"
-    for program in (IterativeRAG(yearbook_index, max_turns=1, k=2), ReflectiveRAG(yearbook_index, max_reflections=0)):
+    for program in (IterativeRAG(yearbook_index, loop=Loop(max_turns=1, k=2)),
+                    ReflectiveRAG(yearbook_index, reflection=Reflection(max_reflections=0))):
         with run_with(ProgramLM()) as lm:
             pred = program(question=ONE_ENTITY_Q)
         (prompt,) = [p for s, p in lm.calls if s == "answer"]
@@ -81,7 +83,7 @@ def test_the_agents_lay_out_the_answer_prompt_per_question_as_the_one_shot_does(
         assert "[[ ## question_preview ## ]]" not in prompt  # one entity named: no preview
         assert events(pred, "answer")[0]["question_at_rule"] == "auto"
     with run_with(ProgramLM()) as lm:  # a question that names two options gets the preview too
-        IterativeRAG(yearbook_index, max_turns=1, k=2)(question=Q)
+        IterativeRAG(yearbook_index, loop=Loop(max_turns=1, k=2))(question=Q)
     (prompt,) = [p for s, p in lm.calls if s == "answer"]
     assert "[[ ## question_preview ## ]]" in prompt
 
@@ -91,9 +93,11 @@ def test_the_agents_lay_out_the_answer_prompt_per_question_as_the_one_shot_does(
 def test_reflective_packs_what_it_gathered_into_the_answer_budget(yearbook_index, run_with):
     """With a budget the reflections run exactly as without one; noise removal's survivors are
     packed into it, best calibrated relevance first, as the agents pack theirs."""
-    def run(**kwargs):
+    def run(budget=None, sentences=False):
+        reflection = Reflection(max_reflections=2, tau=0.0)
         with run_with(ProgramLM(sufficiency=refine_naming(lambda n: f"fact {n}"))) as lm:
-            pred = ReflectiveRAG(yearbook_index, max_reflections=2, tau=0.0, **kwargs)(question=Q)
+            program = ReflectiveRAG(yearbook_index, budget, pack=Pack(sentences=sentences), reflection=reflection)
+            pred = program(question=Q)
         (answer_prompt,) = [p for s, p in lm.calls if s == "answer"]
         return pred, lm, answer_prompt
 
@@ -114,7 +118,7 @@ def test_reflective_packs_what_it_gathered_into_the_answer_budget(yearbook_index
     assert select["method"] == "sentences" and select["tokens"] <= 700 and count_tokens(prompt) <= 700
     assert events(sentences, "crop") and any(len(s["kept"]) < s["of"] for s in select["sentences"])
     with pytest.raises(InputError) as err:
-        ReflectiveRAG(yearbook_index, sentences=True)
+        ReflectiveRAG(yearbook_index, pack=Pack(sentences=True))
     assert err.value.argument == "budget"
     with pytest.raises(InputError) as err:
         ReflectiveRAG(yearbook_index, budget=0)
@@ -134,8 +138,8 @@ def test_reflective_and_iterative_pack_the_same_gathered_chunks_alike(yearbook_i
         state.take(hits, trace.of("search")[-1:], "exp", 0.1)
     for sentences in (False, True):
         packs = []
-        for program in (ReflectiveRAG(yearbook_index, budget=800, sentences=sentences),
-                        IterativeRAG(yearbook_index, budget=800, sentences=sentences)):
+        for program in (ReflectiveRAG(yearbook_index, 800, pack=Pack(sentences=sentences)),
+                        IterativeRAG(yearbook_index, 800, pack=Pack(sentences=sentences))):
             with dspy.context(adapter=dspy.ChatAdapter(use_json_adapter_fallback=False)):
                 chunks, _ = program._pack_final(Q, program._ranked_for_pack(state), "", Trace())
             packs.append([(c.id, c.text) for c in chunks])
@@ -147,18 +151,18 @@ def test_reflective_and_iterative_pack_the_same_gathered_chunks_alike(yearbook_i
 def test_a_sufficiency_step_that_repeats_itself_is_not_asked_again(yearbook_index, run_with):
     """A small step LM's constant "Refine, missing: more facts": the loop stops on the second one."""
     with run_with(ProgramLM()) as lm:
-        pred = IterativeRAG(yearbook_index, max_turns=5, delete=False)(question=Q)
+        pred = IterativeRAG(yearbook_index, loop=Loop(max_turns=5), lm_steps=NO_DELETE)(question=Q)
     assert lm.steps().count("sufficiency") == 2 and lm.steps()[-1] == "answer"
     assert max(e["turn"] for e in events(pred, "search")) == 2
     assert events(pred, "stop") == [{**events(pred, "stop")[0], "turn": 2, "reason": "verdict_unchanged"}]
     # the same words with other case, spacing and end punctuation are the same verdict
     wording = refine_naming(lambda n: ["Beds in Brightwater", "beds  in brightwater."][n % 2])
     with run_with(ProgramLM(sufficiency=wording)):
-        pred = CombinedRAG(yearbook_index, budget=2000, max_turns=5)(question=Q)
+        pred = CombinedRAG(yearbook_index, 2000, loop=Loop(max_turns=5))(question=Q)
     assert [e["reason"] for e in events(pred, "stop")] == ["verdict_unchanged"]
     # a verdict that names a new fact each turn keeps the loop going, to the cap
     with run_with(ProgramLM(sufficiency=refine_naming(lambda n: f"fact {n}"))) as lm:
-        pred = IterativeRAG(yearbook_index, max_turns=4, delete=False)(question=Q)
+        pred = IterativeRAG(yearbook_index, loop=Loop(max_turns=4), lm_steps=NO_DELETE)(question=Q)
     assert lm.steps().count("sufficiency") == 3 and [e["reason"] for e in events(pred, "stop")] == ["max_turns"]
     # stop_on_repeat=False (the no-repeat-stop preset): asked every turn but the last, as in the study
     with run_with(ProgramLM()) as lm:
@@ -169,7 +173,7 @@ def test_a_sufficiency_step_that_repeats_itself_is_not_asked_again(yearbook_inde
 def test_a_failed_verdict_is_not_a_repeated_one(yearbook_index, run_with):
     """The step's fallback after an LM failure says nothing about the evidence: two of them do not stop the loop."""
     with run_with(ProgramLM(sufficiency=lambda p, n: {"confidence": "very"})):
-        pred = IterativeRAG(yearbook_index, max_turns=3, delete=False)(question=Q)
+        pred = IterativeRAG(yearbook_index, loop=Loop(max_turns=3), lm_steps=NO_DELETE)(question=Q)
     assert [e["verdict"] for e in events(pred, "sufficiency")] == ["Refine", "Refine"]
     assert [e["reason"] for e in events(pred, "stop")] == ["max_turns"]
 
@@ -188,28 +192,29 @@ def test_a_turn_that_finds_nothing_new_stops_the_loop(tiny_index, run_with):
     varying = refine_naming(lambda n: f"fact {n}")
     # de-duplicated searches: the first turn takes the whole corpus, the second finds nothing left
     with run_with(ProgramLM(sufficiency=varying)) as lm:
-        pred = IterativeRAG(tiny_index, max_turns=5, k=5, delete=False)(question=Q)
+        pred = IterativeRAG(tiny_index, loop=Loop(max_turns=5, k=5), lm_steps=NO_DELETE)(question=Q)
     assert [e["retrieved"] for e in events(pred, "search") if e["turn"] == 2] == [[]]
     assert events(pred, "stop") == [{**events(pred, "stop")[0], "turn": 2, "reason": "no_new_evidence"}]
     assert lm.steps().count("sufficiency") == 1 and len(pred.context) == 3  # nothing new: nothing more asked
     # without de-duplication the second search returns only what the first did
     with run_with(ProgramLM(sufficiency=varying)):
-        pred = IterativeRAG(tiny_index, max_turns=5, k=5, delete=False, dedup=False, fallback=False)(question=Q)
+        loop = Loop(max_turns=5, k=5, dedup=False, fallback=False)
+        pred = IterativeRAG(tiny_index, loop=loop, lm_steps=NO_DELETE)(question=Q)
     assert [e["reason"] for e in events(pred, "stop")] == ["no_new_evidence"]
     assert len(events(pred, "search")) == 2 and events(pred, "search")[1]["retrieved"]
     # ReflectiveRAG's refinement searches exclude what it holds: none left, it stops
     with run_with(ProgramLM(sufficiency=varying)):
-        pred = ReflectiveRAG(tiny_index, k=5, max_reflections=3, tau=0.0)(question=Q)
+        pred = ReflectiveRAG(tiny_index, loop=Loop(k=5), reflection=Reflection(max_reflections=3, tau=0.0))(question=Q)
     assert events(pred, "stop") == [{**events(pred, "stop")[0], "turn": 2, "reason": "no_new_evidence"}]
 
 
 def test_reflective_stops_on_a_repeated_verdict_and_names_the_cap_like_the_agents(yearbook_index, run_with):
     with run_with(ProgramLM()) as lm:
-        pred = ReflectiveRAG(yearbook_index, max_reflections=4, tau=0.0)(question=Q)
+        pred = ReflectiveRAG(yearbook_index, reflection=Reflection(max_reflections=4, tau=0.0))(question=Q)
     assert lm.steps().count("sufficiency") == 2 and len(events(pred, "search")) == 2
     assert [(e["turn"], e["reason"]) for e in events(pred, "stop")] == [(2, "verdict_unchanged")]
     with run_with(ProgramLM(sufficiency=refine_naming(lambda n: f"fact {n}"))):
-        pred = ReflectiveRAG(yearbook_index, max_reflections=2, tau=0.0)(question=Q)
+        pred = ReflectiveRAG(yearbook_index, reflection=Reflection(max_reflections=2, tau=0.0))(question=Q)
     assert [(e["turn"], e["reason"]) for e in events(pred, "stop")] == [(3, "max_turns")]
 
 
@@ -218,19 +223,24 @@ def _echo(p, n):
 
 
 CASES = {
-    "iterative sufficient": (lambda i: IterativeRAG(i, max_turns=4),
+    "iterative sufficient": (lambda i: IterativeRAG(i, loop=Loop(max_turns=4)),
                              {"sufficiency": lambda p, n: {"verdict": "Sufficient", "confidence": 0.9, "missing": ""}},
                              "sufficient"),
-    "iterative repeat": (lambda i: IterativeRAG(i, max_turns=4), {}, "verdict_unchanged"),
-    "iterative cap": (lambda i: IterativeRAG(i, max_turns=2), {}, "max_turns"),
-    "iterative no sufficiency": (lambda i: IterativeRAG(i, max_turns=3, sufficiency=False), {}, "max_turns"),
-    "iterative no query": (lambda i: IterativeRAG(i, max_turns=3, bridge=False), {"rewrite": _echo}, "no_query"),
-    "combined repeat": (lambda i: CombinedRAG(i, max_turns=4), {}, "verdict_unchanged"),
-    "combined no rewrite": (lambda i: CombinedRAG(i, max_turns=1, rewrite=False), {}, "max_turns"),
-    "reflective none": (lambda i: ReflectiveRAG(i, max_reflections=0), {}, "max_turns"),
-    "reflective converged": (lambda i: ReflectiveRAG(i, max_reflections=4, tau=5.0),
+    "iterative repeat": (lambda i: IterativeRAG(i, loop=Loop(max_turns=4)), {}, "verdict_unchanged"),
+    "iterative cap": (lambda i: IterativeRAG(i, loop=Loop(max_turns=2)), {}, "max_turns"),
+    "iterative no sufficiency": (lambda i: IterativeRAG(i, loop=Loop(max_turns=3), lm_steps=LMSteps(sufficiency=False)),
+                                 {}, "max_turns"),
+    "iterative no query": (lambda i: IterativeRAG(i, loop=Loop(max_turns=3, bridge=False)), {"rewrite": _echo},
+                           "no_query"),
+    "combined repeat": (lambda i: CombinedRAG(i, loop=Loop(max_turns=4)), {}, "verdict_unchanged"),
+    "combined no rewrite": (lambda i: CombinedRAG(i, loop=Loop(max_turns=1), lm_steps=LMSteps(rewrite=False)), {},
+                            "max_turns"),
+    "reflective none": (lambda i: ReflectiveRAG(i, reflection=Reflection(max_reflections=0)), {}, "max_turns"),
+    "reflective converged": (lambda i: ReflectiveRAG(i, reflection=Reflection(max_reflections=4, tau=5.0)),
                              {"sufficiency": refine_naming(lambda n: f"fact {n}")}, "converged"),
-    "reflective no query": (lambda i: ReflectiveRAG(i, max_reflections=2, bridge=False), {"rewrite": _echo}, "no_query"),
+    "reflective no query": (lambda i: ReflectiveRAG(i, loop=Loop(bridge=False),
+                                                    reflection=Reflection(max_reflections=2)),
+                            {"rewrite": _echo}, "no_query"),
 }
 
 
@@ -251,12 +261,12 @@ def test_with_a_pool_the_final_pack_holds_what_the_one_shot_finds_beyond_the_tur
     """The turns' searches take ``k`` chunks each, so evidence the question ranks below ``k`` never
     reached the agent's pack; the one-shot packs from 100 candidates. The pool gives the agent the
     one-shot's candidates at one more search and no more LM calls."""
-    lean = dict(max_turns=1, k=1, rewrite=False, delete=False, contextualize=False, sufficiency=False,
-                budget=1000, sentences=True)
+    lean = dict(pack=Pack(sentences=True), loop=Loop(max_turns=1, k=1),
+                lm_steps=LMSteps(rewrite=False, delete=False, contextualize=False, sufficiency=False))
     with run_with(ProgramLM()) as lm:
-        turns_only = IterativeRAG(yearbook_index, **lean)(question=Q)
+        turns_only = IterativeRAG(yearbook_index, 1000, **lean)(question=Q)
     with run_with(ProgramLM()) as lm_pool:
-        pooled = IterativeRAG(yearbook_index, pool=100, **lean)(question=Q)
+        pooled = IterativeRAG(yearbook_index, 1000, search=Search(pool=100), **lean)(question=Q)
     assert lm.steps() == lm_pool.steps() == ["answer"]
     assert len(turns_only.context) == 1  # the one chunk its one search took
     assert set(turns_only.context) < set(pooled.context)  # the pool adds what ranked below k ...
@@ -268,7 +278,7 @@ def test_with_a_pool_the_final_pack_holds_what_the_one_shot_finds_beyond_the_tur
 
 def test_a_pool_needs_the_sentence_pack_and_is_a_preset():
     with pytest.raises(InputError) as err:
-        IterativeRAG(NoIndex(), budget=1000, pool=100)
-    assert err.value.argument == "pool" and "sentences" in str(err.value)
+        IterativeRAG(NoIndex(), budget=1000, search=Search(pool=100))
+    assert err.value.argument == "search.pool" and "sentences" in str(err.value)
     program = build_program("iterative:no-rewrite+no-delete+sentences+pool", NoIndex(), budget=1000)
-    assert (program.pool, program.sentences, program.rewrite.enabled) == (100, True, False)
+    assert (program.search.pool, program.pack.sentences, program.rewrite.enabled) == (100, True, False)

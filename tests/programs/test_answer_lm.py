@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dspy
 
-from ragnet.programs import CombinedRAG, IterativeRAG, OneShotRAG
+from ragnet.programs import CombinedRAG, IterativeRAG, Loop, OneShotRAG
 from ragnet.signatures import AnswerStep
 from ragnet.lm.config import LazyLM as AnswerLM
 from tests.programs.scripted import ProgramLM
@@ -19,7 +19,7 @@ def _reader():
 def test_answer_step_uses_the_answer_lm_and_the_agent_steps_do_not(yearbook_index, run_with):
     reader = _reader()
     with run_with(ProgramLM()) as steps:
-        pred = IterativeRAG(yearbook_index, max_turns=2, answer=AnswerStep(lm=reader.lm()))(question=Q)
+        pred = IterativeRAG(yearbook_index, loop=Loop(max_turns=2), answer=AnswerStep(lm=reader.lm()))(question=Q)
     assert pred.answer == "from the reader"
     assert [s for s, _ in reader.calls] == ["answer"]
     assert "answer" not in steps.steps() and "rewrite" in steps.steps()
@@ -36,7 +36,7 @@ def test_budgets_are_measured_with_the_readers_adapter(yearbook_index, run_with)
     lm.model = "llamacpp/test-reader"  # resolve_adapter gives llama.cpp models the JSONAdapter
     with run_with(ProgramLM()):
         pred = OneShotRAG(yearbook_index, budget=900, answer=AnswerStep(lm=lm))(question=Q)
-        combined = CombinedRAG(yearbook_index, budget=900, max_turns=1, answer=AnswerStep(lm=lm))(question=Q)
+        combined = CombinedRAG(yearbook_index, 900, loop=Loop(max_turns=1), answer=AnswerStep(lm=lm))(question=Q)
     for p in (pred, combined):
         (select,) = [e for e in p.trace if e["step"] == "select"]
         assert select["tokens"] <= 900

@@ -83,14 +83,14 @@ def test_presets_and_every_strategy_take_the_option(yearbook_index):
     assert build_program("basic:qlast", yearbook_index).answer.question_at == "last"
     assert build_program("basic:qboth", yearbook_index).answer.question_at == "both"
     oneshot = build_program("oneshot:sentences+qlast", yearbook_index, budget=1000)
-    assert oneshot.answer.question_at == "last" and oneshot.sentences is True
+    assert oneshot.answer.question_at == "last" and oneshot.pack.sentences is True
     assert build_program("combined:sentences+qlast", yearbook_index, budget=1000).answer.question_at == "last"
     for spec in ("oneshot:qfirst", "oneshot:sentences+qfirst", "combined:qfirst", "combined:sentences+qfirst",
                  "oneshot:qboth", "oneshot:sentences+qboth", "combined:qboth", "combined:sentences+qboth",
                  "combined:qfirst+sentences", "iterative:no-delete+sentences+qboth", "reflective:qfirst"):
         program = build_program(spec, yearbook_index, budget=1000)
         assert program.answer.question_at == ("first" if "qfirst" in spec else "both"), spec
-        assert getattr(program, "sentences", False) is ("sentences" in spec), spec
+        assert program.pack.sentences is ("sentences" in spec), spec
     for spec in ("iterative", "reflective"):
         assert build_program(spec, yearbook_index, answer=AnswerStep(question_at="both")).answer.question_at == "both"
 

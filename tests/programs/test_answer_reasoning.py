@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ragnet.errors import InputError
-from ragnet.programs import BasicRAG, OneShotRAG
+from ragnet.programs import BasicRAG, OneShotRAG, Pack
 from ragnet.programs.packing import PromptBudget
 from ragnet.programs.persist import load_program, save_program
 from ragnet.programs.registry import build_program
@@ -64,7 +64,7 @@ def test_the_prompt_budget_pays_for_the_reasoning_instructions(yearbook_index, r
     reasoned = PromptBudget(OneShotRAG(yearbook_index, answer=AnswerStep(reasoning=True)).answer.predict, Q, 900)
     assert reasoned.overhead > plain.overhead and reasoned.context_budget < plain.context_budget
     with run_with(_reasoning_reader()) as lm:
-        pred = OneShotRAG(yearbook_index, budget=900, sentences=True, answer=AnswerStep(reasoning=True))(question=Q)
+        pred = OneShotRAG(yearbook_index, 900, pack=Pack(sentences=True), answer=AnswerStep(reasoning=True))(question=Q)
     ((_, prompt),) = lm.calls
     assert count_tokens(prompt) <= 900 and pred.answer == "12,000"
 
@@ -72,7 +72,7 @@ def test_the_prompt_budget_pays_for_the_reasoning_instructions(yearbook_index, r
 def test_presets_switch_reasoning_on(yearbook_index):
     assert build_program("basic:cot", yearbook_index).answer.reasoning is True
     oneshot = build_program("oneshot:sentences+cot", yearbook_index, budget=1000)
-    assert oneshot.answer.reasoning is True and oneshot.sentences is True
+    assert oneshot.answer.reasoning is True and oneshot.pack.sentences is True
     assert build_program("oneshot:sentences", yearbook_index).answer.reasoning is False
 
 

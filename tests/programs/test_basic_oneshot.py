@@ -6,10 +6,12 @@ import pytest
 
 from ragnet.corpus.tokens import count_tokens
 from ragnet.errors import InputError
-from ragnet.programs import BasicRAG, OneShotRAG
+from ragnet.programs import BasicRAG, Hops, LMSteps, OneShotRAG, Pack, Search
 from tests.programs.scripted import ProgramLM
 
 Q = "What was the population of Aldermoor in 2021?"
+NOTES = LMSteps(contextualize=True)  # the notes preset
+RECHECK = LMSteps(recheck=True)  # the recheck preset
 
 
 def test_basic_rag_searches_once_and_maps_cited_ids(yearbook_index, run_with):
@@ -35,7 +37,7 @@ def test_retrieve_makes_no_lm_calls_by_default(yearbook_index, run_with):
 @pytest.mark.parametrize("method", ["protected", "exact", "greedy", "rank"])
 def test_final_prompt_respects_budget(yearbook_index, run_with, budget, method):
     with run_with(ProgramLM()) as lm:
-        pred = OneShotRAG(yearbook_index, budget=budget, method=method)(question=Q)
+        pred = OneShotRAG(yearbook_index, budget, pack=Pack(method=method))(question=Q)
     (prompt,) = [p for s, p in lm.calls if s == "answer"]
     select = [e for e in pred.trace if e["step"] == "select"][0]
     assert select["tokens"] <= budget
@@ -63,7 +65,7 @@ def test_metadata_filter_drop_and_add_are_traced(yearbook_index, run_with):
 
 def test_rules_off_keeps_contradicting_chunks(yearbook_index, run_with):
     with run_with(ProgramLM()):
-        pred = OneShotRAG(yearbook_index, budget=3000, rules=False)(question=Q)
+        pred = OneShotRAG(yearbook_index, 3000, search=Search(rules=False))(question=Q)
     assert not [e for e in pred.trace if e["step"] == "filter"]
     years = {yearbook_index.chunk(cid).metadata["doc"]["year"] for cid in pred.context}
     assert len(years) > 1
@@ -82,7 +84,7 @@ def test_crop_runs_before_selection_and_shrinks_chunks(yearbook_index, run_with)
         return {"relevant_text": chunk.split(". ")[0] + "."}
 
     with run_with(ProgramLM(crop=crop)) as lm:
-        pred = OneShotRAG(yearbook_index, budget=1200, crop=True, max_crops=6)(question=Q)
+        pred = OneShotRAG(yearbook_index, 1200, lm_steps=LMSteps(crop=True, max_crops=6))(question=Q)
     steps = lm.steps()
     assert 1 <= steps.count("crop") <= 6 and steps[-1] == "answer"  # max_crops caps the LM calls
     names = [e["step"] for e in pred.trace]
@@ -95,9 +97,14 @@ def test_crop_runs_before_selection_and_shrinks_chunks(yearbook_index, run_with)
 
 
 def test_invalid_arguments_name_the_argument(yearbook_index):
-    for kwargs, name in [({"budget": 0}, "budget"), ({"method": "fast"}, "method"), ({"transform": "log"}, "transform")]:
+    for make, name in [(lambda: OneShotRAG(yearbook_index, budget=0), "budget"),
+                       (lambda: Pack(method="fast"), "pack.method"), (lambda: Pack(transform="log"), "pack.transform"),
+                       (lambda: OneShotRAG(yearbook_index, search=Search(pool=0)), "search.pool"),
+                       (lambda: OneShotRAG(yearbook_index, 1000, pack=Pack(budget=2000)), "budget"),
+                       (lambda: OneShotRAG(yearbook_index, hops=3), "hops"),
+                       (lambda: OneShotRAG(yearbook_index, lm_steps=LMSteps(delete=False)), "lm_steps.delete")]:
         with pytest.raises(InputError) as err:
-            OneShotRAG(yearbook_index, **kwargs)
+            make()
         assert err.value.argument == name
     with pytest.raises(InputError):
         BasicRAG(yearbook_index)(question="  ")
@@ -107,7 +114,6 @@ def test_bridge_hops_add_second_hop_chunks_at_half_weight_without_an_lm_call(tmp
     import dspy
 
     from ragnet import Document, Index
-    from ragnet.programs import OneShotRAG
     from ragnet.programs.oneshot import HOP_WEIGHT
     from ragnet.programs.trace import Trace
 
@@ -119,7 +125,8 @@ def test_bridge_hops_add_second_hop_chunks_at_half_weight_without_an_lm_call(tmp
     question = "Which government post did the star of Kiss and Tell hold?"
     with dspy.context(adapter=dspy.JSONAdapter()):  # no LM configured: any LM call would fail
         trace = Trace()
-        hops = OneShotRAG(index, budget=480, sentences=True, pool=1, rules=False, hops=2, hop_k=1)
+        hops = OneShotRAG(index, 480, pack=Pack(sentences=True), search=Search(pool=1, rules=False),
+                          hops=Hops(2, k=1))
         picked = hops.retrieve(question, trace)
     hop_events = trace.of("hops")
     assert len(hop_events) == 1 and hop_events[0]["queries"][0] == f"Shirley Temple {question}"
@@ -128,7 +135,7 @@ def test_bridge_hops_add_second_hop_chunks_at_half_weight_without_an_lm_call(tmp
     assert hop_search["retrieved"] == ["st#0"]
     plain = index.search(hop_events[0]["queries"][0], k=1, exclude={"film#0"})[0]
     assert [c.score for c in picked if c.id == "st#0"] == [plain.score * HOP_WEIGHT]
-    assert OneShotRAG(index, hops=3).max_lm_calls() == 1
+    assert OneShotRAG(index, hops=Hops(3)).max_lm_calls() == 1
 
 
 def test_notes_are_written_from_the_selected_chunks_read_whole_and_fit_the_budget(yearbook_index, run_with):
@@ -136,8 +143,8 @@ def test_notes_are_written_from_the_selected_chunks_read_whole_and_fit_the_budge
     pack filled again around them, so the answer prompt stays inside the budget."""
     fact = "- Aldermoor had 41,200 residents in 2021."
     with run_with(ProgramLM(contextualize=lambda p, n: {"new_notes": fact})) as lm:
-        plain = OneShotRAG(yearbook_index, budget=1000, sentences=True).retrieve(Q)
-        prog = OneShotRAG(yearbook_index, budget=1000, sentences=True, notes=True)
+        plain = OneShotRAG(yearbook_index, 1000, pack=Pack(sentences=True)).retrieve(Q)
+        prog = OneShotRAG(yearbook_index, 1000, pack=Pack(sentences=True), lm_steps=NOTES)
         pred = prog(question=Q)
     assert lm.steps() == ["contextualize", "answer"] and prog.max_lm_calls() == 2
     (event,) = [e for e in pred.trace if e["step"] == "notes"]
@@ -154,16 +161,16 @@ def test_notes_are_written_from_the_selected_chunks_read_whole_and_fit_the_budge
 def test_notes_share_caps_the_notes_and_a_failed_step_answers_without_them(yearbook_index, run_with):
     many = "\n".join(f"- fact number {i} about Aldermoor and its many residents in 2021" for i in range(60))
     with run_with(ProgramLM(contextualize=lambda p, n: {"new_notes": many})):
-        pred = OneShotRAG(yearbook_index, budget=1000, sentences=True, notes=True, notes_share=0.1)(question=Q)
+        pred = OneShotRAG(yearbook_index, 1000, pack=Pack(sentences=True, notes_share=0.1), lm_steps=NOTES)(question=Q)
     (cap,) = [e for e in pred.trace if e["step"] == "notes_cap"]  # as the agents record it
     assert cap["dropped"] > 0 and cap["max_tokens"] == 100 and 0 < count_tokens(pred.notes) <= 100
     with run_with(ProgramLM(contextualize=lambda p, n: {"wrong": "field"})) as lm:
-        pred = OneShotRAG(yearbook_index, budget=1000, sentences=True, notes=True)(question=Q)
+        pred = OneShotRAG(yearbook_index, 1000, pack=Pack(sentences=True), lm_steps=NOTES)(question=Q)
     assert pred.notes == "" and pred.answer == "scripted answer" and lm.steps()[-1] == "answer"
     assert [e for e in pred.trace if e["step"] == "lm_error"]
     with pytest.raises(InputError) as err:
-        OneShotRAG(yearbook_index, notes=True, notes_share=1.5)
-    assert err.value.argument == "notes_share"
+        Pack(notes_share=1.5)
+    assert err.value.argument == "pack.notes_share"
 
 
 def test_recheck_asks_once_more_from_a_denser_pack_when_no_sentence_states_the_answer(yearbook_index, run_with):
@@ -173,7 +180,7 @@ def test_recheck_asks_once_more_from_a_denser_pack_when_no_sentence_states_the_a
         return {"answer": next(answers), "evidence_ids": ["c1"]}
 
     with run_with(ProgramLM(answer=reader)) as lm:
-        prog = OneShotRAG(yearbook_index, budget=1000, sentences=True, recheck=True)
+        prog = OneShotRAG(yearbook_index, 1000, pack=Pack(sentences=True), lm_steps=RECHECK)
         pred = prog(question=Q)
     assert lm.steps() == ["answer", "answer"] and prog.max_lm_calls() == 2
     first_prompt, second_prompt = (p for _, p in lm.calls)
@@ -186,11 +193,11 @@ def test_recheck_asks_once_more_from_a_denser_pack_when_no_sentence_states_the_a
 def test_recheck_keeps_the_first_answer_when_the_second_is_not_stated_either_or_fails(yearbook_index, run_with):
     answers = iter(["Zanzibar", "Atlantis"])
     with run_with(ProgramLM(answer=lambda p, n: {"answer": next(answers), "evidence_ids": []})):
-        pred = OneShotRAG(yearbook_index, budget=1000, sentences=True, recheck=True)(question=Q)
+        pred = OneShotRAG(yearbook_index, 1000, pack=Pack(sentences=True), lm_steps=RECHECK)(question=Q)
     assert pred.answer == "Zanzibar" and [e["kept"] for e in pred.trace if e["step"] == "recheck"] == [False]
     calls = iter([{"answer": "Zanzibar", "evidence_ids": []}, {"wrong": "field"}, {"wrong": "field"}])
     with run_with(ProgramLM(answer=lambda p, n: next(calls))):
-        pred = OneShotRAG(yearbook_index, budget=1000, sentences=True, recheck=True)(question=Q)
+        pred = OneShotRAG(yearbook_index, 1000, pack=Pack(sentences=True), lm_steps=RECHECK)(question=Q)
     # the failed second ask is recorded in the recheck event; the answer and its trace stand
     from ragnet.lm.failures import answer_failure
 
@@ -201,5 +208,5 @@ def test_recheck_keeps_the_first_answer_when_the_second_is_not_stated_either_or_
 
 def test_recheck_is_not_asked_when_the_answer_is_stated(yearbook_index, run_with):
     with run_with(ProgramLM(answer=lambda p, n: {"answer": "2021", "evidence_ids": []})) as lm:
-        pred = OneShotRAG(yearbook_index, budget=1000, sentences=True, recheck=True)(question=Q)
+        pred = OneShotRAG(yearbook_index, 1000, pack=Pack(sentences=True), lm_steps=RECHECK)(question=Q)
     assert lm.steps() == ["answer"] and not [e for e in pred.trace if e["step"] == "recheck"]

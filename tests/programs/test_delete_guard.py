@@ -15,7 +15,7 @@ import pytest
 
 from ragnet.corpus.types import Document
 from ragnet.index import Index
-from ragnet.programs import IterativeRAG
+from ragnet.programs import IterativeRAG, LMSteps, Loop
 from tests.programs.scripted import ProgramLM
 
 Q = "What is the capital of Zephyria?"
@@ -45,10 +45,11 @@ def _delete_all_but_injected(prompt: str, n: int) -> dict:
     return {"delete_ids": [short for short, title in shown if not title.startswith("Capital of Zephyria")]}
 
 
-def _run(index, run_with, **kwargs):
+def _run(index, run_with, protect=Loop().protect):
     # no rewrite call: turn 1 searches the question, turn 2 the bridge search
     with run_with(ProgramLM(delete=_delete_all_but_injected)):
-        return IterativeRAG(index, max_turns=2, k=5, rewrite=False, **kwargs)(question=Q)
+        return IterativeRAG(index, loop=Loop(max_turns=2, k=5, protect=protect),
+                            lm_steps=LMSteps(rewrite=False))(question=Q)
 
 
 def test_injected_documents_fill_the_question_top_5_and_are_closest_to_it(crowded_index):

@@ -17,7 +17,7 @@ import pytest
 
 from ragnet.corpus.types import Document
 from ragnet.index import Index
-from ragnet.programs import IterativeRAG, OneShotRAG
+from ragnet.programs import IterativeRAG, Loop, OneShotRAG
 from tests.programs.scripted import ProgramLM
 
 FACTS = [
@@ -79,7 +79,7 @@ def test_tool_calls_stay_inside_the_context(hostile_index, run_with):
     obey = lambda p, n: {"delete_ids": [f"c{i}" for i in range(1, 10)] + ["c99"]}
     cite = lambda p, n: {"answer": "PWNED", "evidence_ids": ["c1", "c42", "d0#0"]}
     with run_with(ProgramLM(delete=obey, answer=cite)):
-        pred = IterativeRAG(hostile_index, max_turns=2, k=3)(question=QUESTIONS[0][0])
+        pred = IterativeRAG(hostile_index, loop=Loop(max_turns=2, k=3))(question=QUESTIONS[0][0])
     retrieved = {cid for e in pred.trace if e["step"] == "search" for cid in e["retrieved"]}
     for event in (e for e in pred.trace if e["step"] == "delete"):
         assert set(event["deleted"]) <= retrieved and not set(event["deleted"]) & set(event["protected"])
@@ -92,7 +92,7 @@ def test_tool_calls_stay_inside_the_context(hostile_index, run_with):
 def _injection_rows(clean, hostile):
     rows = []
     for name, make in (("oneshot", lambda i: OneShotRAG(i, budget=1500)),
-                       ("iterative", lambda i: IterativeRAG(i, max_turns=2, k=3, n_queries=3))):
+                       ("iterative", lambda i: IterativeRAG(i, loop=Loop(max_turns=2, k=3, n_queries=3)))):
         for question, _gold in QUESTIONS:
             before = make(clean)(question=question)
             after = make(hostile)(question=question)

@@ -9,10 +9,11 @@ import pytest
 
 from ragnet.corpus.tokens import count_tokens
 from ragnet.errors import InputError
-from ragnet.programs import BasicRAG, CombinedRAG, IterativeRAG, ReflectiveRAG
+from ragnet.programs import BasicRAG, CombinedRAG, IterativeRAG, LMSteps, Loop, Pack, Reflection, ReflectiveRAG
 from tests.programs.scripted import ProgramLM
 
 Q = "Which city had more hospital beds in 2022, Aldermoor or Brightwater?"
+NO_DELETE = LMSteps(delete=False)  # the no-delete preset
 
 
 def events(pred, step):
@@ -32,17 +33,17 @@ def sufficient_at(turn):
 
 def test_fallback_only_on_first_turn(yearbook_index, run_with):
     with run_with(ProgramLM()):
-        pred = IterativeRAG(yearbook_index, max_turns=3)(question=Q)
+        pred = IterativeRAG(yearbook_index, loop=Loop(max_turns=3))(question=Q)
     fallbacks = [e for e in events(pred, "search") if e["fallback"]]
     assert len(fallbacks) == 1 and fallbacks[0]["turn"] == 1 and fallbacks[0]["query"] == Q
     with run_with(ProgramLM()):
-        pred = IterativeRAG(yearbook_index, max_turns=3, fallback=False)(question=Q)
+        pred = IterativeRAG(yearbook_index, loop=Loop(max_turns=3, fallback=False))(question=Q)
     assert not [e for e in events(pred, "search") if e["fallback"]]
 
 
 def test_dedup_never_reshows_an_id(yearbook_index, run_with):
     with run_with(ProgramLM(sufficiency=refine_anew)):
-        pred = IterativeRAG(yearbook_index, max_turns=5, delete=False)(question=Q)
+        pred = IterativeRAG(yearbook_index, loop=Loop(max_turns=5), lm_steps=NO_DELETE)(question=Q)
     retrieved = [cid for e in events(pred, "search") for cid in e["retrieved"]]
     assert len(retrieved) == len(set(retrieved)) == 6 * 5  # 5 turns + the fallback, k=5 each
 
@@ -54,7 +55,7 @@ def test_without_dedup_searches_can_repeat_ids(yearbook_index, run_with):
     searches = {}
     for dedup in (False, True):
         with run_with(ProgramLM(rewrite=overlapping)):
-            pred = IterativeRAG(yearbook_index, max_turns=2, dedup=dedup, fallback=False)(question=Q)
+            pred = IterativeRAG(yearbook_index, loop=Loop(max_turns=2, dedup=dedup, fallback=False))(question=Q)
         searches[dedup] = events(pred, "search")
         assert [e["query"] for e in searches[dedup]] == ["hospital beds Aldermoor 2022",
                                                          "Aldermoor 2022 hospital beds count"]
@@ -66,7 +67,7 @@ def test_without_dedup_searches_can_repeat_ids(yearbook_index, run_with):
 
 def test_max_turns_is_respected(yearbook_index, run_with):
     with run_with(ProgramLM(sufficiency=refine_anew)) as lm:
-        pred = IterativeRAG(yearbook_index, max_turns=3)(question=Q)
+        pred = IterativeRAG(yearbook_index, loop=Loop(max_turns=3))(question=Q)
     assert max(e["turn"] for e in events(pred, "search")) == 3
     # Asked after turns 1 and 2 only: on the last allowed turn a verdict could change nothing.
     assert lm.steps().count("sufficiency") == 2
@@ -76,7 +77,7 @@ def test_max_turns_is_respected(yearbook_index, run_with):
 
 def test_sufficient_verdict_stops_the_loop(yearbook_index, run_with):
     with run_with(ProgramLM(sufficiency=sufficient_at(2))) as lm:
-        pred = IterativeRAG(yearbook_index, max_turns=5)(question=Q)
+        pred = IterativeRAG(yearbook_index, loop=Loop(max_turns=5))(question=Q)
     assert max(e["turn"] for e in events(pred, "search")) == 2
     assert events(pred, "stop")[-1] == {**events(pred, "stop")[-1], "reason": "sufficient", "turn": 2}
     assert lm.steps()[-1] == "answer"
@@ -97,7 +98,7 @@ def replay_context(pred):
 def test_delete_only_removes_context_ids_and_never_empties(yearbook_index, run_with):
     subset = lambda p, n: {"delete_ids": ["c1", "c2", "c999", "bogus#1"]}
     with run_with(ProgramLM(delete=subset, sufficiency=refine_anew)):
-        pred = IterativeRAG(yearbook_index, max_turns=3, protect=0)(question=Q)  # the LM alone decides
+        pred = IterativeRAG(yearbook_index, loop=Loop(max_turns=3, protect=0))(question=Q)  # the LM alone decides
     context, deletes = replay_context(pred)
     assert len(deletes) == 3
     for before, deleted in deletes:
@@ -114,7 +115,7 @@ def test_delete_only_removes_context_ids_and_never_empties(yearbook_index, run_w
 def test_delete_of_every_chunk_is_refused(yearbook_index, run_with):
     delete_all = lambda p, n: {"delete_ids": [f"c{i}" for i in range(1, 40)] + ["c999", "bogus#1"]}
     with run_with(ProgramLM(delete=delete_all, sufficiency=refine_anew)) as lm:
-        pred = IterativeRAG(yearbook_index, max_turns=3, protect=0)(question=Q)
+        pred = IterativeRAG(yearbook_index, loop=Loop(max_turns=3, protect=0))(question=Q)
     assert lm.steps().count("delete") == 3
     assert [e["deleted"] for e in events(pred, "delete")] == [[], [], []]
     retrieved = {cid for e in events(pred, "search") for cid in e["retrieved"]}
@@ -124,12 +125,12 @@ def test_delete_of_every_chunk_is_refused(yearbook_index, run_with):
 def test_answer_evidence_is_never_deleted(yearbook_index, run_with):
     delete_first = lambda p, n: {"delete_ids": ["c1"] if n == 1 else []}
     with run_with(ProgramLM(delete=delete_first)):
-        pred = IterativeRAG(yearbook_index, max_turns=2, protect=0)(question=Q)
+        pred = IterativeRAG(yearbook_index, loop=Loop(max_turns=2, protect=0))(question=Q)
     ((doomed,),) = [e["deleted"] for e in events(pred, "delete") if e["deleted"]]
     # The answer now cites the deleted chunk by its real id, plus c1 (the first surviving chunk).
     cite_deleted = lambda p, n: {"answer": "scripted answer", "evidence_ids": [doomed, "c1"]}
     with run_with(ProgramLM(delete=delete_first, answer=cite_deleted)):
-        pred = IterativeRAG(yearbook_index, max_turns=2, protect=0)(question=Q)
+        pred = IterativeRAG(yearbook_index, loop=Loop(max_turns=2, protect=0))(question=Q)
     assert [e["deleted"] for e in events(pred, "delete")] == [[doomed], []]
     assert doomed not in pred.context
     assert pred.evidence == [pred.context[0]] and doomed not in pred.evidence
@@ -138,7 +139,7 @@ def test_answer_evidence_is_never_deleted(yearbook_index, run_with):
 def test_off_format_sufficiency_is_recorded_and_loop_continues(yearbook_index, run_with):
     broken = lambda p, n: {"confidence": "very"}  # no verdict field at all
     with run_with(ProgramLM(sufficiency=broken)):
-        pred = IterativeRAG(yearbook_index, max_turns=3)(question=Q)
+        pred = IterativeRAG(yearbook_index, loop=Loop(max_turns=3))(question=Q)
     errors = [e for e in events(pred, "lm_error") if e["failed_step"] == "sufficiency"]
     assert [e["action"] for e in errors] == ["retried", "fallback"] * 2  # one retry, then the safe default
     assert all(e["error_type"] == "AdapterParseError" for e in errors)
@@ -156,7 +157,7 @@ def test_notes_cache_feeds_the_answer(yearbook_index, run_with):
 
 def test_reflective_stops_when_sufficient_and_removes_noise(yearbook_index, run_with):
     with run_with(ProgramLM(sufficiency=sufficient_at(2))):
-        pred = ReflectiveRAG(yearbook_index, k=5)(question=Q)
+        pred = ReflectiveRAG(yearbook_index, loop=Loop(k=5))(question=Q)
     assert len(events(pred, "search")) == 2
     (noise,) = events(pred, "noise")
     assert len(noise["kept"]) == math.ceil(0.7 * 10) and pred.context == noise["kept"]
@@ -165,7 +166,7 @@ def test_reflective_stops_when_sufficient_and_removes_noise(yearbook_index, run_
 
 def test_reflective_caps_reflections(yearbook_index, run_with):
     with run_with(ProgramLM(sufficiency=refine_anew)) as lm:
-        pred = ReflectiveRAG(yearbook_index, max_reflections=2, tau=0.0)(question=Q)
+        pred = ReflectiveRAG(yearbook_index, reflection=Reflection(max_reflections=2, tau=0.0))(question=Q)
     assert len(events(pred, "search")) == 3
     assert events(pred, "stop")[-1]["reason"] == "max_turns"  # the turn budget, named as for every agent
     # One verdict per reflection; none after the last search, where it could change nothing.
@@ -174,13 +175,13 @@ def test_reflective_caps_reflections(yearbook_index, run_with):
 
 def test_reflective_without_reflections_answers_after_one_search(yearbook_index, run_with):
     with run_with(ProgramLM()) as lm:
-        pred = ReflectiveRAG(yearbook_index, max_reflections=0)(question=Q)
+        pred = ReflectiveRAG(yearbook_index, reflection=Reflection(max_reflections=0))(question=Q)
     assert lm.steps() == ["answer"] and len(events(pred, "search")) == 1
 
 
 def test_reflective_delta_rule_stops_on_convergence(yearbook_index, run_with):
     with run_with(ProgramLM()):
-        pred = ReflectiveRAG(yearbook_index, max_reflections=4, tau=5.0)(question=Q)
+        pred = ReflectiveRAG(yearbook_index, reflection=Reflection(max_reflections=4, tau=5.0))(question=Q)
     stop = events(pred, "stop")[-1]
     assert stop["reason"] == "converged" and stop["delta"] < 5.0
     assert len(events(pred, "search")) == 2
@@ -188,7 +189,7 @@ def test_reflective_delta_rule_stops_on_convergence(yearbook_index, run_with):
 
 def test_combined_never_deletes_and_respects_budget(yearbook_index, run_with):
     with run_with(ProgramLM()) as lm:
-        pred = CombinedRAG(yearbook_index, budget=2500, max_turns=3)(question=Q)
+        pred = CombinedRAG(yearbook_index, 2500, loop=Loop(max_turns=3))(question=Q)
     assert "delete" not in lm.steps() and not events(pred, "delete")
     (select,) = events(pred, "select")
     pooled = {cid for e in events(pred, "search") for cid in e["retrieved"]}
@@ -219,7 +220,8 @@ def test_combined_caps_the_notes_share_of_the_answer_budget(yearbook_index, run_
     capped at a quarter, the earliest lines stay and the evidence gets the room back."""
     def run(share: float):
         with run_with(ProgramLM(contextualize=_long_notes)) as lm:
-            pred = CombinedRAG(yearbook_index, budget=2000, max_turns=2, k=3, notes_share=share)(question=Q)
+            program = CombinedRAG(yearbook_index, 2000, pack=Pack(notes_share=share), loop=Loop(max_turns=2, k=3))
+            pred = program(question=Q)
         (answer_prompt,) = [p for s, p in lm.calls if s == "answer"]
         (select,) = events(pred, "select")
         assert count_tokens(answer_prompt) <= 2000
@@ -240,13 +242,13 @@ def test_combined_caps_the_notes_share_of_the_answer_budget(yearbook_index, run_
     assert _notes_in(prompt_none) == [] and events(pred_none, "notes_cap")[0]["kept"] == 0
     assert len(kept_none) >= len(kept)
     with pytest.raises(InputError) as err:
-        CombinedRAG(yearbook_index, notes_share=1.5)
-    assert err.value.argument == "notes_share"
+        CombinedRAG(yearbook_index, pack=Pack(notes_share=1.5))
+    assert err.value.argument == "pack.notes_share"
 
 
 def test_iterative_without_a_budget_reads_everything_it_kept(yearbook_index, run_with):
     with run_with(ProgramLM(sufficiency=refine_anew)) as lm:
-        pred = IterativeRAG(yearbook_index, max_turns=3, delete=False)(question=Q)
+        pred = IterativeRAG(yearbook_index, loop=Loop(max_turns=3), lm_steps=NO_DELETE)(question=Q)
     retrieved = [cid for e in events(pred, "search") for cid in e["retrieved"]]
     assert not events(pred, "select") and pred.context == list(dict.fromkeys(retrieved))
     (answer_prompt,) = [p for s, p in lm.calls if s == "answer"]
@@ -255,9 +257,10 @@ def test_iterative_without_a_budget_reads_everything_it_kept(yearbook_index, run
 
 def test_iterative_packs_what_it_kept_into_a_budget(yearbook_index, run_with):
     """With a budget the turns run exactly as without one; only the answer prompt is packed."""
-    def run(**kwargs):
+    def run(budget=None, sentences=False):
         with run_with(ProgramLM()) as lm:
-            pred = IterativeRAG(yearbook_index, max_turns=3, delete=False, **kwargs)(question=Q)
+            pred = IterativeRAG(yearbook_index, budget, pack=Pack(sentences=sentences), loop=Loop(max_turns=3),
+                                lm_steps=NO_DELETE)(question=Q)
         (answer_prompt,) = [p for s, p in lm.calls if s == "answer"]
         return pred, lm, answer_prompt
 
@@ -277,7 +280,7 @@ def test_iterative_packs_what_it_kept_into_a_budget(yearbook_index, run_with):
     (select,) = events(sentences, "select")
     assert select["method"] == "sentences" and count_tokens(prompt) <= 800 and events(sentences, "crop")
     with pytest.raises(InputError) as err:
-        IterativeRAG(yearbook_index, sentences=True)
+        IterativeRAG(yearbook_index, pack=Pack(sentences=True))
     assert err.value.argument == "budget"
 
 
@@ -291,14 +294,14 @@ def test_final_pack_scores_whole_chunks_by_relevance_and_sentences_by_hybrid_sco
                   hybrid={a.id: 0.95, b.id: 0.4, c.id: 0.7})
     chunks = IterativeRAG(yearbook_index, budget=1000)._ranked_for_pack(state)
     assert [(x.id, x.score) for x in chunks] == [(b.id, 1.0), (c.id, 0.9), (a.id, 0.5)]
-    sentences = IterativeRAG(yearbook_index, budget=1000, sentences=True)._ranked_for_pack(state)
+    sentences = IterativeRAG(yearbook_index, 1000, pack=Pack(sentences=True))._ranked_for_pack(state)
     assert [(x.id, x.score) for x in sentences] == [(a.id, 0.95), (c.id, 0.7), (b.id, 0.4)]
 
 
 def test_iterative_caps_the_notes_only_under_a_budget(yearbook_index, run_with):
-    def run(**kwargs):
+    def run(budget=None):
         with run_with(ProgramLM(contextualize=_long_notes)) as lm:
-            pred = IterativeRAG(yearbook_index, max_turns=2, k=3, delete=False, **kwargs)(question=Q)
+            pred = IterativeRAG(yearbook_index, budget, loop=Loop(max_turns=2, k=3), lm_steps=NO_DELETE)(question=Q)
         (answer_prompt,) = [p for s, p in lm.calls if s == "answer"]
         return pred, answer_prompt
 
@@ -317,7 +320,7 @@ def test_delete_cannot_remove_what_the_evidence_ranks_highest(yearbook_index, ru
 
     all_but_last = lambda p, n: {"delete_ids": [f"c{i}" for i in range(1, 40) if f"[c{i + 1}]" in p]}
     with run_with(ProgramLM(delete=all_but_last)):
-        pred = IterativeRAG(yearbook_index, max_turns=3)(question=Q)
+        pred = IterativeRAG(yearbook_index, loop=Loop(max_turns=3))(question=Q)
     searches = events(pred, "search")
     for event in events(pred, "delete"):
         protected = set(event["protected"])
@@ -341,7 +344,7 @@ def test_unguarded_delete_can_remove_what_basic_reads(yearbook_index, run_with):
     """protect=0 is the study's loop: the same LM then deletes chunks of the question's top-5."""
     all_but_last = lambda p, n: {"delete_ids": [f"c{i}" for i in range(1, 40) if f"[c{i + 1}]" in p]}
     with run_with(ProgramLM(delete=all_but_last)):
-        pred = IterativeRAG(yearbook_index, max_turns=3, protect=0)(question=Q)
+        pred = IterativeRAG(yearbook_index, loop=Loop(max_turns=3, protect=0))(question=Q)
     with run_with(ProgramLM()):
         basic = BasicRAG(yearbook_index)(question=Q)
     assert not set(basic.context) <= set(pred.context)
@@ -354,7 +357,7 @@ def _echo(p, n):  # what a small step LM mostly writes: the question again
 
 def test_an_echoing_rewrite_is_replaced_by_the_bridge_search(yearbook_index, run_with):
     with run_with(ProgramLM(rewrite=_echo, sufficiency=sufficient_at(99))):
-        pred = IterativeRAG(yearbook_index, max_turns=2, delete=False)(question=Q)
+        pred = IterativeRAG(yearbook_index, loop=Loop(max_turns=2), lm_steps=NO_DELETE)(question=Q)
     rewrites = events(pred, "rewrite")
     assert [r["source"] for r in rewrites] == ["question", "bridge"]  # turn 1: no new query, so the question
     turn2 = rewrites[1]["query"]
@@ -369,7 +372,7 @@ def test_an_echoing_rewrite_is_replaced_by_the_bridge_search(yearbook_index, run
 
 def test_without_the_bridge_an_echoing_rewrite_stops_the_loop(yearbook_index, run_with):
     with run_with(ProgramLM(rewrite=_echo, sufficiency=sufficient_at(99))):
-        pred = IterativeRAG(yearbook_index, max_turns=3, delete=False, bridge=False)(question=Q)
+        pred = IterativeRAG(yearbook_index, loop=Loop(max_turns=3, bridge=False), lm_steps=NO_DELETE)(question=Q)
     assert [e["turn"] for e in events(pred, "stop") if e["reason"] == "no_query"] == [2]
     assert all(e["turn"] == 1 for e in events(pred, "search"))
 

@@ -12,7 +12,7 @@ from ragnet.errors import InputError
 from ragnet.optimize.cases import sufficiency_cases
 from ragnet.programs.persist import load_program, read_header, save_program
 from ragnet.optimize.steps import compile_step
-from ragnet.programs import BasicRAG, IterativeRAG, ReflectiveRAG
+from ragnet.programs import BasicRAG, IterativeRAG, LMSteps, Loop, Pack, ReflectiveRAG
 from tests.optimize.conftest import (  # noqa: F401 - fixtures shared with the optimize tests
     FakeIndex,
     OptimizeLM,
@@ -26,7 +26,7 @@ from tests.optimize.conftest import (  # noqa: F401 - fixtures shared with the o
 @pytest.fixture
 def compiled(records, scripted, tmp_path):
     """An IterativeRAG whose sufficiency step was compiled (bootstrap), saved to compiled.json."""
-    program = IterativeRAG(FakeIndex(records), max_turns=2)
+    program = IterativeRAG(FakeIndex(records), loop=Loop(max_turns=2))
     with scripted(OptimizeLM(sufficiency=demo_dependent_sufficiency)):
         compile_step(program, "sufficiency", sufficiency_cases(records), progress=False, log=lambda m: None)
     path = save_program(program, tmp_path / "compiled.json", optimization={"optimizer": "bootstrap"})
@@ -42,7 +42,7 @@ def _run(program, question, scripted):
 
 def test_round_trip_reproduces_identical_predictions_and_prompts(compiled, records, scripted):
     program, path = compiled
-    loaded = load_program(IterativeRAG(FakeIndex(records), max_turns=2), path)
+    loaded = load_program(IterativeRAG(FakeIndex(records), loop=Loop(max_turns=2)), path)
     assert loaded.sufficiency.predict.demos == json.loads(path.read_text())["sufficiency.predict"]["demos"]
     question = records[3].question
     original = _run(program, question, scripted)
@@ -50,7 +50,7 @@ def test_round_trip_reproduces_identical_predictions_and_prompts(compiled, recor
     assert original == again
     sufficiency_prompts = [p for s, p in again[3] if s == "sufficiency"]
     assert sufficiency_prompts and all(p.count("[[ ## verdict ## ]]") > 2 for p in sufficiency_prompts)  # demos shown
-    fresh = _run(IterativeRAG(FakeIndex(records), max_turns=2), question, scripted)
+    fresh = _run(IterativeRAG(FakeIndex(records), loop=Loop(max_turns=2)), question, scripted)
     assert [p for s, p in fresh[3] if s == "sufficiency"] != sufficiency_prompts  # loading did change the prompt
 
 
@@ -259,7 +259,7 @@ def test_a_compiled_reader_under_a_budget_says_what_its_demos_cost_the_evidence(
 def test_no_demo_warning_without_answer_demos_or_without_a_budget(compiled, records, tmp_path, recwarn):
     from ragnet.programs import OneShotRAG
 
-    load_program(IterativeRAG(FakeIndex(records), max_turns=2), compiled[1])  # demos on sufficiency only
+    load_program(IterativeRAG(FakeIndex(records), loop=Loop(max_turns=2)), compiled[1])  # demos on sufficiency only
     plain = save_program(OneShotRAG(FakeIndex(records), budget=1000), tmp_path / "plain.json")
     load_program(OneShotRAG(FakeIndex(records), budget=1000), plain)
     assert not [w for w in recwarn.list if "answer budget" in str(w.message)]
@@ -279,9 +279,9 @@ def test_a_committed_reader_saved_before_oneshots_notes_step_loads_unless_notes_
     assert "contextualize" not in read_header(path)["signatures"]
     demos = json.loads(path.read_text())["answer.predict"]["demos"]
 
-    def reader(**notes):  # the layout the file was compiled with (oneshot:sentences+qfirst)
-        return OneShotRAG(FakeIndex(records), budget=1000, sentences=True, answer=AnswerStep(question_at="first"),
-                          **notes)
+    def reader(notes=False):  # the layout the file was compiled with (oneshot:sentences+qfirst)
+        return OneShotRAG(FakeIndex(records), 1000, pack=Pack(sentences=True), lm_steps=LMSteps(contextualize=notes),
+                          answer=AnswerStep(question_at="first"))
 
     with pytest.warns(UserWarning, match="answer budget"):
         loaded = load_program(reader(), path)

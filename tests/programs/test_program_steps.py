@@ -9,7 +9,7 @@ import pytest
 from ragnet.errors import InputError
 from ragnet.eval.run.eval_indexes import NoIndex
 from ragnet.optimize.compile import lm_calls_per_example
-from ragnet.programs import BasicRAG, CombinedRAG, IterativeRAG, OneShotRAG, ReflectiveRAG
+from ragnet.programs import BasicRAG, CombinedRAG, IterativeRAG, LMSteps, Loop, OneShotRAG, Reflection, ReflectiveRAG
 from ragnet.signatures import Step
 
 
@@ -31,7 +31,7 @@ def test_steps_name_every_predictor_the_program_runs(cls, steps):
 
 
 def test_set_step_installs_the_compiled_predictor_and_keeps_the_switch():
-    program = IterativeRAG(NoIndex(), sufficiency=False, retries=2)
+    program = IterativeRAG(NoIndex(), lm_steps=LMSteps(sufficiency=False), retries=2)
     compiled = program.steps()["sufficiency"].deepcopy()
     compiled.predict.demos = [dspy.Example(question="q", context="c", verdict="Sufficient")]
     program.set_step("sufficiency", compiled)
@@ -43,22 +43,22 @@ def test_set_step_installs_the_compiled_predictor_and_keeps_the_switch():
 
 
 def test_the_filter_switch_is_named_like_its_step():
-    program = OneShotRAG(NoIndex(), filter=True)
+    program = OneShotRAG(NoIndex(), lm_steps=LMSteps(filter=True))
     assert program.filter.enabled is True and OneShotRAG(NoIndex()).filter.enabled is False
     with pytest.raises(TypeError, match="llm_filter"):  # one name per switch
-        OneShotRAG(NoIndex(), llm_filter=True)
+        LMSteps(llm_filter=True)
 
 
 def test_max_lm_calls_follows_the_switches():
     assert BasicRAG(NoIndex()).max_lm_calls() == 1
     assert OneShotRAG(NoIndex()).max_lm_calls() == 1
-    assert OneShotRAG(NoIndex(), filter=True, crop=True, max_crops=4).max_lm_calls() == 6
-    assert OneShotRAG(NoIndex(), notes=True).max_lm_calls() == 2
-    assert IterativeRAG(NoIndex(), max_turns=3).max_lm_calls() == 3 * 4 + 1
-    assert IterativeRAG(NoIndex(), max_turns=3, delete=False).max_lm_calls() == 3 * 3 + 1
-    assert CombinedRAG(NoIndex(), max_turns=2).max_lm_calls() == 2 * 3 + 1
-    assert ReflectiveRAG(NoIndex(), max_reflections=2).max_lm_calls() == 3 + 2 + 1
-    assert lm_calls_per_example(CombinedRAG(NoIndex(), max_turns=2)) == 7
+    assert OneShotRAG(NoIndex(), lm_steps=LMSteps(filter=True, crop=True, max_crops=4)).max_lm_calls() == 6
+    assert OneShotRAG(NoIndex(), lm_steps=LMSteps(contextualize=True)).max_lm_calls() == 2
+    assert IterativeRAG(NoIndex(), loop=Loop(max_turns=3)).max_lm_calls() == 3 * 4 + 1
+    assert IterativeRAG(NoIndex(), loop=Loop(max_turns=3), lm_steps=LMSteps(delete=False)).max_lm_calls() == 3 * 3 + 1
+    assert CombinedRAG(NoIndex(), loop=Loop(max_turns=2)).max_lm_calls() == 2 * 3 + 1
+    assert ReflectiveRAG(NoIndex(), reflection=Reflection(max_reflections=2)).max_lm_calls() == 3 + 2 + 1
+    assert lm_calls_per_example(CombinedRAG(NoIndex(), loop=Loop(max_turns=2))) == 7
 
 
 def test_retries_reach_every_step_and_are_checked():

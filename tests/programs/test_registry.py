@@ -18,7 +18,7 @@ def test_a_spec_is_a_strategy_and_its_presets_joined_by_plus():
     assert parse_spec("oneshot") == ("oneshot", ())
     assert parse_spec(" oneshot:sentences+qlast ") == ("oneshot", ("sentences", "qlast"))
     assert spec_options("iterative:no-delete+sentences+cot") == (
-        "iterative", {"delete": False, "sentences": True}, {"reasoning": True})
+        "iterative", {"lm_steps.delete": False, "pack.sentences": True}, {"reasoning": True})
 
 
 @pytest.mark.parametrize("strategy", list(STRATEGIES))
@@ -62,14 +62,14 @@ def test_presets_that_disagree_are_refused_before_anything_is_built():
 
 def test_presets_that_agree_compose():
     program = build_program("iterative:plain+no-delete", NoIndex())
-    assert program.delete.enabled is False and program.fallback is False
+    assert program.delete.enabled is False and program.loop.fallback is False
 
 
 def test_the_reader_becomes_the_answer_steps_lm_and_overrides_win_over_presets():
     reader = DummyLM([])
     program = build_program("oneshot:sentences+qlast", NoIndex(), budget=1000, reader=reader, sentences=False)
     assert program.answer.lm.lm is reader and program.answer.question_at == "last"
-    assert program.sentences is False and program.budget == 1000
+    assert program.pack.sentences is False and program.budget == 1000
     assert build_program("basic", NoIndex(), budget=1000).answer.lm is None  # no budget on basic, no reader
 
 

@@ -11,7 +11,7 @@ from ragnet import Document, Index
 from ragnet.core.routing import RouteRule
 from ragnet.errors import InputError
 from ragnet.eval.run.eval_indexes import NoIndex
-from ragnet.programs import STRATEGIES, IterativeRAG, OneShotRAG, RouterRAG
+from ragnet.programs import STRATEGIES, IterativeRAG, LMSteps, OneShotRAG, RouterRAG
 from ragnet.programs.persist import load_program, save_program
 from ragnet.programs.registry import BUDGETED, build_program, parse_spec, spec_options
 from tests.programs.scripted import ProgramLM
@@ -135,10 +135,10 @@ def test_the_registry_builds_the_router_with_its_presets_and_budget():
     assert parse_spec("router:iterative+cot") == ("router", ("iterative", "cot"))
     assert spec_options("router:hops")[1] == {"hard": "oneshot:sentences+hops"}
     router = build_program("router:iterative", NoIndex(), budget=1000)
-    assert isinstance(router.simple, OneShotRAG) and router.simple.sentences and router.simple.budget == 1000
+    assert isinstance(router.simple, OneShotRAG) and router.simple.pack.sentences and router.simple.budget == 1000
     assert isinstance(router.hard, IterativeRAG) and router.hard.budget == 1000 and not router.hard.rewrite.enabled
     default = build_program("router", NoIndex())
-    assert default.hard.hops == 3 and default.hard.sentences and default.budget == 4000
+    assert default.hard.hops.searches == 3 and default.hard.pack.sentences and default.budget == 4000
     with pytest.raises(InputError, match="set hard to"):
         parse_spec("router:hops+iterative")
 
@@ -161,13 +161,13 @@ def test_bad_routes_are_refused_naming_the_argument(kwargs, argument, words):
 def test_routes_given_as_programs_are_checked_too():
     index = NoIndex()
     with pytest.raises(InputError, match="retrieval makes no LM call") as err:
-        RouterRAG(index, simple=OneShotRAG(index, crop=True))
+        RouterRAG(index, simple=OneShotRAG(index, lm_steps=LMSteps(crop=True)))
     assert err.value.argument == "simple"
     with pytest.raises(InputError, match="other than a router") as err:
         RouterRAG(index, hard=RouterRAG(index))
     assert err.value.argument == "hard"
     router = RouterRAG(index, hard=IterativeRAG(index, budget=1000))
-    assert router.hard_spec == "IterativeRAG" and router.simple.sentences
+    assert router.hard_spec == "IterativeRAG" and router.simple.pack.sentences
 
 
 def test_both_routes_share_the_routers_answer_step():

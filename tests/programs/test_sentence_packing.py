@@ -6,7 +6,7 @@ import pytest
 
 from ragnet.corpus.sentence_split import split_sentences
 from ragnet.corpus.tokens import count_tokens
-from ragnet.programs import OneShotRAG
+from ragnet.programs import OneShotRAG, Pack
 from ragnet.programs.sentence_packing import GAP, sentence_candidates
 from tests.programs.scripted import ProgramLM
 
@@ -16,7 +16,7 @@ Q = "What was the population of Aldermoor in 2021?"
 @pytest.mark.parametrize("budget", [600, 900, 1500])
 def test_prompt_holds_only_chosen_sentences_and_respects_the_budget(yearbook_index, run_with, budget):
     with run_with(ProgramLM()) as lm:
-        pred = OneShotRAG(yearbook_index, budget=budget, sentences=True)(question=Q)
+        pred = OneShotRAG(yearbook_index, budget, pack=Pack(sentences=True))(question=Q)
     (prompt,) = [p for s, p in lm.calls if s == "answer"]
     assert count_tokens(prompt) <= budget
     (select,) = [e for e in pred.trace if e["step"] == "select"]
@@ -32,7 +32,7 @@ def test_prompt_holds_only_chosen_sentences_and_respects_the_budget(yearbook_ind
 def test_sentence_mode_fits_more_chunks_than_whole_chunks(yearbook_index, run_with):
     with run_with(ProgramLM()):
         whole = OneShotRAG(yearbook_index, budget=900).retrieve(Q)
-        cropped = OneShotRAG(yearbook_index, budget=900, sentences=True).retrieve(Q)
+        cropped = OneShotRAG(yearbook_index, 900, pack=Pack(sentences=True)).retrieve(Q)
     assert len(cropped) > len(whole)
     assert any(GAP in c.text or c.text != yearbook_index.chunk(c.id).text for c in cropped)
     # the fact asked for is in the reader's context
@@ -41,7 +41,7 @@ def test_sentence_mode_fits_more_chunks_than_whole_chunks(yearbook_index, run_wi
 
 def test_cropped_chunks_are_traced_for_stage_retention(yearbook_index, run_with):
     with run_with(ProgramLM()):
-        pred = OneShotRAG(yearbook_index, budget=700, sentences=True)(question=Q)
+        pred = OneShotRAG(yearbook_index, 700, pack=Pack(sentences=True))(question=Q)
     (crop,) = [e for e in pred.trace if e["step"] == "crop"]
     assert crop["kind"] == "sentences" and crop["cropped"]
     assert all(c["tokens_after"] < c["tokens_before"] for c in crop["cropped"])

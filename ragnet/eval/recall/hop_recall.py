@@ -4,7 +4,7 @@ The one-shot already holds every gold document for most questions; what an agent
 the rest. This evaluation measures that second hop on its own, without an answer call, so it
 is cheap enough to compare query policies and to compile the rewrite step against:
 
-1. the first context is what ``OneShotRAG(budget, sentences=True)`` would answer from (no LM);
+1. the first context is what ``OneShotRAG(budget, pack=Pack(sentences=True))`` would answer from (no LM);
 2. questions whose first context holds every gold document need no hop and are not counted;
 3. for the others, each policy issues up to ``searches`` follow-up searches (``k`` chunks each,
    excluding the first context), and the question counts as found when one of them retrieves a
@@ -13,10 +13,10 @@ is cheap enough to compare query policies and to compile the rewrite step agains
 Policies:
 
 ``bridge``
-    the LM-free bridge search (:func:`ragnet.programs.bridge.bridge_search`): names the evidence
+    the LM-free bridge search (:func:`ragnet.programs.bridge_search.bridge_search`): names the evidence
     gives and the question does not, each paired with the question. For every question (a hop
     needed or not) it also reports whether all gold documents are in the first context and in the
-    context ``OneShotRAG(budget, sentences=True, hops=searches, hop_k=k)`` packs with those
+    context ``OneShotRAG(budget, pack=Pack(sentences=True), hops=Hops(searches, k))`` packs with those
     searches: whether the second hop survives the budget;
 ``rewrite``
     the rewrite step (RewriteQuery, ``n_queries`` per call, one call per question), shown the
@@ -67,14 +67,15 @@ LM_POLICIES = frozenset({"rewrite", "rewrite+bridge", "next", "next+bridge"})
 
 
 def first_context(index: Any, question: str, budget: int, *, hops: int = 0, k: int = 5) -> list[Any]:
-    """What ``OneShotRAG(budget, sentences=True, hops=hops, hop_k=k)`` would answer from (no LM call)."""
+    """What ``OneShotRAG(budget, pack=Pack(sentences=True), hops=Hops(hops, k))`` would answer from (no LM call)."""
     import dspy
 
     from ragnet.programs.oneshot import OneShotRAG
+    from ragnet.programs.options import Hops, Pack
 
     # The budget is measured as the local reader's JSON prompt, whatever LM writes queries.
     with dspy.context(adapter=dspy.JSONAdapter()):
-        return OneShotRAG(index, budget=budget, sentences=True, hops=hops, hop_k=k).retrieve(question)
+        return OneShotRAG(index, budget, pack=Pack(sentences=True), hops=Hops(hops, k)).retrieve(question)
 
 
 def missing_gold(gold: dict[str, set[str]], context: Sequence[Any]) -> dict[str, set[str]]:
@@ -131,7 +132,7 @@ class HopEvaluator(Evaluator):
         index: the ``ragnet.Index`` holding the questions' gold documents.
         questions: ``QARecord``\\ s with gold titles or passage ids.
         policies: names from :data:`POLICIES`; the ``rewrite`` ones call the configured LM.
-        budget: the first context's answer-prompt budget (``OneShotRAG(budget, sentences=True)``).
+        budget: the first context's answer-prompt budget (``OneShotRAG(budget, pack=Pack(sentences=True))``).
         searches: follow-up searches per question and policy.
         k: chunks per follow-up search.
         n_queries: queries the rewrite step is asked for.
@@ -224,7 +225,7 @@ class HopEvaluator(Evaluator):
             queries += lm_queries[: self.searches]
             sources += ["lm"] * len(queries)
         if policy.endswith("bridge"):
-            from ragnet.programs.bridge import bridge_searches
+            from ragnet.programs.bridge_search import bridge_searches
 
             more = bridge_searches(self.index, q.question, first, [q.question, *queries], n=self.searches - len(queries))
             queries += more

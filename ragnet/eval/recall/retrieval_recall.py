@@ -373,7 +373,7 @@ def _tally_variants(tally: _Tally, index: Any, texts: Sequence[str], candidates:
                     if use_rules:
                         if ruled is None:
                             ruled = apply_rules(
-                                rule_index, texts[qi], list(chunks), trace_cls(), max_add=max_add, lam=lam
+                                rule_index, texts[qi], list(chunks), trace_cls(), max_add=max_add, bm25_weight=lam
                             )
                         cands = ruled
                     if use_noise and cands:

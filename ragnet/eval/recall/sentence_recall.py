@@ -19,7 +19,7 @@ Selections:
 ``knapsack``       OneShotRAG's paragraph selection (protected knapsack, ``exp`` T = 0.1);
 ``sentences``      sentence selection (:func:`ragnet.programs.sentence_packing.select_sentences`)
                    without the bridge-link bonus;
-``sentences+links`` sentence selection as ``OneShotRAG(sentences=True)`` runs it.
+``sentences+links`` sentence selection as ``OneShotRAG(pack=Pack(sentences=True))`` runs it.
 
 Example:
     >>> import tempfile
@@ -144,7 +144,7 @@ def run_sentence_evidence(
         question = str(record.question).strip()
         cands = index.search(question, k=min(pool, len(index)), lam=lam)
         if rules:
-            cands = apply_metadata_rules(index, question, cands, Trace(), lam=lam)
+            cands = apply_metadata_rules(index, question, cands, Trace(), bm25_weight=lam)
         if not cands:
             for s in SELECTIONS:
                 for b in budgets:

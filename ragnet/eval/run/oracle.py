@@ -63,8 +63,9 @@ from ragnet.corpus.types import Chunk
 from ragnet.errors import InputError
 from ragnet.eval.metrics.gold_evidence import document_chunk_ids, gold_chunks, gold_sentences
 from ragnet.eval.run.records import get_field
-from ragnet.programs.base import RAGProgram, RunResult, check_positive_int
+from ragnet.programs.base import RAGProgram, RunResult
 from ragnet.programs.citations import showing
+from ragnet.programs.options import check_positive_int
 from ragnet.programs.packing import pack
 from ragnet.programs.sentence_packing import join_sentences
 from ragnet.programs.trace import Trace
@@ -299,7 +300,7 @@ class OracleRAG(RAGProgram):
             ``gold_passage_ids``, and ``context`` paragraphs where the set has them).
         budget: total tokens of the answer prompt, as for ``OneShotRAG``; gold evidence beyond
             it is left out (the trace names it).
-        lam, retries, answer: as in :class:`ragnet.programs.RAGProgram`. Where the answer step
+        retries, answer: as in :class:`ragnet.programs.RAGProgram`. Where the answer step
             leaves the question's place open, the oracle shows it "auto", as the one-shot does.
 
     Raises:
@@ -311,9 +312,9 @@ class OracleRAG(RAGProgram):
     #: Prediction fields ``ragnet eval`` copies into each row.
     row_fields: ClassVar[tuple[str, ...]] = ("oracle",)
 
-    def __init__(self, index: Any, gold: Iterable[Any], budget: int = 4000, *, lam: float = 0.4, retries: int = 1,
+    def __init__(self, index: Any, gold: Iterable[Any], budget: int = 4000, *, retries: int = 1,
                  answer: AnswerStep | None = None) -> None:
-        super().__init__(index, lam=lam, retries=retries, answer=answer)
+        super().__init__(index, retries=retries, answer=answer)
         self.budget = check_positive_int(budget, "budget")
         self._gold: dict[str, Any] = {}
         self._ambiguous: set[str] = set()

@@ -1,7 +1,7 @@
 """The bridge search: an agent's or a one-shot's follow-up query, chosen from the evidence without an LM.
 
 Shared by the agents (the rewrite step's safe default, and their hops without one) and by
-``OneShotRAG(hops=...)``; the name finding itself is :mod:`ragnet.core.bridge`.
+``OneShotRAG(hops=Hops(...))``; the name finding itself is :mod:`ragnet.core.bridge_keys`.
 """
 
 from __future__ import annotations
@@ -9,20 +9,30 @@ from __future__ import annotations
 import itertools
 import re
 import weakref
-from typing import Any
+from collections.abc import Callable
 
 from ragnet.core.bridge_keys import bridge_entities, bridge_query, section_references
 from ragnet.corpus.locations import SECTION_SEPARATOR
 from ragnet.corpus.types import Chunk
+from ragnet.programs.index_protocol import ProgramIndex
 
-__all__ = ["bridge_search", "bridge_searches", "section_searches"]
+__all__ = ["bridge_search", "bridge_searches", "section_searches", "title_test"]
 
 _NUMBERED_HEADING = re.compile(r"(\d{1,2}(?:\.\d{1,2}){0,3})\.?\s+\S")
 # index -> {section number: [(document title, heading)]}, from the index's chunk titles (built once)
-_HEADINGS: "weakref.WeakKeyDictionary[Any, dict[str, list[tuple[str, str]]]]" = weakref.WeakKeyDictionary()
+_HEADINGS: "weakref.WeakKeyDictionary[ProgramIndex, dict[str, list[tuple[str, str]]]]" = weakref.WeakKeyDictionary()
 
 
-def _numbered_headings(index: Any) -> dict[str, list[tuple[str, str]]]:
+def title_test(index: ProgramIndex | None) -> Callable[[str], bool] | None:
+    """Whether a normalised name is a document title of ``index`` (its catalog's ``by_title``);
+    None without an index (then no name is known to be one)."""
+    if index is None:
+        return None
+    by_title = index.catalog.by_title
+    return lambda key: key in by_title
+
+
+def _numbered_headings(index: ProgramIndex | None) -> dict[str, list[tuple[str, str]]]:
     """The numbered section headings of ``index``'s chunk titles ("Doc › 2 Usage › 2.6 Files"),
     by number, with the document title they belong to (casefolded, as the catalog keeps titles)."""
     try:
@@ -31,7 +41,7 @@ def _numbered_headings(index: Any) -> dict[str, list[tuple[str, str]]]:
     except TypeError:
         pass
     out: dict[str, list[tuple[str, str]]] = {}
-    titles = getattr(getattr(index, "catalog", None), "by_title", None) or {}
+    titles = index.catalog.by_title if index is not None else {}
     for title in titles:
         parts = str(title).split(SECTION_SEPARATOR.strip().casefold())
         if len(parts) < 2:
@@ -48,7 +58,7 @@ def _numbered_headings(index: Any) -> dict[str, list[tuple[str, str]]]:
     return out
 
 
-def section_searches(index: Any, question: str, context: list[Chunk]) -> list[str]:
+def section_searches(index: ProgramIndex | None, question: str, context: list[Chunk]) -> list[str]:
     """Follow-up searches for the sections the evidence points to ("see Section 2.6"), best-ranked
     evidence first: each reference resolved against the collection's numbered section titles (the
     referring chunk's own document first) and paired with the question. No LM call.
@@ -74,9 +84,9 @@ def section_searches(index: Any, question: str, context: list[Chunk]) -> list[st
     return list(dict.fromkeys(out))
 
 
-def bridge_search(index: Any, question: str, context: list[Chunk], queries: list[str]) -> str | None:
+def bridge_search(index: ProgramIndex | None, question: str, context: list[Chunk], queries: list[str]) -> str | None:
     """The best follow-up search no query has run yet: a name the evidence gives and the question
-    does not (:func:`ragnet.core.bridge.bridge_entities`, preferring names that are document titles
+    does not (:func:`ragnet.core.bridge_keys.bridge_entities`, preferring names that are document titles
     in ``index``), paired with the question; None when the evidence names nothing new. No LM call.
 
     Example:
@@ -89,7 +99,8 @@ def bridge_search(index: Any, question: str, context: list[Chunk], queries: list
     return found[0] if found else None
 
 
-def bridge_searches(index: Any, question: str, context: list[Chunk], queries: list[str], n: int) -> list[str]:
+def bridge_searches(index: ProgramIndex | None, question: str, context: list[Chunk], queries: list[str],
+                    n: int) -> list[str]:
     """Up to ``n`` follow-up searches no query has run yet, best first (as :func:`bridge_search`
     would give them one after another, from one pass over the evidence): the sections the
     evidence refers to (:func:`section_searches`), then the names and identifiers it gives.
@@ -101,8 +112,7 @@ def bridge_searches(index: Any, question: str, context: list[Chunk], queries: li
         >>> bridge_searches(None, "Who starred?", [film], ["Who starred?"], n=2)
         ['Shirley Temple Who starred?', 'Walter Abel Who starred?']
     """
-    by_title = getattr(getattr(index, "catalog", None), "by_title", None)
-    is_title = (lambda key: key in by_title) if by_title is not None else None
+    is_title = title_test(index)
     searched = {q.casefold() for q in queries}
     names = bridge_entities(question, [c.text for c in context], is_title=is_title,
                             exclude=[c.title for c in context], k=len(queries) + n + 2)
