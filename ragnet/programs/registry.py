@@ -34,6 +34,9 @@ ANSWER_PRESETS: dict[str, dict[str, Any]] = {
     "qlast": {"question_at": "last"},
     "qboth": {"question_at": "both"},
     "qauto": {"question_at": "auto"},
+    # where the best chunk is shown: first whatever the documents (the order before "auto"), or next to the question
+    "rank-order": {"evidence_order": "rank"},
+    "best-last": {"evidence_order": "nearest"},
 }
 
 #: Presets of each strategy: the ablations of its studies, as fields of its option objects
@@ -284,20 +287,20 @@ def _router_routes(settings: dict[str, Any], index: Any, answer: AnswerStep) -> 
 
 def answer_layout(spec: str, **overrides: Any) -> dict[str, Any]:
     """How the answer prompt of the program ``spec`` builds is laid out, without building it:
-    ``{"question_at": "first" | "last" | "both" | "auto", "reasoning": ...}`` from the presets,
+    ``{"question_at": "first" | "last" | "both" | "auto", "reasoning": ..., "evidence_order": ...}`` from the presets,
     an ``answer`` override and the strategy's ``default_question_at``. Evaluation records it so
     that a resumed run never mixes answers given to differently laid-out prompts under one label.
 
     Example:
-        >>> answer_layout("oneshot:sentences"), answer_layout("basic")
-        ({'question_at': 'auto', 'reasoning': False}, {'question_at': 'first', 'reasoning': False})
-        >>> answer_layout("oneshot:sentences+qfirst+cot")
-        {'question_at': 'first', 'reasoning': True}
+        >>> answer_layout("oneshot:sentences")
+        {'question_at': 'auto', 'reasoning': False, 'evidence_order': 'auto'}
+        >>> answer_layout("oneshot:sentences+qfirst+cot+rank-order")
+        {'question_at': 'first', 'reasoning': True, 'evidence_order': 'rank'}
     """
     name, _, answer_options = spec_options(spec)
     answer = _answer_step(spec, answer_options, None, overrides.get("answer"))
     return {"question_at": answer.question_at_given or STRATEGIES[name].default_question_at,
-            "reasoning": answer.reasoning}
+            "reasoning": answer.reasoning, "evidence_order": answer.evidence_order}
 
 
 def recommended_strategy(reader: Any = None) -> tuple[str, int]:

@@ -72,7 +72,7 @@ def test_what_the_recommendation_resolves_to_builds_a_sentence_pack_at_1000(year
 
 def test_the_agents_lay_out_the_answer_prompt_per_question_as_the_one_shot_does(yearbook_index, run_with):
     for spec in ("iterative", "reflective", "combined", "iterative:no-delete+sentences"):
-        assert answer_layout(spec) == answer_layout("oneshot:sentences") == {"question_at": "auto", "reasoning": False}
+        assert answer_layout(spec) == answer_layout("oneshot:sentences") == {"question_at": "auto", "reasoning": False, "evidence_order": "auto"}
         assert build_program(spec, yearbook_index, budget=1000).answer.question_at == "auto"
     for program in (IterativeRAG(yearbook_index, loop=Loop(max_turns=1, k=2)),
                     ReflectiveRAG(yearbook_index, reflection=Reflection(max_reflections=0))):

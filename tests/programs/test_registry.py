@@ -76,8 +76,8 @@ def test_the_reader_becomes_the_answer_steps_lm_and_overrides_win_over_presets()
 def test_an_answer_step_given_replaces_the_composed_one_and_may_not_be_set_twice():
     program = build_program("oneshot", NoIndex(), answer=AnswerStep(question_at="first"))
     assert program.answer.question_at == "first"
-    assert answer_layout("oneshot", answer=AnswerStep(question_at="first")) == {"question_at": "first", "reasoning": False}
-    assert answer_layout("oneshot", answer=AnswerStep(reasoning=True)) == {"question_at": "auto", "reasoning": True}
+    assert answer_layout("oneshot", answer=AnswerStep(question_at="first")) == {"question_at": "first", "reasoning": False, "evidence_order": "auto"}
+    assert answer_layout("oneshot", answer=AnswerStep(reasoning=True)) == {"question_at": "auto", "reasoning": True, "evidence_order": "auto"}
     for spec, reader in (("oneshot:qlast", None), ("oneshot", DummyLM([]))):
         with pytest.raises(InputError, match="set them in one place") as err:
             build_program(spec, NoIndex(), reader=reader, answer=AnswerStep())

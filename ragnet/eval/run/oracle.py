@@ -421,8 +421,9 @@ def oracle_layout(spec: str, **overrides: Any) -> dict[str, Any]:
     for the oracle).
 
     Example:
-        >>> oracle_layout("oracle"), oracle_layout("oracle:qlast")
-        ({'question_at': 'auto', 'reasoning': False}, {'question_at': 'last', 'reasoning': False})
+        >>> oracle_layout("oracle:qlast")
+        {'question_at': 'last', 'reasoning': False, 'evidence_order': 'auto'}
     """
     answer = _answer_step(spec, None, overrides.get("answer"))
-    return {"question_at": answer.question_at_given or OracleRAG.default_question_at, "reasoning": answer.reasoning}
+    return {"question_at": answer.question_at_given or OracleRAG.default_question_at, "reasoning": answer.reasoning,
+            "evidence_order": answer.evidence_order}

@@ -114,24 +114,27 @@ def _record_fields(record: Any) -> dict[str, Any]:
 def _describe_layout(layout: dict[str, Any]) -> str:
     from ragnet.signatures.answer import describe_question_at
 
-    return f"question {describe_question_at(layout['question_at'])}" + (", reasoning first" if layout["reasoning"] else "")
+    order = {"nearest": ", best chunk last", "auto": ", a manual's best chunk last"}.get(layout.get("evidence_order"), "")
+    return (f"question {describe_question_at(layout['question_at'])}" + (", reasoning first" if layout["reasoning"] else "")
+            + order)
 
 
 def row_answer_prompt(row: dict[str, Any]) -> dict[str, Any] | None:
     """The answer-prompt layout a row was answered with (see
     :func:`ragnet.programs.registry.answer_layout`), from its ``answer_prompt`` field; None for a
-    row without one.
+    row without one. A row written before the evidence order was recorded was answered in rank order.
 
     Example:
         >>> row_answer_prompt({"answer_prompt": {"question_at": "last", "reasoning": True}})
-        {'question_at': 'last', 'reasoning': True}
+        {'question_at': 'last', 'reasoning': True, 'evidence_order': 'rank'}
         >>> row_answer_prompt({"strategy": "basic"}) is None
         True
     """
     saved = row.get("answer_prompt")
     if not isinstance(saved, dict):
         return None
-    return {"question_at": str(saved.get("question_at")), "reasoning": bool(saved.get("reasoning"))}
+    return {"question_at": str(saved.get("question_at")), "reasoning": bool(saved.get("reasoning")),
+            "evidence_order": str(saved.get("evidence_order") or "rank")}
 
 
 #: ``program_factory(run, index) -> program``.

@@ -169,7 +169,7 @@ def test_gold_documents_fill_the_budget_in_gold_order(index):
 
 def test_specs_take_the_answer_presets_only():
     assert parse_oracle_spec("oracle:qlast+cot") == ("oracle", {"question_at": "last", "reasoning": True})
-    assert oracle_layout("oracle") == {"question_at": "auto", "reasoning": False}  # as the one-shot's
+    assert oracle_layout("oracle") == {"question_at": "auto", "reasoning": False, "evidence_order": "auto"}  # as the one-shot's
     assert [r.label for r in plan_strategies(["oracle", "basic", "oracle:qlast"], budgets=[500, 1000])] == [
         "oracle@500", "oracle@1000", "basic", "oracle:qlast@500", "oracle:qlast@1000"]
     with pytest.raises(InputError, match="the oracle takes the answer presets only: cot, qfirst"):
@@ -218,7 +218,7 @@ def test_runs_beside_the_other_strategies_and_counts_its_modes(index, tmp_path):
     assert rows["q1"]["gold_all"] == rows["q2"]["gold_all"] == 1.0 and rows["q3"]["gold_all"] == 0.0
     assert [r["usage"]["lm_calls"] for r in rows.values()] == [1, 1, 0]
     assert rows["q1"]["usage"]["context_tokens"] > 0 and rows["q1"]["usage"]["seconds"] > 0
-    assert rows["q1"]["answer_prompt"] == {"question_at": "auto", "reasoning": False}
+    assert rows["q1"]["answer_prompt"] == {"question_at": "auto", "reasoning": False, "evidence_order": "auto"}
     assert any(e["step"] == "oracle" for e in rows["q1"]["trace"])
     assert "oracle" not in summary["strategies"]["basic"]
     assert summary["strategies"]["oracle@1000"]["oracle"] == {"passages": 0, "sentences": 1, "documents": 1, "none": 1}
@@ -236,7 +236,7 @@ def test_answer_presets_and_the_answer_lm_apply_to_the_oracle(index):
     assert engine.calls == [] and reader.steps() == ["answer"]
     (row,) = evaluator.rows
     assert row["answer"] == "Chief of Protocol" and row["em"] == 1.0 and row["evidence"] == [f"{ACTRESS}#0"]
-    assert row["answer_prompt"] == {"question_at": "last", "reasoning": True}
+    assert row["answer_prompt"] == {"question_at": "last", "reasoning": True, "evidence_order": "auto"}
     assert "reasoning" in reader.calls[0][1]
 
 

@@ -15,7 +15,7 @@ import pytest
 from ragnet.errors import InputError
 from ragnet.eval.metrics.program_metrics import program_metric
 from ragnet.eval.run.datasets import load_eval_set, parse_ids, to_examples
-from ragnet.eval.run.qa_evaluator import read_results, run_eval
+from ragnet.eval.run.qa_evaluator import read_results, row_answer_prompt, run_eval
 from ragnet.eval.run.strategy_plan import parse_program_args, plan_strategies
 from ragnet.programs.basic import BasicRAG
 from ragnet.signatures import AnswerStep
@@ -141,12 +141,14 @@ def test_resume_answers_again_the_rows_of_another_answer_prompt_layout(run, tmp_
     last = {"oneshot": {"answer": AnswerStep(question_at="last")}}
     run(out, ["basic", "oneshot"], n=2, overrides={"oneshot": {"answer": AnswerStep(question_at="first")}}, plots=False)
     first = {(r["strategy"], r["id"]): r["answer_prompt"] for r in map(json.loads, _lines(out / "results.jsonl"))}
-    assert first[("oneshot", "q1")] == {"question_at": "first", "reasoning": False}
-    assert first[("basic", "q1")] == {"question_at": "first", "reasoning": False}
+    assert first[("oneshot", "q1")] == {"question_at": "first", "reasoning": False, "evidence_order": "auto"}
+    assert first[("basic", "q1")] == {"question_at": "first", "reasoning": False, "evidence_order": "auto"}
     summary, engine, logs = run(out, ["basic", "oneshot"], n=2, overrides=last, plots=False)
     assert engine.steps().count("answer") == 2  # the two oneshot rows; basic's layout did not change
-    assert any(line.startswith("2 oneshot rows") and "another answer prompt (question before the context)" in line
-               and "this run's (question after the context)" in line for line in logs), logs
+    assert any(line.startswith("2 oneshot rows") and "another answer prompt (question before the context, a manual's best chunk last)" in line
+               and "this run's (question after the context, a manual's best chunk last)" in line for line in logs), logs
+    # a row written before the evidence order was recorded was answered in rank order: asked again
+    assert row_answer_prompt({"answer_prompt": {"question_at": "last", "reasoning": False}})["evidence_order"] == "rank"
     rows = [json.loads(line) for line in _lines(out / "results.jsonl")]
     assert [r["answer_prompt"]["question_at"] for r in rows if r["strategy"] == "oneshot"] == ["first", "first", "last", "last"]
     assert summary["strategies"]["oneshot"]["n"] == 2
