@@ -155,8 +155,9 @@ def test_resume_answers_again_the_rows_of_another_answer_prompt_layout(run, tmp_
     # OneShotRAG's default chooses per question: a layout of its own, so those rows are answered again
     _, engine, logs = run(out, ["basic", "oneshot"], n=2, plots=False)
     assert engine.steps().count("answer") == 2
-    assert any(line.startswith("2 oneshot rows") and "(question after the context) than this run's "
-               "(question after the context (and before it too when the question names two options))" in line
+    assert any(line.startswith("2 oneshot rows") and "(question after the context, a manual's best chunk last) than "
+               "this run's (question after the context (and before it too when the question names two options), a "
+               "manual's best chunk last)" in line
                for line in logs), logs
     # and the question on both sides is a layout of its own
     _, engine, logs = run(out, ["basic", "oneshot"], n=2, overrides={"oneshot": {"answer": AnswerStep(question_at="both")}}, plots=False)
