@@ -162,8 +162,8 @@ def test_resume_answers_again_the_rows_of_another_answer_prompt_layout(run, tmp_
     # and the question on both sides is a layout of its own
     _, engine, logs = run(out, ["basic", "oneshot"], n=2, overrides={"oneshot": {"answer": AnswerStep(question_at="both")}}, plots=False)
     assert engine.steps().count("answer") == 2
-    assert any(line.startswith("2 oneshot rows") and "names two options)) than this run's "
-               "(question before and after the context)" in line for line in logs), logs
+    assert any(line.startswith("2 oneshot rows") and "names two options), a manual's best chunk last) than this "
+               "run's (question before and after the context, a manual's best chunk last)" in line for line in logs), logs
 
 
 def test_a_truncated_last_line_is_dropped_with_a_warning_and_recomputed(run, tmp_path):
