@@ -35,7 +35,7 @@ from ragnet.programs.bridge_search import bridge_search
 from ragnet.programs.index_protocol import ProgramIndex
 from ragnet.programs.options import LMSteps, Loop, Pack, Search, check_option
 from ragnet.programs.packing import answer_notes, pack
-from ragnet.programs.sentence_packing import pack_sentences
+from ragnet.programs.sentence_packing import pack_sentences, sentence_view
 from ragnet.programs.trace import Trace
 from ragnet.signatures import AnswerStep, ContextualizeStep, NextQueryStep, RewriteStep, SufficiencyStep, format_context
 from ragnet.signatures.formatting import quote
@@ -50,8 +50,10 @@ def rewrite_step(form: str, *, retries: int, enabled: bool = True) -> RewriteSte
 def rewrite_query(
     rewrite: RewriteStep | NextQueryStep, question: str, context: list[Chunk], notes: str, missing: str,
     queries: list[str], turn: int, trace: Trace, *, n: int, index: ProgramIndex | None = None, bridge: bool = False,
+    shown: list[Chunk] | None = None,
 ) -> str | None:
-    """The next search query from RewriteQuery, shown ``context`` + ``notes`` + what is missing.
+    """The next search query from RewriteQuery, shown ``context`` (or ``shown``, what the step may
+    read of it: :meth:`FinalPack._step_view`) + ``notes`` + what is missing.
 
     When the rewriter gives no new query (it failed, or every query repeated or echoed an
     earlier one), ``bridge`` searches the best bridge entity of ``context`` instead
@@ -60,11 +62,11 @@ def rewrite_query(
     search). The ``rewrite`` event records the query taken and its ``source``: ``"lm"``,
     ``"bridge"`` or ``"question"``.
     """
-    shown = format_context(context, notes)[0]
+    text = format_context(context if shown is None else shown, notes)[0]
     if missing:
         # the sufficiency step's words, which may copy a marker from a document: quoted like the evidence
-        shown = f"{shown}\n\nStill missing: {quote(missing)}" if shown else f"Still missing: {quote(missing)}"
-    pred = rewrite(question=question, context=shown, previous_queries=queries, n=n)
+        text = f"{text}\n\nStill missing: {quote(missing)}" if text else f"Still missing: {quote(missing)}"
+    pred = rewrite(question=question, context=text, previous_queries=queries, n=n)
     query, source = pred.best, "lm"
     if not query and bridge:
         query, source = bridge_search(index, question, context, queries), "bridge"
@@ -213,6 +215,11 @@ class FinalPack:
         """The notes the answer prompt shows: capped at ``notes_share`` of the budget."""
         return answer_notes(notes, int(self.pack.notes_share * self.budget), trace)
 
+    def _step_view(self, question: str, chunks: list[Chunk]) -> list[Chunk]:
+        """What a loop step's LM call reads of ``chunks``: all of them, or their best sentences
+        within ``loop.step_tokens`` (:func:`ragnet.programs.sentence_packing.sentence_view`)."""
+        return sentence_view(chunks, question, self.index, self.loop.step_tokens)
+
 
 class AgentRAG(FinalPack, RAGProgram):
     """Base of the turn-based agents (IterativeRAG, CombinedRAG); see the module docstring.
@@ -277,7 +284,7 @@ class AgentRAG(FinalPack, RAGProgram):
             self._prune(question, state, turn, trace)
             # The last turn's verdict could change nothing, so it is not asked for.
             if self.sufficiency.enabled and turn < self.loop.max_turns:
-                view = format_context(self._view(state, new), state.notes)[0]
+                view = format_context(self._step_view(question, self._view(state, new)), state.notes)[0]
                 verdict, _ = assess(self.sufficiency, question, view, turn, trace)
                 state.missing = verdict.missing
                 if verdict.verdict == "Sufficient":
@@ -311,7 +318,8 @@ class AgentRAG(FinalPack, RAGProgram):
         when ``bridge`` is on (no LM call), else the question again when dedup is on."""
         if self.rewrite.enabled:
             return rewrite_query(self.rewrite, question, shown, state.notes, state.missing, state.queries, turn,
-                                 trace, n=self.loop.n_queries, index=self.index, bridge=self.loop.bridge)
+                                 trace, n=self.loop.n_queries, index=self.index, bridge=self.loop.bridge,
+                                 shown=self._step_view(question, shown))
         if turn == 1:
             return question
         if self.loop.bridge:
@@ -342,6 +350,6 @@ class AgentRAG(FinalPack, RAGProgram):
         """Contextualize: fold the newly retrieved chunks into the notes (unchanged when off or nothing new)."""
         if not (self.contextualize.enabled and new):
             return notes
-        out = self.contextualize(question=question, notes=notes, new_chunks=new)
+        out = self.contextualize(question=question, notes=notes, new_chunks=self._step_view(question, new))
         trace.add("notes", turn=turn, added=len(out.added), repeated=len(out.repeated), chars=len(out.notes))
         return out.notes

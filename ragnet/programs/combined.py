@@ -72,7 +72,8 @@ class CombinedRAG(AgentRAG):
     default_max_turns = 3
     default_budget = DEFAULT_BUDGET
     reads = {"search": ("bm25_weight", "rules"),
-             "loop": ("max_turns", "k", "n_queries", "query_form", "fallback", "dedup", "bridge", "stop_on_repeat"),
+             "loop": ("max_turns", "k", "n_queries", "query_form", "fallback", "dedup", "bridge", "stop_on_repeat",
+                      "step_tokens"),
              "lm_steps": ("contextualize", "rewrite", "sufficiency")}
 
     def _run(self, question: str, trace: Trace) -> RunResult:

@@ -211,7 +211,8 @@ class IterativeRAG(AgentRAG):
 
     def _chunk_delete(self, question: str, context: list[Chunk], turn: int, trace: Trace) -> list[Chunk]:
         protected, linked = self._protected(question, context, trace)
-        pred = self.delete(question=question, chunks=context, protected=protected, keep_at_least=1)
+        pred = self.delete(question=question, chunks=self._step_view(question, context), protected=protected,
+                           keep_at_least=1)
         doomed = set(pred.delete_ids) & {c.id for c in context}
         trace.add("delete", turn=turn, deleted=[c.id for c in context if c.id in doomed],
                   protected=sorted(protected), linked=sorted(linked))

@@ -38,6 +38,7 @@ fallback, dedup           Loop           turn 1 searches the question too; skip 
 bridge, stop_on_repeat    Loop           bridge search when the rewrite gives nothing; stop on a
                                          repeated verdict
 protect                   Loop           the delete step's guard (the closest chunks it may not delete)
+step_tokens               Loop           the most chunk tokens one loop step reads (best sentences)
 max_reflections           Reflection     ReflectiveRAG's Refine rounds
 beta, tau                 Reflection     its convergence rule: Δ's confidence weight, the stop below it
 noise_removal             Reflection     prune the final set before answering, at temperature alpha,
@@ -274,7 +275,7 @@ class Hops(Options):
 @dataclass(frozen=True)
 class Loop(Options):
     """An agent's turn loop (IterativeRAG and CombinedRAG read every field; ReflectiveRAG reads
-    ``k``, ``n_queries``, ``query_form``, ``bridge`` and ``stop_on_repeat``).
+    ``k``, ``n_queries``, ``query_form``, ``bridge``, ``stop_on_repeat`` and ``step_tokens``).
 
     Attributes:
         max_turns: the most search turns. None: the program's (IterativeRAG 5, CombinedRAG 3).
@@ -293,6 +294,12 @@ class Loop(Options):
             hit of every search, the ``protect`` chunks closest to the question and the chunks the
             question or the evidence names are never deleted; 0 lets the LM delete anything
             (preset ``unguarded-delete``).
+        step_tokens: the most tokens of chunk text one LM step of the loop (rewrite, notes,
+            delete, sufficiency) reads: the chunks it is shown cut to their best sentences for the
+            question (``ragnet.programs.sentence_packing.sentence_view``, no LM call), as the
+            answer's sentence pack cuts them. None: every chunk whole, as in the studies. Each step
+            call of a small local LM reads its prompt at about 100 tokens a second on one core, and
+            a kept context of 25 chunks is about 6,000 tokens (preset ``lean``: 800).
     """
 
     max_turns: int | None = None
@@ -304,6 +311,7 @@ class Loop(Options):
     bridge: bool = True
     stop_on_repeat: bool = True
     protect: int = 2
+    step_tokens: int | None = None
 
     argument = "loop"
 
@@ -318,6 +326,8 @@ class Loop(Options):
         for name in ("fallback", "dedup", "bridge", "stop_on_repeat"):
             self._set(name, bool(getattr(self, name)))
         check_positive_int(self.protect, "loop.protect", minimum=0)
+        if self.step_tokens is not None:
+            check_positive_int(self.step_tokens, "loop.step_tokens", minimum=50)
 
 
 @dataclass(frozen=True)

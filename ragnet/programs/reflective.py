@@ -59,7 +59,8 @@ class ReflectiveRAG(FinalPack, RAGProgram):
             query, search the best bridge entity of the evidence instead,
             ``ragnet.programs.bridge_search.bridge_search``, no LM call) and ``stop_on_repeat``
             (stop when AssessSufficiency says "Refine" with the same missing fact twice running,
-            ``ragnet.programs.agent.verdict_unchanged``). Its reflections are capped by
+            ``ragnet.programs.agent.verdict_unchanged``) and ``step_tokens`` (the most chunk tokens
+            its sufficiency and rewrite calls read). Its reflections are capped by
             ``reflection.max_reflections``, not ``max_turns``.
         reflection: the reflections (:class:`ragnet.programs.options.Reflection`): at most
             ``max_reflections`` Refine rounds (each adds one search), the Δ rule's ``beta``
@@ -80,7 +81,7 @@ class ReflectiveRAG(FinalPack, RAGProgram):
     """
 
     default_question_at = "auto"
-    reads = {"search": ("bm25_weight",), "loop": ("k", "n_queries", "query_form", "bridge", "stop_on_repeat")}
+    reads = {"search": ("bm25_weight",), "loop": ("k", "n_queries", "query_form", "bridge", "stop_on_repeat", "step_tokens")}
 
     def __init__(
         self,
@@ -127,7 +128,8 @@ class ReflectiveRAG(FinalPack, RAGProgram):
         previous = None
         for turn in range(1, self.reflection.max_reflections + 1):
             docs = state.context
-            verdict, event = assess(self.sufficiency, question, format_context(docs)[0], turn, trace)
+            verdict, event = assess(self.sufficiency, question, format_context(self._step_view(question, docs))[0], turn,
+                                    trace)
             if verdict.verdict == "Sufficient":
                 stop(trace, turn, "sufficient")
                 return state
@@ -142,7 +144,8 @@ class ReflectiveRAG(FinalPack, RAGProgram):
                 stop(trace, turn, "verdict_unchanged")
                 return state
             query = rewrite_query(self.rewrite, question, docs, "", verdict.missing, queries, turn + 1, trace,
-                                  n=self.loop.n_queries, index=self.index, bridge=self.loop.bridge)
+                                  n=self.loop.n_queries, index=self.index, bridge=self.loop.bridge,
+                                  shown=self._step_view(question, docs))
             if query is None:
                 stop(trace, turn + 1, "no_query")
                 return state

@@ -10,7 +10,7 @@ to different values are refused.
 
 Example:
     >>> sorted(PRESETS["iterative"])[:3]
-    ['no-bridge', 'no-contextualize', 'no-dedup']
+    ['lean', 'no-bridge', 'no-contextualize']
     >>> parse_spec("oneshot:sentences+qlast")
     ('oneshot', ('sentences', 'qlast'))
 """
@@ -38,6 +38,10 @@ ANSWER_PRESETS: dict[str, dict[str, Any]] = {
     "rank-order": {"evidence_order": "rank"},
     "best-last": {"evidence_order": "nearest"},
 }
+
+#: The step view of the agents' ``lean`` preset (``Loop.step_tokens``): about the size of the
+#: answer's context at the local budget, so a small step LM reads what a small reader reads.
+LEAN_STEP_TOKENS = 800
 
 #: Presets of each strategy: the ablations of its studies, as fields of its option objects
 #: (``"<argument>.<field>"``) or constructor arguments.
@@ -79,15 +83,18 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "pool": {"search.pool": 100},
         # ask the sufficiency step every turn, even once it repeats its verdict (the study's loop)
         "no-repeat-stop": {"loop.stop_on_repeat": False},
+        # every loop step reads the chunks' best sentences, at most LEAN_STEP_TOKENS tokens, not the chunks whole
+        "lean": {"loop.step_tokens": LEAN_STEP_TOKENS},
     },
     "reflective": {"no-noise": {"reflection.noise_removal": False},
                    "no-reflection": {"reflection.max_reflections": 0},
                    "no-bridge": {"loop.bridge": False}, "sentences": {"pack.sentences": True},
-                   "no-repeat-stop": {"loop.stop_on_repeat": False}, "one-query": {"loop.query_form": "one"}},
+                   "no-repeat-stop": {"loop.stop_on_repeat": False}, "one-query": {"loop.query_form": "one"},
+                   "lean": {"loop.step_tokens": LEAN_STEP_TOKENS}},
     "combined": {"no-rules": {"search.rules": False}, "no-contextualize": {"lm_steps.contextualize": False},
                  "sentences": {"pack.sentences": True}, "no-rewrite": {"lm_steps.rewrite": False},
                  "no-bridge": {"loop.bridge": False}, "no-repeat-stop": {"loop.stop_on_repeat": False},
-                 "one-query": {"loop.query_form": "one"}},
+                 "one-query": {"loop.query_form": "one"}, "lean": {"loop.step_tokens": LEAN_STEP_TOKENS}},
     # the hard route of RouterRAG: bridge hops in the one-shot pack (its default), or an agent (no delete step:
     # a small step LM proposes only protected chunks, so the step costs a call a turn and deletes nothing)
     "router": {"hops": {"hard": "oneshot:sentences+hops"}, "iterative": {"hard": "iterative:no-rewrite+no-delete+sentences"},

@@ -43,7 +43,7 @@ from ragnet.programs.packing import PackResult, PromptBudget
 from ragnet.signatures.formatting import chunk_header
 
 __all__ = ["SentencePackResult", "SentenceSelection", "crop_to_sentences", "pack_sentences", "select_sentences",
-           "sentence_candidates"]
+           "sentence_candidates", "sentence_view"]
 
 GAP = " … "  # shown between two chosen sentences that are not adjacent in the chunk
 LINK_TOP = 5
@@ -202,6 +202,28 @@ def crop_to_sentences(chunks: Sequence[Chunk], cands: SentenceCandidates,
         info.append({"id": chunks[c].id, "sentences": n_all, "kept": [int(cands.position[j]) for j in js],
                      "tokens_before": chunks[c].tokens, "tokens_after": out[-1].tokens})
     return out, info
+
+
+def sentence_view(chunks: Sequence[Chunk], question: str, index: Any, tokens: int | None) -> list[Chunk]:
+    """What an LM step is shown of ``chunks`` (best first): their best sentences for ``question``
+    within ``tokens`` tokens of rendered context (``[cN] Title:`` headers included), each chunk's
+    sentences in document order under its own id; a chunk none of whose sentences fits is left
+    out. ``tokens`` None: the chunks as they are. No LM call (``ragnet.programs.options.Loop.step_tokens``).
+
+    Example:
+        >>> import ragnet, tempfile
+        >>> docs = [ragnet.Document(id="m", title="Manual", text="The default is 8 jobs. Jobs run in parallel. "
+        ...         "The log goes to stderr. Colours are off.")]
+        >>> index = ragnet.Index.build(docs, tempfile.mkdtemp() + "/i", show_progress=False)
+        >>> [c.text for c in sentence_view(index.search("How many jobs by default?", k=1), "How many jobs by default?",
+        ...                                index, tokens=20)]
+        ['The default is 8 jobs.']
+    """
+    chunks = list(chunks)
+    if tokens is None or not chunks:
+        return chunks
+    choice = select_sentences(chunks, question, index, tokens)
+    return crop_to_sentences(chunks, choice.candidates, choice.picked)[0]
 
 
 def pack_sentences(
