@@ -109,8 +109,12 @@ class RAGProgram(dspy.Module):
     @retries.setter
     def retries(self, value: int) -> None:
         self._retries = check_positive_int(value, "retries", minimum=0)
-        for step in self.steps().values():
-            step.retries = self._retries
+        for holder in self._retry_holders():
+            holder.retries = self._retries
+
+    def _retry_holders(self) -> list[Any]:
+        """What setting :attr:`retries` passes it on to: every LM step (a router: its routes)."""
+        return list(self.steps().values())
 
     def answer_settings(self):
         """The DSPy settings the answer step runs under (and its prompt budget is measured in)."""

@@ -215,16 +215,9 @@ class RouterRAG(RAGProgram):
             if name in program.steps():
                 program.set_step(name, step)
 
-    @property
-    def retries(self) -> int:
-        """LM retries of every step of both routes; setting it sets theirs."""
-        return self._retries
-
-    @retries.setter
-    def retries(self, value: int) -> None:
-        self._retries = check_positive_int(value, "retries", minimum=0)
-        for program in self.routes().values():
-            program.retries = self._retries
+    def _retry_holders(self) -> list[Any]:
+        """Both routes: setting the router's retries sets theirs, and so every step's."""
+        return list(self.routes().values())
 
     def max_lm_calls(self) -> int:
         return max(program.max_lm_calls() for program in self.routes().values())
