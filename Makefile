@@ -20,7 +20,7 @@ CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=$(call X86_FLAG,avx) -DGGML_AVX2=$(ca
 	-DGGML_AVX_VNNI=$(call X86_FLAG,avx_vnni) -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
 export CMAKE_ARGS
 
-.PHONY: install install-test model demo test test-fast bench clean
+.PHONY: install install-test model browser demo test test-fast bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -44,11 +44,19 @@ model: $(VENV)/.installed
 	$(BIN)/ragnet fetch-model
 	$(BIN)/ragnet fetch-model qwen2.5-coder-1.5b
 
+# The web page's test drives a real headless Chromium (Debian's chromium-headless-shell, about a minute
+# to install as root); without one it skips with its reason.
+browser:
+	@command -v chromium-headless-shell >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+		&& { apt-get install -y -q chromium-headless-shell >/dev/null 2>&1 \
+		     || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q chromium-headless-shell >/dev/null 2>&1; }; } \
+		|| echo "no headless Chromium installed: tests/serve/test_page_browser.py will skip"; }
+
 demo: install model
 	$(BIN)/ragnet demo
 
 # RAGNET_REQUIRE_LIVE=1: the live local-LM tests fail rather than skip if the model is missing.
-test: install-test model
+test: install-test model browser
 	RAGNET_REQUIRE_LIVE=1 $(BIN)/python -m pytest -q
 
 test-fast: install-test
