@@ -119,13 +119,18 @@ def _documents_lines(docs: dict[str, dict[str, Any]], labels: Sequence[str]) -> 
         if d is None:
             continue
         table.append([lb, str(d["n"]), f"{d['right_count']} ({percent(d['right'])})", percent(d["f1"]),
-                      f"{percent(d['two_part_right'])} of {d['two_part']}", percent(d["cited_of_right"]),
+                      _count_of(d["two_part_right"], d["two_part"]), percent(d["cited_of_right"]),
                       percent(d["cited_first_of_right"]), percent(d["gold_place_in_context"]),
-                      f"{percent(d['misses_with_gold_place'])} ({percent(d['misses_with_answer_shown'])}) of "
-                      f"{d['misses']}"])
+                      f"{_count_of(d['misses_with_gold_place'], d['misses'])} "
+                      f"({_count_of(d['misses_with_answer_shown'], d['misses'])})"])
     lines += markdown_table(["strategy", "n", "right", "F1", "two-part right", "cited", "cited first",
                              "gold place in context", "misses with the gold place (answer shown)"], table)
     return lines + [""]
+
+
+def _count_of(share: float | None, n: int) -> str:
+    """``share`` of ``n`` questions as a count: "3 of 10" (a share alone would read as a count)."""
+    return "–" if share is None or not n else f"{round(share * n)} of {n}"
 
 
 def _oracle_lines(aggs: dict[str, Any], labels: Sequence[str]) -> list[str]:

@@ -129,6 +129,10 @@ def test_eval_docs_scores_right_answers_places_and_citations(folder, tmp_path, m
     assert d3["contains"] == 0.0 and d3["gold_place_in_context"] == 1.0  # a miss with the evidence in front of it
     report = (out / "report.md").read_text()
     assert "### Over your documents" in report and "two-part right" in report
+    cells = [c.strip() for c in next(line for line in report.splitlines()
+                                     if line.startswith("| basic |") and " of " in line).split("|")[1:-1]]
+    # shares of a few questions are shown as counts: "1 of 1", never "100.0 of 1"
+    assert cells[4] == "1 of 1" and cells[-1].startswith("1 of 1 (")
 
 
 def test_eval_docs_runs_auto_as_ask_does_and_takes_it_as_the_baseline(folder, tmp_path, monkeypatch):
