@@ -55,7 +55,7 @@ def ask(
     index = Index.load(index_dir)
     lms.configure()
     reader = lms.reader_lm()
-    strategy, budget = resolve_strategy(strategy, budget, reader if reader is not None else lms.lm)
+    strategy, budget = resolve_strategy(strategy, budget, reader if reader is not None else lms.lm, index)
     program = build_program(strategy, index, budget=budget, reader=reader)
     if program_file is not None:
         load_program(program, program_file)

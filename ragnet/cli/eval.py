@@ -103,14 +103,17 @@ def evaluate(
     _check_split(split, ("dev", "acceptance", "all"))
     spec_list = [s.strip() for s in strategies.split(",") if s.strip()]
     programs = parse_program_args(program, spec_list)
-    recommended = recommended_strategy(lms.reader() or lms.lm)
-    plan = plan_strategies(spec_list, budget=budget, budgets=parse_ints(budgets, "budgets") if budgets else None,
-                           programs=programs, recommended=recommended)
+    def plan_for(index: Any = None) -> list:  # auto's budget follows the collection (resolve_strategy)
+        recommended = recommended_strategy(lms.reader() or lms.lm, index)
+        return plan_strategies(spec_list, budget=budget, budgets=parse_ints(budgets, "budgets") if budgets else None,
+                               programs=programs, recommended=recommended)
+
+    plan = plan_for()
     if baseline is not None and baseline.strip().casefold() == "auto":
-        baseline = recommended[0]  # the spec auto ran as
+        baseline = recommended_strategy(lms.reader() or lms.lm)[0]  # the spec auto ran as
     choose_baseline([r.label for r in plan], baseline)  # a --baseline that names no strategy fails now, not after the run
     if docs is not None:
-        _evaluate_docs(ctx, docs, data, plan, n=n, ids=ids, out=out, fresh=fresh, retry_errors=retry_errors,
+        _evaluate_docs(ctx, docs, data, plan_for, n=n, ids=ids, out=out, fresh=fresh, retry_errors=retry_errors,
                        no_judge=no_judge, judge_lm=judge_lm, threads=threads, no_plots=no_plots, baseline=baseline,
                        lms=lms)
         return
@@ -139,11 +142,12 @@ def _eval_lms(lms: LMOptions, judge_lm: Optional[str], no_judge: bool, what: str
     return judge, reader
 
 
-def _evaluate_docs(ctx: typer.Context, docs: Path, data: str, plan: list, *, n: Optional[int], ids: Optional[str],
+def _evaluate_docs(ctx: typer.Context, docs: Path, data: str, plan_for: Any, *, n: Optional[int], ids: Optional[str],
                    out: Optional[Path], fresh: bool, retry_errors: bool, no_judge: bool, judge_lm: Optional[str],
                    threads: int, no_plots: bool, baseline: Optional[str], lms: LMOptions) -> None:
     """``ragnet eval --docs FOLDER --data FILE``: the strategies over a folder of documents, scored
-    on right answers (primary) and where the evidence and the citations point."""
+    on right answers (primary) and where the evidence and the citations point. ``plan_for(index)``
+    plans the strategies once the index is built: ``auto``'s budget depends on the documents."""
     from ragnet._threads import pin_threads
     from ragnet.eval.run.datasets import parse_ids
     from ragnet.eval.run.doc_questions import PLACE_METRICS, load_doc_questions, place_scores
@@ -157,6 +161,7 @@ def _evaluate_docs(ctx: typer.Context, docs: Path, data: str, plan: list, *, n: 
     claim_folder(target)  # before any index or LM work
     pin_threads(max(1, (os.cpu_count() or 2) // threads))
     index = docs_index(docs, log=say)
+    plan = plan_for(index)
     judge, reader = _eval_lms(lms, judge_lm, no_judge, f"{name}: {len(questions)} questions over {docs} "
                               f"({len(index):,} chunks)", plan, target)
     summary = run_eval(questions, plan, out_dir=target, index=index, name=name, judge=not no_judge, judge_lm=judge,

@@ -77,7 +77,7 @@ def RAG(  # noqa: N802 - named like the programs it builds: called as a construc
     reader = resolve_answer_lm(answer_lm, steps)
     if isinstance(reader, str):  # built on first answer, on the steps' connection
         reader = LazyLM(reader, **{k: v for k, v in lm_options.items() if k in ("api_base", "api_key", "timeout")})
-    spec, budget = resolve_strategy(strategy, budget, reader if reader is not None else steps)
+    spec, budget = resolve_strategy(strategy, budget, reader if reader is not None else steps, index)
     built = build_program(spec, index, budget=budget, reader=reader)
     if program is not None:
         load_program(built, program)

@@ -113,6 +113,12 @@ BUDGETED = {"oneshot", "combined", "iterative", "reflective", "router"}
 #: no budget answers at the local budget, with :data:`LOCAL_PACKING` where the strategy has it
 #: (:func:`resolve_strategy`); other readers keep each strategy's own default.
 RECOMMENDED = {"local": ("oneshot:sentences+hops", 1000), "other": ("oneshot", 4000)}
+#: The local budget over a collection of documents with sections (:func:`has_sections`: manuals,
+#: reports, PDFs with outlines, HTML, DOCX and Markdown): a manual's evidence is a table row, an
+#: option's line and the paragraph that explains it, spread over sections, and 1,000 tokens of
+#: selected sentences cut the second part of a two-part answer more often than they do a
+#: Wikipedia paragraph's (docs/results/README.md, "Your documents").
+SECTIONED_LOCAL_BUDGET = 1500
 #: The packing preset a named budgeted strategy gets for a small local reader given no budget.
 LOCAL_PACKING = "sentences"
 
@@ -310,16 +316,52 @@ def answer_layout(spec: str, **overrides: Any) -> dict[str, Any]:
             "reasoning": answer.reasoning, "evidence_order": answer.evidence_order}
 
 
-def recommended_strategy(reader: Any = None) -> tuple[str, int]:
+def recommended_strategy(reader: Any = None, index: Any = None) -> tuple[str, int]:
     """The strategy spec and budget ragnet recommends for the LM that answers (an LM spec such as
     ``"local"`` or ``"openai/gpt-4o"``, a ``dspy.LM``, or None for ``$RAGNET_LM`` / the local
-    default); see :data:`RECOMMENDED`.
+    default) over ``index`` (None: a collection of plain passages); see :data:`RECOMMENDED` and
+    :data:`SECTIONED_LOCAL_BUDGET`.
 
     Example:
         >>> recommended_strategy("local:qwen2.5-coder-1.5b"), recommended_strategy("openai/gpt-4o-mini")
         (('oneshot:sentences+hops', 1000), ('oneshot', 4000))
     """
-    return RECOMMENDED[_reader_kind(reader)]
+    kind = _reader_kind(reader)
+    spec, budget = RECOMMENDED[kind]
+    return spec, _local_budget(index) if kind == "local" else budget
+
+
+def _local_budget(index: Any) -> int:
+    """The small local reader's budget over ``index``: larger over documents with sections."""
+    return SECTIONED_LOCAL_BUDGET if index is not None and has_sections(index) else RECOMMENDED["local"][1]
+
+
+def has_sections(index: Any, sample: int = 256) -> bool:
+    """Whether most chunks of ``index`` carry a heading path (documents with sections, not plain
+    passages), judged on up to ``sample`` chunks spread evenly over the index so that a large
+    index is not read whole. An index without a chunk store (``index.chunks``) has none.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> from ragnet.corpus.types import Chunk
+        >>> def chunk(i, headings):
+        ...     return Chunk(id=f"m#{i}", doc_id="m", title="m", text="...", tokens=1,
+        ...                  metadata={"location": {"headings": headings}} if headings else {})
+        >>> has_sections(SimpleNamespace(chunks=[chunk(0, ["2 Usage"]), chunk(1, ["2 Usage"]), chunk(2, None)]))
+        True
+        >>> has_sections(SimpleNamespace(chunks=[chunk(0, None), chunk(1, ["Intro"])])), has_sections(object())
+        (False, False)
+    """
+    chunks = getattr(index, "chunks", None)
+    try:
+        n = len(chunks)
+    except TypeError:
+        return False
+    if n == 0:
+        return False
+    rows = sorted({round(i * (n - 1) / max(min(n, sample) - 1, 1)) for i in range(min(n, sample))})
+    sectioned = sum(1 for row in rows if getattr(chunks[row], "headings", ()))
+    return 2 * sectioned > len(rows)
 
 
 def _reader_kind(reader: Any) -> str:
@@ -334,17 +376,20 @@ def _reader_kind(reader: Any) -> str:
     return "local" if local else "other"
 
 
-def resolve_strategy(strategy: str, budget: int | None = None, reader: Any = None) -> tuple[str, int | None]:
+def resolve_strategy(strategy: str, budget: int | None = None, reader: Any = None,
+                     index: Any = None) -> tuple[str, int | None]:
     """The spec and budget a run uses, for the LM that answers (``reader``: an LM spec, a
-    ``dspy.BaseLM``, a :class:`ragnet.lm.config.LazyLM` or None; see :func:`recommended_strategy`).
+    ``dspy.BaseLM``, a :class:`ragnet.lm.config.LazyLM` or None; see :func:`recommended_strategy`)
+    over ``index`` (None: plain passages; an index of documents with sections gets the larger local budget).
 
     * ``"auto"``: ragnet's recommendation for the reader, with the recommended budget unless one
       is given.
     * a budgeted strategy (:data:`BUDGETED`) named for a small local reader with no budget: the
-      local budget of :data:`RECOMMENDED`, and :data:`LOCAL_PACKING` added to its presets where
-      the strategy has that preset. A small reader answers best from a short, dense context
+      local budget (:data:`RECOMMENDED`, :data:`SECTIONED_LOCAL_BUDGET` over documents with
+      sections), and :data:`LOCAL_PACKING` added to its presets where the strategy has that
+      preset. A small reader answers best from a short, dense context
       (docs/design.md#selection-and-budgets), whichever strategy gathered it, so the agents
-      answer over the same 1,000 tokens of selected sentences as the one-shot.
+      answer over the same budget of selected sentences as the one-shot.
     * anything else (a budget given, another reader, an unbudgeted strategy): as given.
 
     Example:
@@ -358,7 +403,7 @@ def resolve_strategy(strategy: str, budget: int | None = None, reader: Any = Non
         ('basic', None)
     """
     if strategy.strip().casefold() == "auto":
-        spec, recommended = recommended_strategy(getattr(reader, "spec", reader))
+        spec, recommended = recommended_strategy(getattr(reader, "spec", reader), index)
         return spec, budget if budget is not None else recommended
     if budget is not None:
         return strategy, budget
@@ -367,7 +412,7 @@ def resolve_strategy(strategy: str, budget: int | None = None, reader: Any = Non
         return strategy, budget
     if LOCAL_PACKING in PRESETS.get(name, {}) and LOCAL_PACKING not in presets:
         presets += (LOCAL_PACKING,)
-    return (f"{name}:{'+'.join(presets)}" if presets else name), RECOMMENDED["local"][1]
+    return (f"{name}:{'+'.join(presets)}" if presets else name), _local_budget(index)
 
 
 def all_specs() -> list[str]:

@@ -134,7 +134,8 @@ class Answerer:
         strategy = (strategy or self.strategy).strip()
         if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
             raise InputError(f"must be a positive number of tokens, got {budget!r}", argument="budget")
-        spec, budget = resolve_strategy(strategy, budget, self.auto_for)
+        index = getattr(getattr(self.holder, "current", None), "index", None)  # auto's budget follows it
+        spec, budget = resolve_strategy(strategy, budget, self.auto_for, index)
         parse_spec(spec)
         return spec, budget
 

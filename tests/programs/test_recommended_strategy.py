@@ -1,6 +1,6 @@
 """The strategy ragnet recommends for a reader, and `ragnet ask --strategy auto` (the default)
-using it: sentences in a 1,000-token prompt for a local reader, 4,000 tokens of whole chunks
-for any other, and whatever the user names otherwise."""
+using it: sentences in a 1,000-token prompt for a local reader (1,500 over documents with
+sections), 4,000 tokens of whole chunks for any other, and whatever the user names otherwise."""
 
 from __future__ import annotations
 
@@ -81,3 +81,70 @@ def test_ask_gives_a_named_agent_the_readers_budget_and_sentences_for_a_local_re
     assert "strategy: reflective\n" in result.stdout
     result, _ = ask("--lm", "local", "--strategy", "iterative", "--budget", "1500")
     assert "strategy: iterative, 1,500-token answer budget" in result.stdout
+
+
+MANUAL = """# Aldermoor handbook
+
+## Population
+
+The population of Aldermoor in 2021 was 52,400 people, up from 51,900 in 2020.
+
+## Services
+
+The library opens at 9 and the town hall at 8. See Population for the census figures.
+"""
+
+
+@pytest.fixture(scope="module")
+def manual_index(tmp_path_factory):
+    """A real index of a Markdown manual: every chunk carries its heading path."""
+    from ragnet import load_documents
+
+    folder = tmp_path_factory.mktemp("manual")
+    (folder / "handbook.md").write_text(MANUAL, encoding="utf-8")
+    return Index.build(load_documents([folder]), folder / "idx", show_progress=False)
+
+
+def test_documents_with_sections_get_the_larger_local_budget_and_passages_keep_1000(manual_index, yearbook_index):
+    from ragnet.programs.registry import SECTIONED_LOCAL_BUDGET, has_sections, resolve_strategy
+
+    assert has_sections(manual_index) and not has_sections(yearbook_index)
+    assert recommended_strategy("local", manual_index) == ("oneshot:sentences+hops", SECTIONED_LOCAL_BUDGET) \
+        == ("oneshot:sentences+hops", 1500)
+    assert recommended_strategy("local", yearbook_index) == recommended_strategy("local") == RECOMMENDED["local"]
+    assert recommended_strategy("openai/gpt-4o", manual_index) == RECOMMENDED["other"]  # a long-context reader
+    assert resolve_strategy("auto", None, "local", manual_index) == ("oneshot:sentences+hops", 1500)
+    assert resolve_strategy("reflective", None, "local", manual_index) == ("reflective:sentences", 1500)
+    assert resolve_strategy("auto", 1000, "local", manual_index) == ("oneshot:sentences+hops", 1000)  # given: kept
+    assert resolve_strategy("basic", None, "local", manual_index) == ("basic", None)
+
+
+def test_has_sections_judges_a_large_index_on_an_even_sample():
+    from types import SimpleNamespace
+
+    from ragnet.programs.registry import has_sections
+
+    class Rows(list):  # counts the rows read
+        read: set = set()
+
+        def __getitem__(self, row):
+            Rows.read.add(row)
+            return super().__getitem__(row)
+
+    sectioned, flat = SimpleNamespace(headings=("2 Usage",)), SimpleNamespace(headings=())
+    chunks = Rows([sectioned] * 6000 + [flat] * 4000)
+    assert has_sections(SimpleNamespace(chunks=chunks))
+    assert len(Rows.read) == 256 and min(Rows.read) == 0 and max(Rows.read) == 9999
+    assert not has_sections(SimpleNamespace(chunks=Rows([sectioned] * 4000 + [flat] * 6000)))
+    assert not has_sections(SimpleNamespace(chunks=[])) and not has_sections(None)
+
+
+def test_ask_over_a_manual_answers_a_local_reader_within_1500_tokens(ask, manual_index, monkeypatch):
+    from ragnet.corpus.tokens import count_tokens
+
+    monkeypatch.setattr(Index, "load", classmethod(lambda cls, path, **kwargs: manual_index))
+    result, (prompt,) = ask("--lm", "local")
+    assert "strategy: oneshot:sentences+hops, 1,500-token answer budget" in result.stdout
+    assert count_tokens(prompt) <= 1500
+    result, _ = ask("--lm", "local", "--budget", "1000")
+    assert "strategy: oneshot:sentences+hops, 1,000-token answer budget" in result.stdout
