@@ -115,10 +115,10 @@ BUDGETED = {"oneshot", "combined", "iterative", "reflective", "router"}
 RECOMMENDED = {"local": ("oneshot:sentences+hops", 1000), "other": ("oneshot", 4000)}
 #: The local budget over a collection of documents with sections (:func:`has_sections`: manuals,
 #: reports, PDFs with outlines, HTML, DOCX and Markdown): a manual's evidence is a table row, an
-#: option's line and the paragraph that explains it, spread over sections, and 1,000 tokens of
-#: selected sentences cut the second part of a two-part answer more often than they do a
+#: option's line and the paragraph that explains it, spread over sections, and a smaller pack of
+#: selected sentences cuts the second part of a two-part answer more often than it does a
 #: Wikipedia paragraph's (docs/results/README.md, "Your documents").
-SECTIONED_LOCAL_BUDGET = 1500
+SECTIONED_LOCAL_BUDGET = 2000
 #: The packing preset a named budgeted strategy gets for a small local reader given no budget.
 LOCAL_PACKING = "sentences"
 

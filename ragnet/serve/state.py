@@ -60,6 +60,7 @@ class IndexHolder:
         self._load = load
         self._lock = threading.Lock()
         self.last_error: str | None = None
+        self._failed_stamp: tuple[int, int, int] | None = None  # the on-disk version that last failed to load
         self._current = self._open(1)
 
     @property
@@ -79,11 +80,14 @@ class IndexHolder:
         return Snapshot(index, generation, stamp, time.time())
 
     def changed(self) -> bool:
-        """Whether the folder holds another version than the current snapshot."""
+        """Whether the folder holds another version than the current snapshot, not counting a
+        version that already failed to load (a watcher tries it once, not every few seconds;
+        ``reload(force=True)`` tries it again)."""
         try:
-            return _stamp(self.path) != self._current.stamp
+            stamp = _stamp(self.path)
         except OSError:  # mid-swap (between the two renames): look again later
             return False
+        return stamp != self._current.stamp and stamp != self._failed_stamp
 
     def reload(self, force: bool = False) -> Snapshot:
         """Load the folder again if it changed (or ``force``) and swap the new index in.
@@ -95,10 +99,16 @@ class IndexHolder:
             if not force and not self.changed():
                 return self._current
             try:
+                stamp = _stamp(self.path)
+            except OSError:
+                stamp = None
+            try:
                 snap = self._open(self._current.generation + 1)
             except Exception as exc:
                 self.last_error = f"{type(exc).__name__}: {exc}"
+                self._failed_stamp = stamp
                 raise
             self.last_error = None
+            self._failed_stamp = None
             self._current = snap
             return snap

@@ -137,7 +137,7 @@ def test_eval_docs_scores_right_answers_places_and_citations(folder, tmp_path, m
 
 def test_eval_docs_runs_auto_as_ask_does_and_takes_it_as_the_baseline(folder, tmp_path, monkeypatch):
     """`--strategies basic,auto --baseline auto` with a local reader: auto is oneshot:sentences+hops
-    at the budget of documents with sections (the folder's Markdown headings), 1,500 tokens, the
+    at the budget of documents with sections (the folder's Markdown headings), 2,000 tokens, the
     row every other is compared with."""
     docs, questions = folder
     monkeypatch.setenv("RAGNET_HOME", str(tmp_path / "home"))
@@ -149,8 +149,8 @@ def test_eval_docs_runs_auto_as_ask_does_and_takes_it_as_the_baseline(folder, tm
                                           "--no-judge", "--no-plots", "--out", str(out)], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     summary = json.loads((out / "summary.json").read_text())
-    assert list(summary["strategies"]) == ["basic", "oneshot:sentences+hops@1500"]
-    assert summary["baseline"] == "oneshot:sentences+hops@1500"
+    assert list(summary["strategies"]) == ["basic", "oneshot:sentences+hops@2000"]
+    assert summary["baseline"] == "oneshot:sentences+hops@2000"
 
 
 def test_gold_places_are_the_gold_documents_of_a_docs_question(folder, tmp_path):
