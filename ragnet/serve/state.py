@@ -61,17 +61,18 @@ class IndexHolder:
         self._lock = threading.Lock()
         self.last_error: str | None = None
         self._failed_stamp: tuple[int, int, int] | None = None  # the on-disk version that last failed to load
-        self._current = self._open(1)
+        self._current = self._open(1, _stamp(self.path))
 
     @property
     def current(self) -> Snapshot:
         """The snapshot to answer a request from (hold on to it for the whole request)."""
         return self._current
 
-    def _open(self, generation: int) -> Snapshot:
+    def _open(self, generation: int, stamp: tuple[int, int, int]) -> Snapshot:
+        """The folder's index as snapshot ``generation``; ``stamp`` is the folder's version, read
+        before loading."""
         from ragnet.index import Index
 
-        stamp = _stamp(self.path)
         index = (self._load or Index.load)(self.path)
         # the parts an index opens on first use are opened now, from this version of the folder:
         # opened later, after an update renamed a new folder into place, they would be the new one's
@@ -98,12 +99,10 @@ class IndexHolder:
         with self._lock:
             if not force and not self.changed():
                 return self._current
+            stamp = None  # stays None when the folder is mid-swap: no version to hold the failure against
             try:
                 stamp = _stamp(self.path)
-            except OSError:
-                stamp = None
-            try:
-                snap = self._open(self._current.generation + 1)
+                snap = self._open(self._current.generation + 1, stamp)
             except Exception as exc:
                 self.last_error = f"{type(exc).__name__}: {exc}"
                 self._failed_stamp = stamp
