@@ -37,6 +37,8 @@ ANSWER_PRESETS: dict[str, dict[str, Any]] = {
     # where the best chunk is shown: first whatever the documents (the order before "auto"), or next to the question
     "rank-order": {"evidence_order": "rank"},
     "best-last": {"evidence_order": "nearest"},
+    # the reader copies the line that states the answer, then answers from it
+    "quote": {"quote": True},
 }
 
 #: The step view of the agents' ``lean`` preset (``Loop.step_tokens``): about the size of the
@@ -312,8 +314,7 @@ def answer_layout(spec: str, **overrides: Any) -> dict[str, Any]:
     """
     name, _, answer_options = spec_options(spec)
     answer = _answer_step(spec, answer_options, None, overrides.get("answer"))
-    return {"question_at": answer.question_at_given or STRATEGIES[name].default_question_at,
-            "reasoning": answer.reasoning, "evidence_order": answer.evidence_order}
+    return answer.prompt_layout(STRATEGIES[name].default_question_at)
 
 
 def recommended_strategy(reader: Any = None, index: Any = None) -> tuple[str, int]:

@@ -25,7 +25,7 @@ from ragnet.lm.config import LazyLM
 from ragnet.signatures.formatting import format_context, resolve_ids
 from ragnet.signatures.step import Step, StepOutputError
 
-__all__ = ["EVIDENCE_ORDERS", "QUESTION_AT", "REASONING", "AnswerStep", "GenerateAnswer", "answer_default", "answer_demos", "answer_inputs",
+__all__ = ["EVIDENCE_ORDERS", "QUESTION_AT", "QUOTE", "REASONING", "AnswerStep", "GenerateAnswer", "answer_default", "answer_demos", "answer_inputs",
            "answer_validator", "describe_question_at", "names_two_options", "question_at"]
 
 
@@ -167,6 +167,14 @@ REASONING = dspy.OutputField(
 )
 
 
+#: The quote field of an answer step that quotes first (``AnswerStep(quote=True)``): the line that
+#: states the answer, copied before the answer is written, so a small reader extracts its answer
+#: from one line it chose rather than from the whole context.
+QUOTE = dspy.OutputField(
+    desc="copy, word for word, the one sentence or line of the context that states the answer"
+)
+
+
 def _question_placed(signature: type[dspy.Signature], where: str) -> type[dspy.Signature]:
     """A GenerateAnswer-shaped ``signature`` (instructions, demos' fields and outputs kept) with the
     question shown ``where``; "auto" is the "last" signature (the step adds the preview per
@@ -220,6 +228,9 @@ class AnswerStep(Step):
             above the question); ``"auto"`` (the default), nearest when the evidence comes from
             documents with sections (any chunk has a heading path) and rank order otherwise, the
             order every Wikipedia figure in docs/results/README.md was measured with.
+        quote: copy the line that states the answer before answering: the signature gains a
+            ``quote`` output before ``answer`` (after ``reasoning`` when both are on). It costs a
+            line of output tokens per question; the figures are in docs/results/README.md.
         retries: LM retries before the step falls back; None leaves it to the program (1 on its own).
         enabled, max_tokens: as in :class:`Step`.
 
@@ -255,9 +266,9 @@ class AnswerStep(Step):
     name = "answer"
     signature = GenerateAnswer
     max_tokens = 256  # a short answer; a rambling small model would cost minutes on CPU
-    reasoning_max_tokens = 512  # room for a few sentences of reasoning before the answer
+    reasoning_max_tokens = 512  # room for a few sentences of reasoning (or a quoted line) before the answer
 
-    def __init__(self, lm: Any = None, *, reasoning: bool = False, question_at: str | None = None,
+    def __init__(self, lm: Any = None, *, reasoning: bool = False, quote: bool = False, question_at: str | None = None,
                  evidence_order: str = "auto", retries: int | None = None, enabled: bool = True,
                  max_tokens: int | None = None) -> None:
         reasoning = bool(reasoning)
@@ -268,8 +279,9 @@ class AnswerStep(Step):
                              argument="evidence_order")
         #: Where the prompt puts the best chunk: "rank", "nearest" or "auto" (see the class docstring).
         self.evidence_order = evidence_order
-        signature = GenerateAnswer.prepend("reasoning", REASONING, str) if reasoning else GenerateAnswer
-        cap = max_tokens if max_tokens is not None else (self.reasoning_max_tokens if reasoning else None)
+        signature = GenerateAnswer.prepend("quote", QUOTE, str) if quote else GenerateAnswer
+        signature = signature.prepend("reasoning", REASONING, str) if reasoning else signature
+        cap = max_tokens if max_tokens is not None else (self.reasoning_max_tokens if reasoning or quote else None)
         super().__init__(signature, retries=1 if retries is None else retries, enabled=enabled, max_tokens=cap)
         #: Where the question was asked to go (None: the program's default).
         self.question_at_given = question_at
@@ -302,6 +314,24 @@ class AnswerStep(Step):
     def reasoning(self) -> bool:
         """Whether this step reasons before it answers (read from its signature)."""
         return "reasoning" in self.predict.signature.output_fields
+
+    @property
+    def quote(self) -> bool:
+        """Whether this step quotes the line that states the answer before it answers (read from its signature)."""
+        return "quote" in self.predict.signature.output_fields
+
+    def prompt_layout(self, default_question_at: str) -> dict[str, Any]:
+        """How this step's prompt is laid out, as evaluation records it (``question_at`` falls back
+        to ``default_question_at``, the holding program's); ``quote`` only when it is on, so rows
+        written before it existed compare equal.
+
+        Example:
+            >>> AnswerStep(quote=True).prompt_layout("auto")
+            {'question_at': 'auto', 'reasoning': False, 'evidence_order': 'auto', 'quote': True}
+        """
+        layout = {"question_at": self.question_at_given or default_question_at, "reasoning": self.reasoning,
+                  "evidence_order": self.evidence_order}
+        return {**layout, "quote": True} if self.quote else layout
 
     @property
     def question_at(self) -> str:

@@ -425,5 +425,4 @@ def oracle_layout(spec: str, **overrides: Any) -> dict[str, Any]:
         {'question_at': 'last', 'reasoning': False, 'evidence_order': 'auto'}
     """
     answer = _answer_step(spec, None, overrides.get("answer"))
-    return {"question_at": answer.question_at_given or OracleRAG.default_question_at, "reasoning": answer.reasoning,
-            "evidence_order": answer.evidence_order}
+    return answer.prompt_layout(OracleRAG.default_question_at)

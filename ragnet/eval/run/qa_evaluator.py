@@ -116,7 +116,7 @@ def _describe_layout(layout: dict[str, Any]) -> str:
 
     order = {"nearest": ", best chunk last", "auto": ", a manual's best chunk last"}.get(layout.get("evidence_order"), "")
     return (f"question {describe_question_at(layout['question_at'])}" + (", reasoning first" if layout["reasoning"] else "")
-            + order)
+            + (", the answer's line quoted first" if layout.get("quote") else "") + order)
 
 
 def row_answer_prompt(row: dict[str, Any]) -> dict[str, Any] | None:
@@ -133,8 +133,9 @@ def row_answer_prompt(row: dict[str, Any]) -> dict[str, Any] | None:
     saved = row.get("answer_prompt")
     if not isinstance(saved, dict):
         return None
-    return {"question_at": str(saved.get("question_at")), "reasoning": bool(saved.get("reasoning")),
-            "evidence_order": str(saved.get("evidence_order") or "rank")}
+    layout = {"question_at": str(saved.get("question_at")), "reasoning": bool(saved.get("reasoning")),
+              "evidence_order": str(saved.get("evidence_order") or "rank")}
+    return {**layout, "quote": True} if saved.get("quote") else layout
 
 
 #: ``program_factory(run, index) -> program``.
