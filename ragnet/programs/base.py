@@ -236,8 +236,7 @@ class RAGProgram(dspy.Module):
             fallback=failed,
             context=[c.id for c in chunks],
             lm=self.answer.lm.name if self.answer.lm is not None else None,
-            **({"reasoning": str(getattr(pred, "reasoning", "") or "")} if self.answer.reasoning else {}),
-            **({"quote": str(getattr(pred, "quote", "") or "")} if self.answer.quote else {}),
+            **self.answer.written_first(pred),
             **_layout_fields(self.answer, question, chunks),
         )
         return answer, evidence

@@ -320,6 +320,20 @@ class AnswerStep(Step):
         """Whether this step quotes the line that states the answer before it answers (read from its signature)."""
         return "quote" in self.predict.signature.output_fields
 
+    def written_first(self, pred: Any) -> dict[str, str]:
+        """What ``pred`` wrote before its answer, by field (``reasoning``, ``quote``: whichever this
+        step's signature has; empty where the reply gave none), for the answer's trace event.
+
+        Example:
+            >>> import dspy
+            >>> AnswerStep(quote=True).written_first(dspy.Prediction(quote="Paris is the capital.", answer="Paris"))
+            {'quote': 'Paris is the capital.'}
+            >>> AnswerStep().written_first(dspy.Prediction(answer="Paris"))
+            {}
+        """
+        fields = list(self.predict.signature.output_fields)
+        return {name: str(getattr(pred, name, "") or "") for name in fields[:fields.index("answer")]}
+
     def prompt_layout(self, default_question_at: str) -> dict[str, Any]:
         """How this step's prompt is laid out, as evaluation records it (``question_at`` falls back
         to ``default_question_at``, the holding program's); ``quote`` only when it is on, so rows
