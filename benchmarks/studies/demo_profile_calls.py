@@ -27,11 +27,11 @@ def profiled_engine(log: list[dict]) -> Iterator[None]:
     """Record each LM call of the llama.cpp engine into ``log`` while the block runs."""
     orig_prefill, orig_complete = L.LlamaCppEngine._prefill, L.LlamaCppEngine.complete
 
-    def prefill(self, llm, prompt, deadline):
+    def prefill(self, llm, prompt, call):
         L._restore_longest_prefix(llm, prompt)
         common = L._common_prefix(llm.input_ids[: llm.n_tokens], prompt)
         t = time.monotonic()
-        ok = orig_prefill(self, llm, prompt, deadline)
+        ok = orig_prefill(self, llm, prompt, call)
         log.append({"prompt": len(prompt), "reused": common, "read_s": time.monotonic() - t})
         return ok
 

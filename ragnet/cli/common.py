@@ -201,18 +201,30 @@ def api_key_env_option() -> Any:
     return typer.Option(None, "--api-key-env", help="Name of the environment variable that holds the API key.")
 
 
-def timeout_option(default: float = 120.0) -> Any:
-    return typer.Option(default, "--timeout", help="Seconds per LM call; with one retry per step, a server that hangs costs at most about 2x this per step.")
+def _timeout_value(value: Any) -> Any:
+    from ragnet.lm.call_time import check_timeout
+
+    try:
+        return check_timeout(value)
+    except InputError as exc:
+        raise typer.BadParameter(str(exc).removeprefix("argument 'timeout': "), param_hint="--timeout") from None
 
 
-def with_lm_options(*, answer_lm: str | None | bool = None, timeout: float = 120.0) -> Callable[[Callable], Callable]:
+def timeout_option(default: float | str = "auto") -> Any:
+    return typer.Option(default, "--timeout", parser=_timeout_value, metavar="SECONDS|auto",
+                        help="Seconds per LM call, or auto: the local model gets 4x what this machine needs for "
+                             "the call (at least 120 s), a served one 120 s. With one retry per step, a server "
+                             "that hangs costs at most about 2x this per step.")
+
+
+def with_lm_options(*, answer_lm: str | None | bool = None, timeout: float | str = "auto") -> Callable[[Callable], Callable]:
     """Give a command the LM options, declared here once, and pass them as one ``lms``
     (:class:`ragnet.lm.config.LMOptions`) instead of six parameters.
 
     Args:
         answer_lm: the ``--answer-lm`` default ("auto" or None), or False for a command
             without a reader option.
-        timeout: the ``--timeout`` default in seconds per LM call.
+        timeout: the ``--timeout`` default: seconds per LM call or ``"auto"``.
 
     Example:
         >>> @with_lm_options(answer_lm=False, timeout=30.0)
@@ -232,7 +244,7 @@ def with_lm_options(*, answer_lm: str | None | bool = None, timeout: float = 120
         ("api_base", Optional[str], api_base_option()),
         ("api_key", Optional[str], api_key_option()),
         ("api_key_env", Optional[str], api_key_env_option()),
-        ("timeout", float, timeout_option(timeout)),
+        ("timeout", str, timeout_option(timeout)),
     ]
     names = [name for name, _, _ in options]
 

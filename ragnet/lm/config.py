@@ -32,6 +32,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from ragnet._secrets import remember, remember_url  # noqa: E402
 from ragnet.errors import InputError  # noqa: E402
+from ragnet.lm.call_time import check_timeout, served_timeout  # noqa: E402
 from ragnet.lm.models import MODELS, default_model_path, ragnet_home  # noqa: E402
 
 __all__ = ["DEFAULT_READER", "LMOptions", "LazyLM", "cache_dir", "configure", "default_answer_lm", "get_lm", "make_lm",
@@ -88,20 +89,8 @@ def _configure_cache(path: str | Path | None) -> Path:
     return folder
 
 
-def _check_timeout(timeout: Any) -> float | None:
-    if timeout is None:
-        return None
-    try:
-        value = float(timeout)
-    except (TypeError, ValueError):
-        raise InputError(f"must be a number of seconds, got {timeout!r}", argument="timeout") from None
-    if not value > 0:
-        raise InputError(f"must be more than 0 seconds, got {timeout!r}", argument="timeout")
-    return value
-
-
 def make_lm(lm: str | None = None, *, api_base: str | None = None, api_key: str | None = None,
-            timeout: float | None = 120, num_retries: int = 0, temperature: float = 0.0,
+            timeout: float | str | None = "auto", num_retries: int = 0, temperature: float = 0.0,
             max_tokens: int = 512, cache: bool = True, **kwargs: Any):
     """Build (but do not install) the ``dspy.LM`` for an LM spec; see :func:`configure`.
 
@@ -115,7 +104,7 @@ def make_lm(lm: str | None = None, *, api_base: str | None = None, api_key: str 
     remember_url(api_base)
     if isinstance(lm, dspy.BaseLM):
         return lm
-    timeout = _check_timeout(timeout)
+    timeout = check_timeout(timeout)
     if isinstance(num_retries, bool) or not isinstance(num_retries, int) or num_retries < 0:
         raise InputError(f"must be an integer >= 0, got {num_retries!r}", argument="num_retries")
     kind, target = parse_lm_spec(lm)
@@ -137,7 +126,8 @@ def make_lm(lm: str | None = None, *, api_base: str | None = None, api_key: str 
     from ragnet.lm.deadline import DeadlineLM
 
     try:
-        client = {k: v for k, v in {"api_base": api_base, "api_key": api_key, "timeout": timeout}.items()
+        client = {k: v for k, v in {"api_base": api_base, "api_key": api_key,
+                                    "timeout": served_timeout(timeout)}.items()
                   if v is not None}
         # DeadlineLM: the timeout bounds the whole call, not only each wait for the next byte.
         return DeadlineLM(target, num_retries=num_retries, temperature=temperature, max_tokens=max_tokens,
@@ -147,7 +137,7 @@ def make_lm(lm: str | None = None, *, api_base: str | None = None, api_key: str 
 
 
 def configure(lm: Any = None, *, api_base: str | None = None, api_key: str | None = None,
-              cache_dir: str | Path | None = None, timeout: float | None = 120, num_retries: int = 0,
+              cache_dir: str | Path | None = None, timeout: float | str | None = "auto", num_retries: int = 0,
               temperature: float = 0.0, max_tokens: int = 512, adapter: Any = "auto", **kwargs: Any):
     """Set the LM for every ragnet/DSPy program, with an on-disk response cache.
 
@@ -160,7 +150,9 @@ def configure(lm: Any = None, *, api_base: str | None = None, api_key: str | Non
         timeout: wall-clock seconds per LM call, from its start to the reply's last byte (the
             local engine stops generating; a served model's call is cut at the deadline however
             the server behaves, :class:`ragnet.lm.deadline.DeadlineLM`); either raises
-            :class:`ragnet.lm.deadline.LMCallTimeoutError`.
+            :class:`ragnet.lm.deadline.LMCallTimeoutError`. ``"auto"`` (default): the local
+            engine gives each call 4x what this machine was measured to need for it, at least
+            120 s (:mod:`ragnet.lm.call_time`); a served model gets 120 s. None: no limit.
         num_retries: HTTP-level retries of a failed request for litellm models (with
             exponential backoff, by litellm). Default 0: every ragnet step already retries a
             failed call once (``retries`` of the programs), so a server that hangs costs at
@@ -350,7 +342,7 @@ class LMOptions:
         api_base: server URL for litellm models.
         api_key: key for litellm models.
         api_key_env: name of the environment variable holding the key (instead of ``api_key``).
-        timeout: seconds per LM call.
+        timeout: seconds per LM call, ``"auto"`` (default, see :func:`configure`) or None.
 
     Example:
         >>> options = LMOptions(lm="openai/gpt-4o-mini", answer_lm="openai/gpt-4o", api_key="sk-test", timeout=30)
@@ -365,7 +357,7 @@ class LMOptions:
     api_base: str | None = None
     api_key: str | None = None
     api_key_env: str | None = None
-    timeout: float | None = 120.0
+    timeout: float | str | None = "auto"
 
     def connection(self) -> dict[str, Any]:
         """Keyword arguments for :func:`make_lm` / :func:`configure`: server, key and timeout.
@@ -383,7 +375,7 @@ class LMOptions:
                                  argument="api-key-env")
         remember(api_key)  # never written to a run folder, a report or a compiled program
         remember_url(self.api_base)
-        out = {"api_base": self.api_base, "api_key": api_key, "timeout": _check_timeout(self.timeout)}
+        out = {"api_base": self.api_base, "api_key": api_key, "timeout": check_timeout(self.timeout)}
         return {k: v for k, v in out.items() if v is not None}
 
     def configure(self, **kwargs: Any):

@@ -13,8 +13,10 @@ that engine for ``llama_cpp.Llama``:
   splits) can differ in the last digits of its logits, and so occasionally in a greedy token.
   Agent runs can therefore take other paths depending on what ran before them in the
   process (the demo's IterativeRAG: L3 wrong after basic/oneshot ran, right when run alone);
-* every call has a wall-clock ``timeout``: generation stops at the first token
-  past the deadline and :class:`~ragnet.lm.deadline.LMCallTimeoutError` is raised;
+* every call has a wall-clock ``timeout``: the prompt is read in slices and generation stops at
+  the first slice or token past the limit, raising :class:`~ragnet.lm.deadline.LMCallTimeoutError`.
+  The default, ``"auto"``, gives each call a multiple of what this machine was measured to need
+  for it (:mod:`ragnet.lm.call_time`), so a slow CPU is not failed and a contended one is caught;
 * ``Response.usage`` carries the real prompt and completion token counts;
 * ``stream`` (DSPy's streaming hook, which ``dspy.streamify`` and ``ragnet serve``'s
   ``stream: true`` use) yields the text as llama.cpp generates it: the same prompt, loop guard,
@@ -71,6 +73,7 @@ from dspy.lm15 import (
 )
 
 from ragnet.errors import InputError, MissingDependencyError, RagnetError, require
+from ragnet.lm.call_time import AUTO, CallLimit, Speed, check_timeout
 from ragnet.lm.deadline import LMCallTimeoutError
 from ragnet.lm.models import resolve_model_path
 
@@ -86,12 +89,13 @@ _CHATML_TEMPLATE = (
 
 
 class _Loaded:
-    """A loaded model, its lock and its chat formatter."""
+    """A loaded model, its lock, its chat formatter and the speed it has shown on this machine."""
 
     def __init__(self, llm: Any, formatter: Any) -> None:
         self.llm = llm
         self.formatter = formatter
         self.lock = threading.Lock()
+        self.speed = Speed()
 
 
 _MODELS: dict[tuple, _Loaded] = {}
@@ -183,17 +187,23 @@ def _is_looping(tokens: Sequence[int]) -> bool:
 
 
 class _Call:
-    """One generation under way: its prompt, its deadline, and what its stopping criteria saw."""
+    """One generation under way: its prompt, its time limit, and what its stopping criteria saw."""
 
-    def __init__(self, prompt: list[int], started: float, deadline: float | None) -> None:
-        self.prompt, self.started, self.deadline = prompt, started, deadline
+    def __init__(self, prompt: list[int], started: float, limit: CallLimit, speed: Speed) -> None:
+        self.prompt, self.started, self.limit, self.speed = prompt, started, limit, speed
         self.generated = 0
+        self.first_token_at = 0.0
         self.timed_out = self.looped = False
         self.options: dict[str, Any] = {}
 
     def past_deadline(self, input_ids: Any, logits: Any) -> bool:
+        now = time.monotonic()
         self.generated += 1
-        if self.deadline is not None and time.monotonic() > self.deadline:
+        if self.generated == 1:
+            self.first_token_at = now
+        elif self.generated % 8 == 1:  # the rate after the first token (which replays the prompt's last)
+            self.speed.saw_generation(self.generated - 1, now - self.first_token_at)
+        if self.limit.over(now - self.started, generating=True):
             self.timed_out = True
             return True
         return False
@@ -237,9 +247,10 @@ class LlamaCppEngine:
         temperature: used when the request does not set one (DSPy usually does).
         max_tokens: answer length used when the request does not set one.
         timeout: wall-clock seconds per call, counted from the moment the model is
-            free (calls from several threads queue on one model); ``None`` = no limit.
-            Checked after each generated token: the prompt itself is always read
-            in full first.
+            free (calls from several threads queue on one model); ``None`` = no limit;
+            ``"auto"`` (default) = a multiple of what this machine was measured to need for
+            the call's prompt and ``max_tokens``, at least 120 s (:mod:`ragnet.lm.call_time`).
+            Checked between prompt slices and after each generated token.
         chat_template: Jinja chat template overriding the one in the GGUF file.
         n_gpu_layers: layers to offload when llama.cpp was built with GPU support.
         verbose: let llama.cpp print its load and timing logs.
@@ -265,15 +276,14 @@ class LlamaCppEngine:
                                   "presence_penalty", "frequency_penalty", "response_format"})
 
     def __init__(self, model_path: str | Path | None = None, *, n_ctx: int = 8192, n_threads: int | None = None,
-                 temperature: float = 0.0, max_tokens: int = 512, timeout: float | None = 120.0,
+                 temperature: float = 0.0, max_tokens: int = 512, timeout: float | str | None = AUTO,
                  chat_template: str | None = None, n_gpu_layers: int = 0, verbose: bool = False,
                  grammar: bool = False, **llama_kwargs: Any) -> None:
         if n_ctx < 256:
             raise InputError(f"n_ctx must be at least 256, got {n_ctx}", argument="n_ctx")
         if max_tokens < 1:
             raise InputError(f"max_tokens must be positive, got {max_tokens}", argument="max_tokens")
-        if timeout is not None and timeout <= 0:
-            raise InputError(f"timeout must be positive seconds or None, got {timeout}", argument="timeout")
+        timeout = check_timeout(timeout)
         self.model_path = resolve_model_path(model_path).resolve()
         if importlib.util.find_spec("llama_cpp") is None:
             raise MissingDependencyError(
@@ -291,7 +301,7 @@ class LlamaCppEngine:
             raise InputError(f"n_threads must be at least 1, got {self.n_threads}", argument="n_threads")
         self.temperature = float(temperature)
         self.max_tokens = int(max_tokens)
-        self.timeout = None if timeout is None else float(timeout)
+        self.timeout = timeout
         self.chat_template = chat_template
         self.n_gpu_layers = int(n_gpu_layers)
         self.verbose = bool(verbose)
@@ -480,9 +490,13 @@ class LlamaCppEngine:
         max_tokens = min(config.max_tokens or self.max_tokens, self.n_ctx - len(prompt))
         template_stop = [rendered.stop] if isinstance(rendered.stop, str) else list(rendered.stop or [])
         stop = list(config.stop) + template_stop
-        call = _Call(prompt, started, None if self.timeout is None else started + self.timeout)
-        if not self._prefill(llm, prompt, call.deadline):
-            raise self._timeout_error(time.monotonic() - started, len(prompt), 0, reading=True)
+        _restore_longest_prefix(llm, prompt)
+        to_read = max(0, len(prompt) - 1 - _common_prefix(llm.input_ids[: llm.n_tokens], prompt))
+        limit = (CallLimit.auto(loaded.speed, read_tokens=to_read, max_tokens=max_tokens) if self.timeout == AUTO
+                 else CallLimit.fixed(self.timeout))
+        call = _Call(prompt, started, limit, loaded.speed)
+        if not self._prefill(llm, prompt, call):
+            raise self._timeout_error(call, time.monotonic() - started, reading=True)
         from llama_cpp import StoppingCriteriaList
 
         temperature = self.temperature if config.temperature is None else config.temperature
@@ -498,16 +512,16 @@ class LlamaCppEngine:
                 call.options[name] = value
         return call
 
-    def _prefill(self, llm: Any, prompt: list[int], deadline: float | None) -> bool:
-        """Read the prompt into the KV cache in slices, checking the deadline between them.
+    def _prefill(self, llm: Any, prompt: list[int], call: "_Call") -> bool:
+        """Read the prompt into the KV cache in slices, checking the call's limit between them
+        and timing each for the measured speed (``call.speed``).
 
         llama.cpp cannot be interrupted inside one ``create_completion`` prompt pass, so
-        the prompt (all but its last token) is evaluated here first; the completion
-        call then finds it cached (llama.cpp's prefix matching) and only generates.
-        Returns False when the deadline passed before the prompt was read.
+        the prompt (all but its last token; its longest cached prefix is already restored)
+        is evaluated here first; the completion call then finds it cached (llama.cpp's prefix
+        matching) and only generates. Returns False when the limit passed before the prompt was read.
         """
-        _restore_longest_prefix(llm, prompt)
-        if deadline is None:
+        if not call.limit.bounded:
             return True
         common = _common_prefix(llm.input_ids[: llm.n_tokens], prompt)
         end = len(prompt) - 1  # generation replays the last prompt token to get fresh logits
@@ -516,23 +530,28 @@ class LlamaCppEngine:
         llm.n_tokens = common  # eval() drops the KV cache beyond n_tokens
         step = llm.n_batch  # the slices llama.cpp itself would use: same speed, checked in between
         for start in range(common, end, step):
-            if time.monotonic() > deadline:
+            began = time.monotonic()
+            if call.limit.over(began - call.started):
                 return False
-            llm.eval(prompt[start:min(end, start + step)])
+            piece = prompt[start:min(end, start + step)]
+            llm.eval(piece)
+            call.speed.saw_read(len(piece), time.monotonic() - began)
         return True
 
     def _raise_if_late(self, call: "_Call", elapsed: float) -> None:
         if call.timed_out:
-            raise self._timeout_error(elapsed, len(call.prompt), call.generated, reading=False)
+            raise self._timeout_error(call, elapsed, reading=False)
 
-    def _timeout_error(self, elapsed: float, prompt_tokens: int, generated: int, *, reading: bool) -> LMCallTimeoutError:
-        where = "while reading the prompt" if reading else f"after generating {generated} tokens"
+    def _timeout_error(self, call: "_Call", elapsed: float, *, reading: bool) -> LMCallTimeoutError:
+        where = "while reading the prompt" if reading else f"after generating {call.generated} tokens"
+        fix = ("give a fixed --timeout SECONDS (timeout= in ragnet.configure), free the CPU, or shorten the prompt"
+               if call.limit.is_auto else
+               "raise --timeout (timeout= in ragnet.configure), lower max_tokens, or shorten the prompt")
         return LMCallTimeoutError(
-            f"local model {self.model_path.name} exceeded its {self.timeout:g}s timeout {where} "
-            f"({elapsed:.1f}s, {prompt_tokens} prompt tokens); raise --timeout (timeout= in ragnet.configure), "
-            "lower max_tokens, or shorten the prompt",
-            timeout=self.timeout, elapsed=elapsed, prompt_tokens=prompt_tokens, completion_tokens=generated,
-            model=self.model_name,
+            f"local model {self.model_path.name} exceeded {call.limit.describe()} {where} "
+            f"({elapsed:.1f}s, {len(call.prompt)} prompt tokens); {fix}",
+            timeout=call.limit.allowance(), elapsed=elapsed, prompt_tokens=len(call.prompt),
+            completion_tokens=call.generated, model=self.model_name,
         )
 
     def close(self) -> None:

@@ -124,6 +124,29 @@ def test_live_tiny_timeout_raises(live_model_path, engine, dspy_state):
 
 
 @pytest.mark.live
+def test_live_auto_timeout_measures_the_machine_then_holds_calls_to_it(live_model_path, dspy_state, monkeypatch):
+    from ragnet.lm import call_time
+    from ragnet.lm.call_time import Speed
+
+    auto = LlamaCppEngine(live_model_path, n_ctx=2048, max_tokens=24)  # its own loaded model and speed
+    assert auto.timeout == "auto"
+    lm = dspy.LM(auto.model_name, engine=auto, num_retries=0, cache=False)
+    loaded = auto._loaded()
+    loaded.speed = Speed()
+    lm("Write two sentences about rivers. " * 20)
+    # the call measured this machine: its prompt slices and its tokens after the first
+    assert loaded.speed.read_rate > 10 and loaded.speed.generation_rate > 1
+    # a machine that once read and wrote a billion tokens a second, and a floor of a millisecond:
+    # the same kind of call is now far over its allowance and stops while reading the prompt
+    loaded.speed.read_rate = loaded.speed.generation_rate = 1e9
+    monkeypatch.setattr(call_time, "AUTO_FLOOR_S", 0.001)
+    with track_usage() as usage, pytest.raises(LMCallTimeoutError, match="automatic") as info:
+        lm("Describe the mountains of Asia at length. " * 100)
+    assert "while reading the prompt" in str(info.value) and "give a fixed --timeout" in str(info.value)
+    assert info.value.timeout == pytest.approx(0.001) and usage.timeouts == 1
+
+
+@pytest.mark.live
 def test_live_prompt_longer_than_context(live_model_path, dspy_state):
     small = LlamaCppEngine(live_model_path, n_ctx=256, max_tokens=16)
     lm = dspy.LM(small.model_name, engine=small, num_retries=0, cache=False)

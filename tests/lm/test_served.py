@@ -116,7 +116,9 @@ def test_ask_exits_3_with_the_cause_on_stderr(tiny_index, served, tmp_path, monk
 
 def test_ask_refuses_bad_lm_options_before_loading_anything(tiny_index):
     result = runner.invoke(app, ["ask", QUESTION, "--index", str(tiny_index.path), "--timeout", "0"])
-    assert result.exit_code == 2 and "argument 'timeout'" in result.stderr
+    assert result.exit_code == 2 and "--timeout" in result.stderr and "more than 0 seconds" in result.stderr
+    result = runner.invoke(app, ["ask", QUESTION, "--index", str(tiny_index.path), "--timeout", "soon"])
+    assert result.exit_code == 2 and "number of seconds or 'auto'" in result.stderr
     result = runner.invoke(app, ["ask", QUESTION, "--index", str(tiny_index.path), "--api-key-env", "NOPE_UNSET_VAR"])
     assert result.exit_code == 2 and "NOPE_UNSET_VAR is not set" in result.stderr
 
