@@ -19,6 +19,7 @@ STUDIES = (
     "bm25_threshold_bench",
     "demo_profile_calls",
     "ingest_pdfs",
+    "key_lines_probe",
     "layout_per_question",
     "llama_settings",
     "onnx_fusion_experiment",
