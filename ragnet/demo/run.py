@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from ragnet.corpus.outputs import INDEX_MANIFEST
 from ragnet.errors import InputError
 from ragnet.lm.config import LMOptions, get_lm
 
@@ -56,7 +57,7 @@ def build_demo_index(workdir: Path, *, show_progress: bool = True):
     corpus = write_demo_corpus(workdir / "corpus")
     digest = hashlib.sha256(corpus.read_bytes() + f"{DEMO_CHUNK_TOKENS}/{DEMO_OVERLAP}".encode()).hexdigest()[:16]
     index_dir = workdir / f"index-{digest}"
-    if (index_dir / "manifest.json").is_file():
+    if (index_dir / INDEX_MANIFEST).is_file():
         index = Index.load(index_dir)
         if index.gazetteer is not None and index.sentences_current():
             return index, corpus

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ragnet.corpus.outputs import INDEX_MANIFEST
+
 __all__ = ["IndexHolder", "Snapshot"]
 
 
@@ -43,7 +45,7 @@ class Snapshot:
 
 
 def _stamp(path: Path) -> tuple[int, int, int]:
-    st = os.stat(path / "manifest.json")
+    st = os.stat(path / INDEX_MANIFEST)
     return (st.st_ino, st.st_mtime_ns, st.st_size)
 
 

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ragnet.corpus.outputs import INDEX_MANIFEST
 from ragnet.errors import InputError, RagnetError
 
 __all__ = ["EvalIndexes", "NoIndex", "docs_index", "load_pooled", "pooled_index"]
@@ -61,7 +62,7 @@ def pooled_index(eval_set: Any, *, path: str | Path | None = None, embedder: Any
         return cached_index(eval_set.documents, f"{eval_set.name}-pooled", embedder=embedder, root=root,
                             show_progress=show_progress, log=log)
     path = Path(path)
-    if (path / "manifest.json").is_file():
+    if (path / INDEX_MANIFEST).is_file():
         return Index.load(path, embedder=embedder)
     if log is not None:
         log(f"building pooled index for {eval_set.name} at {path} (one-off)")

@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from ragnet.corpus.outputs import INDEX_MANIFEST
 from ragnet.corpus.types import Document
 from ragnet.errors import IndexFormatError, InputError
 
@@ -135,7 +136,7 @@ def cached_index(
     key = content_key(docs, embedder=emb, chunk_tokens=chunk_tokens, overlap=overlap, gazetteer=gazetteer)
     path = index_dir(name, key, root)
     with _lock(path):
-        if (path / "manifest.json").is_file():
+        if (path / INDEX_MANIFEST).is_file():
             index = Index.load(path, embedder=emb)
             m = index.manifest
             expected = {"doc_count": len(docs), "chunk_tokens": chunk_tokens, "overlap": overlap}
