@@ -1,9 +1,9 @@
 """Probe (2026-12-05): can a rule with no LM pick the right one of the 1.5B reader's answers to the
 same manual question at different answer budgets?
 
-`auto` answers 90 of the 125 real-document dev questions at 2,000 tokens and 84 at 800 tokens (a
-pack about the size the oracle's reader gets), yet one of the two is right for 99: the reader's
-answer moves with its context, and each budget catches questions the other misses. A two- or
+`auto`'s answers at 2,000 tokens and at 800 tokens (a pack about the size the oracle's reader gets)
+are each right for questions the other misses: the reader's answer moves with its context (figures
+on the results page, "Tried and not kept: a dense pack"). A two- or
 three-call preset would pay off only if something without an LM tells which answer to keep. This
 probe reads the rows of the `oneshot:sentences+hops` runs at several budgets (no LM call) and
 prints, per rule, the right answers it would give:
