@@ -27,6 +27,10 @@ chunk that matters, so its value is a product::
   ("Adjust the maximum depth of the template stack. The default is 3000."), and the second
   shares no word with the question. Encyclopedic paragraphs are not given it: there the budget
   is better spent on the second document of a two-hop question.
+* In those chunks, the sentence that opens a definition item (the term line of an option, a
+  command or a variable, :mod:`ragnet.core.definition_items`) keeps at least ``term`` of the
+  best value in its item: a description's later sentence does not say which option it
+  describes, and a reader shown it without the term names a neighbouring option.
 
 Costs. A sentence costs its tokens plus one for the separator; a chunk whose sentences are
 chosen also costs its header (``[cN] Title: ``). Headers are not additive per sentence, so
@@ -69,6 +73,8 @@ class SentenceWeights:
         lead: the least share of its chunk's relevance a chunk's first sentence keeps.
         follow: the least share of the value of the sentence before it that a sentence keeps, in
             the chunks :func:`values` is told follow on (chosen on the real-document dev set).
+        term: the least share of the best value in its definition item that the item's opening
+            (term) sentence keeps, in the same chunks.
     """
 
     chunk_temperature: float = 0.1
@@ -76,6 +82,7 @@ class SentenceWeights:
     match_weight: float = 0.5
     lead: float = 0.5
     follow: float = 0.5
+    term: float = 1.0
 
 
 def _minmax(x: np.ndarray) -> np.ndarray:
@@ -94,6 +101,7 @@ def values(
     bm25: np.ndarray,
     weights: SentenceWeights = SentenceWeights(),
     follows: np.ndarray | None = None,
+    item_of: np.ndarray | None = None,
 ) -> np.ndarray:
     """Value of every candidate sentence (see the module docstring).
 
@@ -107,6 +115,9 @@ def values(
         weights: the value model's parameters.
         follows: for each chunk, whether its sentences keep ``weights.follow`` of the value of the
             sentence before them (chunks of documents with sections); None: no chunk does.
+        item_of: for each sentence, the index of the sentence opening its definition item, or -1
+            (:func:`ragnet.core.definition_items.item_openers`); openers in chunks that follow on
+            keep ``weights.term`` of their item's best value. None: no items.
 
     Returns:
         float64 values, one per sentence, in ``[0, 1]``.
@@ -133,6 +144,12 @@ def values(
     if follows is not None and weights.follow > 0:
         after = np.r_[False, chunk_of[1:] == chunk_of[:-1]] & np.asarray(follows, dtype=bool)[chunk_of]
         value = np.where(after, np.maximum(value, weights.follow * np.r_[0.0, value[:-1]]), value)
+        if item_of is not None and weights.term > 0:
+            owner = np.asarray(item_of, dtype=np.int64)
+            inside = (owner >= 0) & np.asarray(follows, dtype=bool)[chunk_of]
+            best_in_item = np.zeros_like(value)
+            np.maximum.at(best_in_item, owner[inside], value[inside])
+            value = np.maximum(value, weights.term * best_in_item)
     return value
 
 

@@ -4,7 +4,8 @@ Each candidate chunk is split into its sentences (read from the index's sentence
 nothing is re-embedded per question); every sentence is valued by
 :func:`ragnet.core.sentence_values.values` (its chunk's hybrid score plus the bridge-link bonus of
 :mod:`ragnet.core.links`, its own cosine and BM25 match, the lead-sentence floor, and in a
-chunk of a document with sections the floor of the sentence before it) and the exact
+chunk of a document with sections the floor of the sentence before it and, for an option's or
+a variable's term line, the floor of its description) and the exact
 knapsack packs the best into the answer prompt's budget (:func:`ragnet.core.sentence_values.pack`).
 
 The reader sees coherent passages: each chunk keeps its id and title, its chosen sentences
@@ -35,6 +36,7 @@ import numpy as np
 
 from ragnet.core import links
 from ragnet.core import sentence_values as core_sentences
+from ragnet.core.definition_items import item_openers
 from ragnet.corpus.tokens import count_tokens_batch
 from ragnet.corpus.types import Chunk
 from ragnet.programs.citations import showing
@@ -175,7 +177,8 @@ def select_sentences(
     scores = scores + links.mention_bonus([c.title for c in chunks], [c.text for c in chunks], question,
                                           top=link_top, bonus=link_bonus)
     values = core_sentences.values(scores, cands.chunk_of, cands.position == 0, cands.cos, cands.bm25, weights,
-                                   follows=np.asarray([_sectioned(c) for c in chunks], dtype=bool))
+                                   follows=np.asarray([_sectioned(c) for c in chunks], dtype=bool),
+                                   item_of=item_openers(cands.texts, cands.chunk_of))
     headers = np.asarray(count_tokens_batch([chunk_header(f"c{i + 1}", c.title) for i, c in enumerate(chunks)]),
                          dtype=np.int64) + 2
     picked = core_sentences.pack(values, cands.tokens + 1, cands.chunk_of, headers, context_budget).tolist()

@@ -79,3 +79,21 @@ def test_mention_bonus_links_titles_named_by_the_question_or_top_candidates():
     assert mention_bonus(titles, texts, "nothing", top=0).tolist() == [0.0] * 5
     # whole phrases only
     assert mention_bonus(["Rome"], ["x"], "Is Romeo in Verona?").tolist() == [0.0]
+
+
+def test_a_definition_items_term_keeps_the_value_of_its_description():
+    # chunk of a manual: '-s' item (opener + a later sentence that matches), then '--sandbox' item
+    chunk_of = np.array([0, 0, 0, 0])
+    item_of = np.array([-1, 1, 1, 3])
+    cos = np.array([0.2, 0.0, 0.9, 0.1])  # the question matches the description's later sentence
+    args = (np.array([1.0]), chunk_of, np.zeros(4, dtype=bool), cos, np.zeros(4))
+    plain = S.values(*args, S.SentenceWeights(term=0.0), follows=np.array([True]), item_of=item_of)
+    kept = S.values(*args, S.SentenceWeights(term=1.0), follows=np.array([True]), item_of=item_of)
+    assert plain[1] < 0.1 and kept[1] == pytest.approx(kept[2])  # the term is worth its best sentence
+    assert kept[[0, 2, 3]].tolist() == plain[[0, 2, 3]].tolist()  # nothing else moves
+    # encyclopedic chunks (not following on) have no items
+    prose = S.values(*args, S.SentenceWeights(term=1.0), follows=np.array([False]), item_of=item_of)
+    assert prose[1] < 0.1
+    # with a budget for two sentences, the knapsack takes the description with its term
+    picked = S.pack(kept, np.array([10, 10, 10, 10]), chunk_of, np.array([3]), budget=23)
+    assert picked.tolist() == [1, 2]
