@@ -27,10 +27,11 @@ chunk that matters, so its value is a product::
   ("Adjust the maximum depth of the template stack. The default is 3000."), and the second
   shares no word with the question. Encyclopedic paragraphs are not given it: there the budget
   is better spent on the second document of a two-hop question.
-* In those chunks, the sentence that opens a definition item (the term line of an option, a
-  command or a variable, :mod:`ragnet.core.definition_items`) keeps at least ``term`` of the
-  best value in its item: a description's later sentence does not say which option it
-  describes, and a reader shown it without the term names a neighbouring option.
+* In those chunks, when ``term`` is set, the sentence that opens a definition item (the term
+  line of an option, a command or a variable, :mod:`ragnet.core.definition_items`) keeps at
+  least ``term`` of the best value in its item: a description's later sentence does not say
+  which option it describes, and a reader shown it without the term may name a neighbouring
+  option.
 
 Costs. A sentence costs its tokens plus one for the separator; a chunk whose sentences are
 chosen also costs its header (``[cN] Title: ``). Headers are not additive per sentence, so
@@ -74,7 +75,8 @@ class SentenceWeights:
         follow: the least share of the value of the sentence before it that a sentence keeps, in
             the chunks :func:`values` is told follow on (chosen on the real-document dev set).
         term: the least share of the best value in its definition item that the item's opening
-            (term) sentence keeps, in the same chunks.
+            (term) sentence keeps, in the same chunks; off by default, as on the real-document dev
+            set it cost the 1.5B reader more answers than it gained (docs/results/README.md).
     """
 
     chunk_temperature: float = 0.1
@@ -82,7 +84,7 @@ class SentenceWeights:
     match_weight: float = 0.5
     lead: float = 0.5
     follow: float = 0.5
-    term: float = 1.0
+    term: float = 0.0
 
 
 def _minmax(x: np.ndarray) -> np.ndarray:

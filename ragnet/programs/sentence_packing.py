@@ -4,9 +4,9 @@ Each candidate chunk is split into its sentences (read from the index's sentence
 nothing is re-embedded per question); every sentence is valued by
 :func:`ragnet.core.sentence_values.values` (its chunk's hybrid score plus the bridge-link bonus of
 :mod:`ragnet.core.links`, its own cosine and BM25 match, the lead-sentence floor, and in a
-chunk of a document with sections the floor of the sentence before it and, for an option's or
-a variable's term line, the floor of its description) and the exact
-knapsack packs the best into the answer prompt's budget (:func:`ragnet.core.sentence_values.pack`).
+chunk of a document with sections the floor of the sentence before it and, when
+``weights.term`` is set, the floor an option's term line takes from its description) and the
+exact knapsack packs the best into the answer prompt's budget (:func:`ragnet.core.sentence_values.pack`).
 
 The reader sees coherent passages: each chunk keeps its id and title, its chosen sentences
 stay in document order, and a gap between two chosen sentences is shown as `` … ``. Chunks
@@ -178,7 +178,7 @@ def select_sentences(
                                           top=link_top, bonus=link_bonus)
     values = core_sentences.values(scores, cands.chunk_of, cands.position == 0, cands.cos, cands.bm25, weights,
                                    follows=np.asarray([_sectioned(c) for c in chunks], dtype=bool),
-                                   item_of=item_openers(cands.texts, cands.chunk_of))
+                                   item_of=item_openers(cands.texts, cands.chunk_of) if weights.term > 0 else None)
     headers = np.asarray(count_tokens_batch([chunk_header(f"c{i + 1}", c.title) for i, c in enumerate(chunks)]),
                          dtype=np.int64) + 2
     picked = core_sentences.pack(values, cands.tokens + 1, cands.chunk_of, headers, context_budget).tolist()
