@@ -143,15 +143,18 @@ def values(
     share = np.exp((match - best[chunk_of]) / weights.sentence_temperature)
     share = np.where(np.asarray(is_lead, dtype=bool), np.maximum(share, weights.lead), share)
     value = chunk_rel[chunk_of] * share
-    if follows is not None and weights.follow > 0:
-        after = np.r_[False, chunk_of[1:] == chunk_of[:-1]] & np.asarray(follows, dtype=bool)[chunk_of]
+    if follows is None:
+        return value
+    sectioned = np.asarray(follows, dtype=bool)[chunk_of]
+    if weights.follow > 0:
+        after = np.r_[False, chunk_of[1:] == chunk_of[:-1]] & sectioned
         value = np.where(after, np.maximum(value, weights.follow * np.r_[0.0, value[:-1]]), value)
-        if item_of is not None and weights.term > 0:
-            owner = np.asarray(item_of, dtype=np.int64)
-            inside = (owner >= 0) & np.asarray(follows, dtype=bool)[chunk_of]
-            best_in_item = np.zeros_like(value)
-            np.maximum.at(best_in_item, owner[inside], value[inside])
-            value = np.maximum(value, weights.term * best_in_item)
+    if item_of is not None and weights.term > 0:
+        owner = np.asarray(item_of, dtype=np.int64)
+        inside = (owner >= 0) & sectioned
+        best_in_item = np.zeros_like(value)
+        np.maximum.at(best_in_item, owner[inside], value[inside])
+        value = np.maximum(value, weights.term * best_in_item)
     return value
 
 

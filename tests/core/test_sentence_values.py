@@ -94,6 +94,9 @@ def test_a_definition_items_term_keeps_the_value_of_its_description():
     # encyclopedic chunks (not following on) have no items
     prose = S.values(*args, S.SentenceWeights(term=1.0), follows=np.array([False]), item_of=item_of)
     assert prose[1] < 0.1
+    # the term floor does not hang on the follow floor being on
+    alone = S.values(*args, S.SentenceWeights(term=1.0, follow=0.0), follows=np.array([True]), item_of=item_of)
+    assert alone[1] == pytest.approx(alone[2])
     # with a budget for two sentences, the knapsack takes the description with its term
     picked = S.pack(kept, np.array([10, 10, 10, 10]), chunk_of, np.array([3]), budget=23)
     assert picked.tolist() == [1, 2]
