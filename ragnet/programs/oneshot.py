@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ragnet.core import rules
+from ragnet.core.page_listings import is_page_listing
 from ragnet.core.support import answer_key, states_answer
 from ragnet.corpus.metadata import extract_query_metadata
 from ragnet.corpus.tokens import count_tokens
@@ -42,6 +43,8 @@ HOP_WEIGHT = 0.5
 DEFAULT_BUDGET = 4000
 #: The candidates its search retrieves when its ``Search`` leaves the pool open.
 DEFAULT_POOL = 100
+#: The trace's reason for a candidate dropped because it only lists pages.
+LISTING_REASON = "a table of contents or an index: it lists pages and states nothing"
 
 
 class OneShotRAG(RAGProgram):
@@ -163,15 +166,21 @@ class OneShotRAG(RAGProgram):
 
     def _bridge_hops(self, question: str, candidates: list[Chunk], budget: PromptBudget, trace: Trace) -> list[Chunk]:
         """Bridge searches from a first, untraced selection of ``candidates``; their new hits at
-        :data:`HOP_WEIGHT` of their score, recorded as ``search`` events (turn 2) and a ``hops`` event."""
+        :data:`HOP_WEIGHT` of their score, recorded as ``search`` events (turn 2) and a ``hops`` event.
+        With the rules on, a hit that only lists pages is left out as the rules leave it out of the
+        first search (the event's ``listings``)."""
         first = self._untraced_pack(question, candidates, budget)
         seen = {c.id for c in candidates}
         queries, added = bridge_searches(self.index, question, first, [question], n=self.hops.searches), []
+        listings: list[str] = []
         for query in queries:
             for hit in self._search(query, trace, k=self.hops.k, turn=2, exclude=seen):
                 seen.add(hit.id)
+                if self.search.rules and is_page_listing(hit.text):
+                    listings.append(hit.id)
+                    continue
                 added.append(hit.with_scores(score=hit.score * HOP_WEIGHT, dense_score=hit.dense_score))
-        trace.add("hops", queries=queries, added=[c.id for c in added])
+        trace.add("hops", queries=queries, added=[c.id for c in added], listings=listings)
         return added
 
     def _run(self, question: str, trace: Trace) -> RunResult:
@@ -298,20 +307,27 @@ def apply_metadata_rules(
     index: ProgramIndex, question: str, candidates: list[Chunk], trace: Trace, *, max_add: int = 10,
     bm25_weight: float = 0.4, add: bool = True,
 ) -> list[Chunk]:
-    """The rule-based Chunk Filter: drop candidates whose years/places contradict the question,
-    add index chunks whose title or entities match it (scored as the dense half of the hybrid
-    score at ``bm25_weight``). Recorded as a ``filter`` event."""
+    """The rule-based Chunk Filter: drop candidates that only list pages (a manual's contents or
+    index, :func:`~ragnet.core.page_listings.is_page_listing`) and those whose years/places
+    contradict the question, add index chunks whose title or entities match it (scored as the
+    dense half of the hybrid score at ``bm25_weight``). Recorded as a ``filter`` event."""
+    listings = [c for c in candidates if is_page_listing(c.text)]
+    if listings:
+        candidates = [c for c in candidates if not is_page_listing(c.text)]
     qmeta = extract_query_metadata(question, index.gazetteer)
     result = rules.apply(qmeta, [(c.id, c.metadata) for c in candidates], index.catalog, max_add=max_add, add=add)
     dropped = {d.chunk_id for d in result.dropped}
     kept = [c for c in candidates if c.id not in dropped]
-    added = _score_added(index, question, [d.chunk_id for d in result.added], kept, bm25_weight)
+    added_ids = [d.chunk_id for d in result.added]
+    added = [c for c in _score_added(index, question, added_ids, kept, bm25_weight) if not is_page_listing(c.text)]
+    added_ids = {c.id for c in added}
     trace.add(
         "filter",
         kind="rules",
         kept=[c.id for c in kept],
-        dropped=[{"id": d.chunk_id, "reason": d.reason} for d in result.dropped],
-        added=[{"id": d.chunk_id, "reason": d.reason} for d in result.added],
+        dropped=[{"id": c.id, "reason": LISTING_REASON} for c in listings]
+        + [{"id": d.chunk_id, "reason": d.reason} for d in result.dropped],
+        added=[{"id": d.chunk_id, "reason": d.reason} for d in result.added if d.chunk_id in added_ids],
     )
     return sorted(kept + added, key=lambda c: -c.score)
 

@@ -210,3 +210,49 @@ def test_recheck_is_not_asked_when_the_answer_is_stated(yearbook_index, run_with
     with run_with(ProgramLM(answer=lambda p, n: {"answer": "2021", "evidence_ids": []})) as lm:
         pred = OneShotRAG(yearbook_index, 1000, pack=Pack(sentences=True), lm_steps=RECHECK)(question=Q)
     assert lm.steps() == ["answer"] and not [e for e in pred.trace if e["step"] == "recheck"]
+
+
+def test_a_manuals_contents_page_never_reaches_the_reader(tmp_path, run_with):
+    """A contents page shares every word with a question about its manual and states nothing:
+    the rules stage drops it with its reason in the trace, and only the section is read."""
+    from ragnet import Document, Index
+    from ragnet.programs.oneshot import LISTING_REASON
+
+    contents = "Contents\n" + "\n".join(f"3.{i} Invoking asn1Decoding option {i} . . . . . . . . {7 + i}"
+                                        for i in range(6))
+    docs = [Document(id="toc", title="Libtasn1", text=contents),
+            Document(id="dec", title="Invoking asn1Decoding",
+                     text="asn1Decoding decodes DER data. The -t option uses strict DER decoding but not in time fields.")]
+    index = Index.build(docs, tmp_path / "i", show_progress=False)
+    question = "Which asn1Decoding option skips strict decoding in time fields?"
+    with run_with(ProgramLM()):
+        pred = OneShotRAG(index, 1000, pack=Pack(sentences=True))(question=question)
+        plain = OneShotRAG(index, 1000, pack=Pack(sentences=True), search=Search(rules=False))(question=question)
+    (event,) = [e for e in pred.trace if e["step"] == "filter" and e["kind"] == "rules"]
+    assert event["dropped"] == [{"id": "toc#0", "reason": LISTING_REASON}]
+    assert "toc#0" not in event["kept"] and pred.context == ["dec#0"]
+    assert "toc#0" in plain.context  # rules off: nothing drops it
+
+
+def test_a_bridge_search_does_not_bring_a_listing_back(tmp_path):
+    """The hops' searches leave out what the rules leave out of the first search: a page of
+    leaders that names the bridge entity is recorded under ``listings``, not added."""
+    import dspy
+
+    from ragnet import Document, Index
+    from ragnet.programs.trace import Trace
+
+    index_page = "Index\n" + "\n".join(f"Shirley Temple, post {i} . . . . . . . . {20 + i}" for i in range(6))
+    docs = [Document(id="film", title="Kiss and Tell", text="Kiss and Tell is a film starring Shirley Temple."),
+            Document(id="st", title="Shirley Temple", text="Shirley Temple was a United States ambassador."),
+            Document(id="idx", title="Shirley Temple", text=index_page),
+            Document(id="gh", title="Ghana", text="Ghana is a country in West Africa.")]
+    index = Index.build(docs, tmp_path / "i", show_progress=False)
+    question = "Which government post did the star of Kiss and Tell hold?"
+    with dspy.context(adapter=dspy.JSONAdapter()):  # no LM configured: any LM call would fail
+        trace = Trace()
+        picked = OneShotRAG(index, 480, pack=Pack(sentences=True), search=Search(pool=1, rules=True),
+                            hops=Hops(2, k=3)).retrieve(question, trace)
+    (hops,) = trace.of("hops")
+    assert hops["listings"] == ["idx#0"] and "idx#0" not in hops["added"] and "st#0" in hops["added"]
+    assert "idx#0" not in [c.id for c in picked]
