@@ -28,6 +28,7 @@ STUDIES = (
     "question_last_probe",
     "question_last_summarize",
     "router_calibration",
+    "rows_overlay",
     "served_lm_hang",
     "sufficiency_decomposed_variants",
     "sufficiency_prompt_variants",
