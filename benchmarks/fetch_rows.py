@@ -59,12 +59,18 @@ def fetch(folder: Path, root: Path = ROOT) -> Path:
     return target
 
 
+def result_folders(results: Path = RESULTS) -> list[Path]:
+    """Every folder under ``results`` with a ``run.json``, at any depth (a study keeps its runs
+    in sub-folders, ``realdocs-dev-listings/listings``)."""
+    return sorted(p.parent for p in results.glob("**/run.json"))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("folders", nargs="*", type=Path, help="result folders (docs/results/NAME)")
-    parser.add_argument("--all", action="store_true", help="every folder under docs/results with a run.json")
+    parser.add_argument("--all", action="store_true", help="every folder under docs/results (at any depth) with a run.json")
     args = parser.parse_args(argv)
-    folders = sorted(p.parent for p in RESULTS.glob("*/run.json")) if args.all else args.folders
+    folders = result_folders() if args.all else args.folders
     if not folders:
         parser.error("name result folders, or give --all")
     failed = 0

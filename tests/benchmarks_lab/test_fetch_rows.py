@@ -57,3 +57,12 @@ def test_rows_come_back_from_the_commit_before_they_left_the_tree(tmp_path):
     (never / "run.json").write_text(json.dumps({"command": "ragnet eval --out run-b"}))
     with pytest.raises(FileNotFoundError, match="run-b.*ragnet eval --out run-b"):
         fetch_rows.fetch(never, root=tmp_path)
+
+
+def test_all_finds_a_studys_runs_in_sub_folders(tmp_path):
+    for name in ("run-a", "study/baseline", "study/change"):
+        (tmp_path / name).mkdir(parents=True)
+        (tmp_path / name / "run.json").write_text("{}")
+    (tmp_path / "study" / "notes.md").write_text("no run here")
+    assert fetch_rows.result_folders(tmp_path) == [tmp_path / "run-a", tmp_path / "study" / "baseline",
+                                                    tmp_path / "study" / "change"]
