@@ -311,21 +311,20 @@ def apply_metadata_rules(
     index, :func:`~ragnet.core.page_listings.is_page_listing`) and those whose years/places
     contradict the question, add index chunks whose title or entities match it (scored as the
     dense half of the hybrid score at ``bm25_weight``). Recorded as a ``filter`` event."""
-    listings = [c for c in candidates if is_page_listing(c.text)]
-    if listings:
-        candidates = [c for c in candidates if not is_page_listing(c.text)]
+    listings = [c.id for c in candidates if is_page_listing(c.text)]
+    candidates = [c for c in candidates if c.id not in listings]
     qmeta = extract_query_metadata(question, index.gazetteer)
     result = rules.apply(qmeta, [(c.id, c.metadata) for c in candidates], index.catalog, max_add=max_add, add=add)
     dropped = {d.chunk_id for d in result.dropped}
     kept = [c for c in candidates if c.id not in dropped]
-    added_ids = [d.chunk_id for d in result.added]
-    added = [c for c in _score_added(index, question, added_ids, kept, bm25_weight) if not is_page_listing(c.text)]
+    added = [c for c in _score_added(index, question, [d.chunk_id for d in result.added], kept, bm25_weight)
+             if not is_page_listing(c.text)]
     added_ids = {c.id for c in added}
     trace.add(
         "filter",
         kind="rules",
         kept=[c.id for c in kept],
-        dropped=[{"id": c.id, "reason": LISTING_REASON} for c in listings]
+        dropped=[{"id": cid, "reason": LISTING_REASON} for cid in listings]
         + [{"id": d.chunk_id, "reason": d.reason} for d in result.dropped],
         added=[{"id": d.chunk_id, "reason": d.reason} for d in result.added if d.chunk_id in added_ids],
     )
