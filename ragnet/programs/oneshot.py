@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ragnet.core import rules
+from ragnet.core.document_focus import focus_document
 from ragnet.core.page_listings import is_page_listing
 from ragnet.core.support import answer_key, states_answer
 from ragnet.corpus.metadata import extract_query_metadata
@@ -141,9 +142,13 @@ class OneShotRAG(RAGProgram):
         candidates = self._apply_rules(question, candidates, trace)
         if self.filter.enabled:
             candidates = self._apply_llm_filter(question, candidates, trace)
+        focus = focus_document([c.doc_id for c in candidates]) if self.search.focus else None
+        if focus is not None:
+            candidates = self._focus(focus, candidates, trace)
         budget = self._answer_budget(question, self.budget)
         if self.hops.searches:
-            candidates = candidates + self._bridge_hops(question, candidates, budget, trace)
+            hops = self._bridge_hops(question, candidates, budget, trace)
+            candidates = candidates + (hops if focus is None else [c for c in hops if c.doc_id == focus])
         if self.crop.enabled:
             candidates = self._apply_crop(question, candidates, budget, trace)
         return candidates, budget
@@ -163,6 +168,13 @@ class OneShotRAG(RAGProgram):
             return pack_sentences(candidates, question, budget, self.index).chunks
         return pack(candidates, [c.score for c in candidates], budget, transform=self.pack.transform,
                     temperature=self.pack.temperature, method=self.pack.method).chunks
+
+    @staticmethod
+    def _focus(document: str, candidates: list[Chunk], trace: Trace) -> list[Chunk]:
+        """The candidates of ``document`` alone, recorded as a ``focus`` event."""
+        kept = [c for c in candidates if c.doc_id == document]
+        trace.add("focus", document=document, kept=len(kept), dropped=len(candidates) - len(kept))
+        return kept
 
     def _bridge_hops(self, question: str, candidates: list[Chunk], budget: PromptBudget, trace: Trace) -> list[Chunk]:
         """Bridge searches from a first, untraced selection of ``candidates``; their new hits at

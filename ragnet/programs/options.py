@@ -30,6 +30,7 @@ pool                      Search         hits of the question's own search that 
 bm25_weight               Search         the hybrid weight, ``bm25_weight * BM25 + (1 - bm25_weight)
                                          * cosine`` (``Index.search``'s ``lam``)
 rules, max_add            Search         the metadata rule filter, and how many chunks it may add
+focus                     Search         fill the pack from the one document most best hits come from
 k                         Hops, Loop     chunks per search (``BasicRAG``'s own ``k`` too)
 searches                  Hops           LM-free bridge searches after a first selection
 max_turns                 Loop           the most search turns of an agent
@@ -230,12 +231,15 @@ class Search(Options):
         rules: apply the metadata rule filter (drop candidates whose years or places contradict
             the question, add chunks whose title or entities match it).
         max_add: the most chunks the rules may add from the index.
+        focus: fill the pack from one document when most of the question's best hits come from it
+            (:func:`ragnet.core.document_focus.focus_document`; preset ``focus``).
     """
 
     pool: int | None = None
     bm25_weight: float = 0.4
     rules: bool = True
     max_add: int = 10
+    focus: bool = False
 
     argument = "search"
 
@@ -244,6 +248,7 @@ class Search(Options):
             check_positive_int(self.pool, "search.pool", minimum=0)
         self._set("bm25_weight", check_fraction(self.bm25_weight, "search.bm25_weight"))
         self._set("rules", bool(self.rules))
+        self._set("focus", bool(self.focus))
         check_positive_int(self.max_add, "search.max_add", minimum=0)
 
 

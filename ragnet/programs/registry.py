@@ -60,6 +60,8 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "sentences": {"pack.sentences": True},
         # three LM-free bridge searches fold second-hop documents into the pack (oneshot:sentences+hops)
         "hops": {"hops.searches": 3},
+        # the pack from the one document most of the best hits come from, when one holds most
+        "focus": {"search.focus": True},
         # one Contextualize call writes notes from the selected chunks, read whole, above the pack
         "notes": {"lm_steps.contextualize": True},
         # no shown sentence states the answer: ask once more from a denser pack (half the budget)

@@ -256,3 +256,25 @@ def test_a_bridge_search_does_not_bring_a_listing_back(tmp_path):
     (hops,) = trace.of("hops")
     assert hops["listings"] == ["idx#0"] and "idx#0" not in hops["added"] and "st#0" in hops["added"]
     assert "idx#0" not in [c.id for c in picked]
+
+
+def test_focus_fills_the_pack_from_the_document_most_best_hits_come_from(tmp_path, run_with):
+    """Preset ``focus``: the bc manual holds most of the best hits, so the Node.js page that
+    shares the question's words stays out of the pack; the event names the document."""
+    from ragnet import Document, Index
+    from ragnet.programs.registry import build_program
+
+    bc = Document(id="bc", title="bc", text="\n\n".join(
+        f"Section {i}. The bc calculator keeps a history of lines when built with readline; note {i}."
+        for i in range(8)) + "\n\nHISTORY is the number of lines of history bc retains; -1 is the default.")
+    node = Document(id="node", title="Readline", text="The readline history option sets how many history lines "
+                    "a Node.js interface keeps by default.")
+    index = Index.build([bc, node], tmp_path / "i", chunk_tokens=40, overlap=0, show_progress=False)
+    question = "What is the default number of history lines bc keeps when built with readline?"
+    with run_with(ProgramLM()):
+        focused = build_program("oneshot:sentences+focus", index, budget=2000)(question=question)
+        plain = build_program("oneshot:sentences", index, budget=2000)(question=question)
+    (event,) = [e for e in focused.trace if e["step"] == "focus"]
+    assert event["document"] == "bc" and event["dropped"] >= 1
+    assert {cid.split("#")[0] for cid in focused.context} == {"bc"}
+    assert "node#0" in plain.context and not [e for e in plain.trace if e["step"] == "focus"]
