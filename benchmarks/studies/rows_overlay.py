@@ -35,28 +35,9 @@ def overlay(base: list[dict], *overlays: list[dict]) -> list[dict]:
     return [by_id[row["id"]] for row in base]
 
 
-def figures(rows: Sequence[dict]) -> dict[str, float | int]:
-    """Right answers, F1, two-part right, cited and cited first (of the right answers), the gold place
-    in the context, and the misses that had it (as in ``ragnet eval``'s "Over your documents")."""
-    right = [r for r in rows if r["contains"] >= 1]
-    two_part = [r for r in rows if r["type"] == "two-part"]
-    misses = [r for r in rows if r["contains"] < 1]
-    return {
-        "n": len(rows),
-        "right": len(right),
-        "f1": 100 * sum(r["f1"] for r in rows) / max(1, len(rows)),
-        "two_part_right": sum(r["contains"] >= 1 for r in two_part),
-        "two_part": len(two_part),
-        "cited": 100 * sum(r["gold_cited"] or 0 for r in right) / max(1, len(right)),
-        "cited_first": 100 * sum(r["gold_cited_first"] or 0 for r in right) / max(1, len(right)),
-        "gold_place": 100 * sum(r["gold_place_in_context"] or 0 for r in rows) / max(1, len(rows)),
-        "misses_with_gold_place": sum((r["gold_place_in_context"] or 0) >= 1 for r in misses),
-        "misses": len(misses),
-    }
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     from ragnet.eval.metrics.stats import sign_test
+    from ragnet.eval.report.summary import documents_figures
 
     p = parser(__doc__, "rows_overlay")
     p.add_argument("base", help="A result folder under docs/results (its rows restored).")
@@ -64,11 +45,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = p.parse_args(argv)
     base = result_rows(args.base)
     merged = overlay(base, *(result_rows(folder) for folder in args.overlays))
-    f = figures(merged)
-    print(f"{f['n']} questions: right {f['right']} ({100 * f['right'] / max(1, f['n']):.1f}%), F1 {f['f1']:.1f}, "
-          f"two-part {f['two_part_right']} of {f['two_part']}, cited {f['cited']:.1f} "
-          f"(first {f['cited_first']:.1f}), gold place in context {f['gold_place']:.1f}, "
-          f"misses with the gold place {f['misses_with_gold_place']} of {f['misses']}")
+    f = documents_figures(merged)  # what `ragnet eval` reports "Over your documents"
+    print(f"{f['n']} questions: right {f['right_count']} ({100 * f['right']:.1f}%), F1 {100 * f['f1']:.1f}, "
+          f"two-part {round(f['two_part_right'] * f['two_part'])} of {f['two_part']}, "
+          f"cited {100 * f['cited_of_right']:.1f} (first {100 * f['cited_first_of_right']:.1f}), "
+          f"gold place in context {100 * f['gold_place_in_context']:.1f}, "
+          f"misses with the gold place {round(f['misses_with_gold_place'] * f['misses'])} of {f['misses']}")
     replaced = sum(a is not b for a, b in zip(base, merged))
     wins = [b["id"] for a, b in zip(base, merged) if b["contains"] > a["contains"]]
     losses = [b["id"] for a, b in zip(base, merged) if b["contains"] < a["contains"]]
