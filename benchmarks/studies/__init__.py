@@ -53,6 +53,28 @@ def result_rows(folder: str) -> list[dict]:
     return read_finished_rows(RESULTS / folder)
 
 
+def rows_done(out: Path) -> set[str]:
+    """The question ids already in a study's rows file ``out`` (none when it does not exist yet):
+    a study appends one row per question and skips these when it runs again."""
+    import json
+
+    if not out.exists():
+        return set()
+    return {json.loads(line)["id"] for line in out.read_text(encoding="utf-8").splitlines() if line.strip()}
+
+
+def in_half(question_id: str, half: str) -> bool:
+    """Whether a real-document question (``rd-NNN``) is in ``half``: "all", "odd" or "even" by its
+    number, the split that lets two LM runs share the dev set one core each.
+
+    Example:
+        >>> in_half("rd-007", "odd"), in_half("rd-007", "even"), in_half("rd-008", "all")
+        (True, False, True)
+    """
+    parity = {"all": None, "odd": 1, "even": 0}[half]
+    return parity is None or int(question_id.split("-")[1]) % 2 == parity
+
+
 def encode_with(encoder, texts: list[str], batch_size: int = 64):
     """``Embedder.encode`` (length-sorted batches, input order restored, normalised) through an
     ONNX-style ``encoder`` of an embedding study."""

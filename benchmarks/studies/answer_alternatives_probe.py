@@ -39,9 +39,10 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-from benchmarks.studies import REPO_ROOT, RESULTS, parser
+from benchmarks.realdocs.build import default_out
+from benchmarks.realdocs.check import QUESTIONS, load_questions
+from benchmarks.studies import RESULTS, in_half, parser, rows_done
 
-QUESTIONS = REPO_ROOT / "benchmarks" / "realdocs" / "questions.jsonl"
 OUT = RESULTS / "realdocs-dev-answer-alternatives" / "probe.jsonl"
 #: What the JSON adapter's reply holds before the answer's first token.
 ANSWER_OPENING = '```json\n{\n  "answer": "'
@@ -104,13 +105,11 @@ def probe(ids: str, out: Path, docs: Path, k: int) -> None:
                           n_threads_batch=1, verbose=False)
     chat = Jinja2ChatFormatter(template=llm.metadata["tokenizer.chat_template"],
                                eos_token=llm._model.token_get_text(llm.token_eos()), bos_token="")
-    questions = [json.loads(line) for line in QUESTIONS.read_text(encoding="utf-8").splitlines()]
-    parity = {"all": None, "odd": 1, "even": 0}[ids]
     out.parent.mkdir(parents=True, exist_ok=True)
-    done = {json.loads(line)["id"] for line in out.read_text(encoding="utf-8").splitlines()} if out.exists() else set()
+    done = rows_done(out)
     with open(out, "a", encoding="utf-8") as rows:
-        for q in questions:
-            if q["id"] in done or (parity is not None and int(q["id"].split("-")[1]) % 2 != parity):
+        for q in load_questions(QUESTIONS):
+            if q["id"] in done or not in_half(q["id"], ids):
                 continue
             pred = program(question=q["question"])
             messages = dspy.clients.base_lm.GLOBAL_HISTORY[-1]["messages"]
@@ -120,26 +119,34 @@ def probe(ids: str, out: Path, docs: Path, k: int) -> None:
             print(q["id"], repr(pred.answer), [a[0] for a in alts], flush=True)
 
 
-def features(rows: list[dict], docs: Path) -> list[dict]:
-    """Each row's branches with the signals the summary picks by (no LM)."""
+def shown_with_cosines(program, index, question: str) -> tuple[list, list[float]]:
+    """The sentences `auto`'s reader is shown for ``question``, as ``(chunk, sentence)`` pairs, and
+    each sentence's cosine with the question (the index's embedder). No LM."""
     import numpy as np
 
+    from ragnet.programs.citations import shown_sentences
+
+    pairs = [(chunk, s) for chunk in program.retrieve(question) for s in shown_sentences(chunk)]
+    vectors = index.embedder.encode_queries([s for _, s in pairs] + [question])
+    vectors = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    return pairs, (vectors[:-1] @ vectors[-1]).tolist()
+
+
+def features(rows: list[dict], docs: Path) -> list[dict]:
+    """Each row's branches with the signals the summary picks by (no LM)."""
     from ragnet.core.support import _STOP, answer_key, states_answer
     from ragnet.eval.metrics.answer_match import contains_match
     from ragnet.eval.run.eval_indexes import docs_index
-    from ragnet.programs.citations import shown_sentences
     from ragnet.programs.registry import build_program
 
     index = docs_index(docs)
     program = build_program("oneshot:sentences+hops", index, budget=2000)
-    questions = {q["id"]: q for q in map(json.loads, QUESTIONS.read_text(encoding="utf-8").splitlines())}
+    questions = {q["id"]: q for q in load_questions(QUESTIONS)}
     scored = []
     for row in rows:
         q = questions[row["id"]]
-        sentences = [s for chunk in program.retrieve(q["question"]) for s in shown_sentences(chunk)]
-        vectors = index.embedder.encode_queries(sentences + [q["question"]])
-        vectors = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
-        cos = vectors[:-1] @ vectors[-1]
+        pairs, cos = shown_with_cosines(program, index, q["question"])
+        sentences = [s for _, s in pairs]
         asked = {w for w in answer_key(q["question"]) if w not in _STOP}
         # Branch 0 stands for the reader's own answer: forced after ANSWER_OPENING and cut at 24
         # tokens, its text differs from the answer for a few questions (long or re-spaced replies).
@@ -150,7 +157,7 @@ def features(rows: list[dict], docs: Path) -> list[dict]:
             stating = [i for i, s in enumerate(sentences) if text.strip() and states_answer(text, s)]
             cands.append({
                 "text": text, "first": first, "total": total, "repeat": " ".join(answer_key(text)) in seen,
-                "stated": bool(stating), "cos": max((float(cos[i]) for i in stating), default=0.0),
+                "stated": bool(stating), "cos": max((cos[i] for i in stating), default=0.0),
                 "share": max((len((set(answer_key(sentences[i])) - words) & asked) / max(1, len(asked))
                               for i in stating), default=0.0),
                 "echo": len(words & asked) / max(1, len(words - _STOP)) if words else 0.0,
@@ -184,7 +191,7 @@ def pick(cands: list[dict], a: float, b: float, c: float, d: float) -> int:
 def summary(out: Path, docs: Path) -> None:
     from ragnet.eval.metrics.stats import sign_test
 
-    scored = features([json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()], docs)
+    scored = features(load_questions(out), docs)
 
     def right(rows, w):
         return sum(r["cands"][pick(r["cands"], *w)]["right"] for r in rows)
@@ -201,10 +208,10 @@ def summary(out: Path, docs: Path) -> None:
     wins = losses = 0
     for train, test in (halves, halves[::-1]):
         w = max(GRID, key=lambda w: (right(train, w), -sum(w)))
-        won = sum(r["cands"][pick(r["cands"], *w)]["right"] > r["cands"][0]["right"] for r in test)
-        lost = sum(r["cands"][pick(r["cands"], *w)]["right"] < r["cands"][0]["right"] for r in test)
+        pairs = [(r["cands"][pick(r["cands"], *w)]["right"], r["cands"][0]["right"]) for r in test]
+        won, lost = sum(a > b for a, b in pairs), sum(a < b for a, b in pairs)
         wins, losses = wins + won, losses + lost
-        print(f"  weights {w} fitted on {len(train)}: {right(test, w)} right of the other {len(test)} "
+        print(f"  weights {w} fitted on {len(train)}: {sum(a for a, _ in pairs)} right of the other {len(test)} "
               f"against greedy {sum(r['cands'][0]['right'] for r in test)} ({won} wins, {lost} losses)")
     print(f"cross-validated: {greedy + wins - losses} right against {greedy} ({wins} wins, {losses} losses, "
           f"sign test p = {sign_test(wins, losses):.2f})")
@@ -212,16 +219,10 @@ def summary(out: Path, docs: Path) -> None:
 
 def _branch_lines(row: dict, program, index, question: str) -> list:
     """The context sentences stating the row's branches (see ``--reask``), as chunks."""
-    import numpy as np
-
     from ragnet.core.support import answer_key, states_answer
     from ragnet.corpus.tokens import encode
-    from ragnet.programs.citations import shown_sentences
 
-    sentences = [(chunk, s) for chunk in program.retrieve(question) for s in shown_sentences(chunk)]
-    vectors = index.embedder.encode_queries([s for _, s in sentences] + [question])
-    vectors = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
-    cos = vectors[:-1] @ vectors[-1]
+    sentences, cos = shown_with_cosines(program, index, question)
     lines, seen, used = [], set(), set()
     for text, _, _ in row["alts"]:
         key = " ".join(answer_key(text))
@@ -250,14 +251,12 @@ def reask(ids: str, out: Path, docs: Path) -> None:
     index = docs_index(docs)
     configure("local")
     program = build_program("oneshot:sentences+hops", index, budget=2000, reader=LazyLM("local:qwen2.5-coder-1.5b"))
-    questions = {q["id"]: q for q in map(json.loads, QUESTIONS.read_text(encoding="utf-8").splitlines())}
+    questions = {q["id"]: q for q in load_questions(QUESTIONS)}
     target = out.with_name("reask.jsonl")
-    done = {json.loads(line)["id"] for line in target.read_text(encoding="utf-8").splitlines()} \
-        if target.exists() else set()
-    parity = {"all": None, "odd": 1, "even": 0}[ids]
+    done = rows_done(target)
     with open(target, "a", encoding="utf-8") as rows:
-        for row in map(json.loads, out.read_text(encoding="utf-8").splitlines()):
-            if row["id"] in done or (parity is not None and int(row["id"].split("-")[1]) % 2 != parity):
+        for row in load_questions(out):
+            if row["id"] in done or not in_half(row["id"], ids):
                 continue
             q = questions[row["id"]]
             lines = _branch_lines(row, program, index, q["question"])
@@ -277,7 +276,7 @@ def reask_summary(out: Path) -> None:
 
     from ragnet.eval.metrics.stats import sign_test
 
-    rows = [json.loads(line) for line in out.with_name("reask.jsonl").read_text(encoding="utf-8").splitlines()]
+    rows = load_questions(out.with_name("reask.jsonl"))
     wins = sum(r["right"] and not r["greedy_right"] for r in rows)
     losses = sum(r["greedy_right"] and not r["right"] for r in rows)
     print(f"{len(rows)} questions: re-asked from the branches' lines {sum(r['right'] for r in rows)} right, the "
@@ -290,7 +289,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     p = parser(__doc__, "answer_alternatives_probe")
     p.add_argument("--ids", default="all", help="all, odd or even question numbers.")
     p.add_argument("--branches", type=int, default=8, help="First tokens branched on.")
-    p.add_argument("--docs", type=Path, default=Path("~/.cache/ragnet/realdocs-dev").expanduser(),
+    p.add_argument("--docs", type=Path, default=default_out(),
                    help="The dev documents (python -m benchmarks.realdocs.build).")
     p.add_argument("--out", type=Path, default=OUT, help="Rows are appended here (questions already there are skipped).")
     p.add_argument("--summary", action="store_true", help="Only score --out's rows (no LM).")

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
-from benchmarks.studies import RESULTS, parser, result_rows
+from benchmarks.studies import RESULTS, in_half, parser, result_rows, rows_done
 
 #: Result folders by the answer budget their `auto` rows were run at.
 FOLDERS = {800: "realdocs-dev-auto-800", 1000: "realdocs-dev-best-last", 1500: "realdocs-dev-auto-1500",
@@ -82,7 +82,7 @@ def pick_signature():
     return PickAnswer
 
 
-def judge(runs: dict, ids: Sequence[str], out: Path, parity: int | None) -> None:
+def judge(runs: dict, ids: Sequence[str], out: Path, half: str) -> None:
     """Ask the 1.5B to pick between the 800- and 2,000-token answers where they differ."""
     import time
 
@@ -95,12 +95,12 @@ def judge(runs: dict, ids: Sequence[str], out: Path, parity: int | None) -> None
     reader = LazyLM("local:qwen2.5-coder-1.5b")
     step = dspy.Predict(pick_signature())
     out.parent.mkdir(parents=True, exist_ok=True)
-    done = {json.loads(line)["id"] for line in out.read_text(encoding="utf-8").splitlines()} if out.exists() else set()
+    done = rows_done(out)
     with open(out, "a", encoding="utf-8") as fh:
         for i in ids:
             full, dense = runs[MAIN][i], runs[800][i]
             number = int(i.split("-")[1])
-            if i in done or (parity is not None and number % 2 != parity) \
+            if i in done or not in_half(i, half) \
                     or normalize_answer(full["answer"]) == normalize_answer(dense["answer"]):
                 continue
             first, second = (full, dense) if number % 2 else (dense, full)
@@ -127,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ids = sorted(runs[MAIN])
     main_rows = runs[MAIN]
     if args.judge:
-        judge(runs, ids, args.out, {"all": None, "odd": 1, "even": 0}[args.ids])
+        judge(runs, ids, args.out, args.ids)
         return
     for budget, rows in runs.items():
         print(f"{budget} tokens alone: {sum(right(rows[i]) for i in ids)} of {len(ids)}")

@@ -26,9 +26,10 @@ from collections.abc import Sequence
 from math import comb
 from pathlib import Path
 
-from benchmarks.studies import REPO_ROOT, RESULTS, parser, result_rows
+from benchmarks.realdocs.build import default_out
+from benchmarks.realdocs.check import QUESTIONS, load_questions
+from benchmarks.studies import RESULTS, in_half, parser, result_rows, rows_done
 
-QUESTIONS = REPO_ROOT / "benchmarks" / "realdocs" / "questions.jsonl"
 _OPTION_ENTRY = re.compile(r"^\s*(?:-{1,2}\w|`-)")
 
 
@@ -89,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     p = parser(__doc__, "key_lines_probe")
     p.add_argument("--ids", default="all", help="all, odd or even question numbers.")
     p.add_argument("-k", type=int, default=3, help="Key lines shown.")
-    p.add_argument("--docs", type=Path, default=Path("~/.cache/ragnet/realdocs-dev").expanduser(),
+    p.add_argument("--docs", type=Path, default=default_out(),
                    help="The dev documents (python -m benchmarks.realdocs.build).")
     p.add_argument("--out", type=Path, default=RESULTS / "realdocs-dev-key-lines" / "probe.jsonl",
                    help="Rows are appended here (questions already there are skipped).")
@@ -107,14 +108,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     index = docs_index(args.docs)
     program = build_program("oneshot:sentences+hops", index, budget=2000,
                             reader=LazyLM("local:qwen2.5-coder-1.5b"))
-    questions = [json.loads(line) for line in QUESTIONS.read_text(encoding="utf-8").splitlines()]
-    parity = {"all": None, "odd": 1, "even": 0}[args.ids]
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    done = {json.loads(line)["id"] for line in args.out.read_text(encoding="utf-8").splitlines()} \
-        if args.out.exists() else set()
+    done = rows_done(args.out)
     with open(args.out, "a", encoding="utf-8") as out:
-        for q in questions:
-            if q["id"] in done or (parity is not None and int(q["id"].split("-")[1]) % 2 != parity):
+        for q in load_questions(QUESTIONS):
+            if q["id"] in done or not in_half(q["id"], args.ids):
                 continue
             started = time.time()
             context, lines = key_lines_block(program, index, q["question"], args.k)
