@@ -16,6 +16,7 @@ RESULTS = REPO_ROOT / "docs" / "results"
 #: Every study module, by name (``benchmarks.studies.<name>``).
 STUDIES = (
     "answer_alternatives_probe",
+    "answer_verify_probe",
     "answer_pick_probe",
     "answer_recheck_probe",
     "bm25_threshold_bench",

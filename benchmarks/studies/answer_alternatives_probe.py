@@ -217,25 +217,34 @@ def summary(out: Path, docs: Path) -> None:
           f"sign test p = {sign_test(wins, losses):.2f})")
 
 
-def _branch_lines(row: dict, program, index, question: str) -> list:
-    """The context sentences stating the row's branches (see ``--reask``), as chunks."""
+def stating_lines(texts: Sequence[str], program, index, question: str) -> list[tuple[str, object, str]]:
+    """For each distinct candidate answer of ``texts`` (in order) that a sentence of `auto`'s
+    context states, ``(candidate, chunk, sentence)``: the stating sentence closest to the question
+    by the index's embedder, and its chunk. No LM."""
     from ragnet.core.support import answer_key, states_answer
-    from ragnet.corpus.tokens import encode
 
     sentences, cos = shown_with_cosines(program, index, question)
-    lines, seen, used = [], set(), set()
-    for text, _, _ in row["alts"]:
+    out, seen = [], set()
+    for text in texts:
         key = " ".join(answer_key(text))
         if not text.strip() or key in seen:
             continue
         seen.add(key)
         stating = [i for i, (_, s) in enumerate(sentences) if states_answer(text, s)]
-        if not stating:
-            continue
-        best = max(stating, key=lambda i: cos[i])
-        if best not in used:
-            used.add(best)
-            chunk, sentence = sentences[best]
+        if stating:
+            best = max(stating, key=lambda i: cos[i])
+            out.append((text, *sentences[best]))
+    return out
+
+
+def _branch_lines(row: dict, program, index, question: str) -> list:
+    """The context sentences stating the row's branches (see ``--reask``), as chunks."""
+    from ragnet.corpus.tokens import encode
+
+    lines, used = [], set()
+    for _, chunk, sentence in stating_lines([text for text, _, _ in row["alts"]], program, index, question):
+        if (chunk.id, sentence) not in used:
+            used.add((chunk.id, sentence))
             lines.append(chunk.with_text(sentence, len(encode(sentence))))
     return lines
 
