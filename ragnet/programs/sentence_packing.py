@@ -5,9 +5,8 @@ nothing is re-embedded per question); every sentence is valued by
 :func:`ragnet.core.sentence_values.values` (its chunk's hybrid score plus the bridge-link bonus of
 :mod:`ragnet.core.links`, its own cosine and BM25 match, the lead-sentence floor, and in a
 chunk of a document with sections the floor of the sentence before it and, when
-``weights.term`` is set, the floor an option's term line takes from its description; a copyright
-or licence notice, :mod:`ragnet.core.licence_notices`, is worth nothing unless the question asks
-about the licence) and the exact knapsack packs the best into the answer prompt's budget (:func:`ragnet.core.sentence_values.pack`).
+``weights.term`` is set, the floor an option's term line takes from its description) and the
+exact knapsack packs the best into the answer prompt's budget (:func:`ragnet.core.sentence_values.pack`).
 
 The reader sees coherent passages: each chunk keeps its id and title, its chosen sentences
 stay in document order, and a gap between two chosen sentences is shown as `` … ``. Chunks
@@ -38,7 +37,6 @@ import numpy as np
 from ragnet.core import links
 from ragnet.core import sentence_values as core_sentences
 from ragnet.core.definition_items import item_openers
-from ragnet.core.licence_notices import asks_about_licence, is_licence_notice
 from ragnet.corpus.tokens import count_tokens_batch
 from ragnet.corpus.types import Chunk
 from ragnet.programs.citations import showing
@@ -181,8 +179,6 @@ def select_sentences(
     values = core_sentences.values(scores, cands.chunk_of, cands.position == 0, cands.cos, cands.bm25, weights,
                                    follows=np.asarray([_sectioned(c) for c in chunks], dtype=bool),
                                    item_of=item_openers(cands.texts, cands.chunk_of) if weights.term > 0 else None)
-    if not asks_about_licence(question):  # a front matter's copyright and licence lines answer nothing else
-        values = np.where([is_licence_notice(t) for t in cands.texts], 0.0, values)
     headers = np.asarray(count_tokens_batch([chunk_header(f"c{i + 1}", c.title) for i, c in enumerate(chunks)]),
                          dtype=np.int64) + 2
     picked = core_sentences.pack(values, cands.tokens + 1, cands.chunk_of, headers, context_budget).tolist()

@@ -81,27 +81,3 @@ def test_in_a_sectioned_document_the_sentence_after_a_chosen_one_keeps_a_share_o
         choice = select_sentences([by_id[cid]], question, index, context_budget=room)
         shown = [choice.candidates.texts[j] for j in choice.picked]
         assert len(shown) == 2 and ("The default is 3000." in shown) is expect, shown
-
-
-def test_a_front_matters_licence_reaches_the_reader_only_when_asked_about(tmp_path):
-    """The title page's version line may answer a question; its copyright and licence lines answer
-    only a question about the licence, so the knapsack gives them no value otherwise."""
-    import ragnet
-    from ragnet.core.licence_notices import is_licence_notice
-    from ragnet.programs.sentence_packing import select_sentences
-
-    front = ("This manual is for version 3.8 of GNU Grep. "
-             "Copyright © 1999-2022 Free Software Foundation, Inc. "
-             "Permission is granted to copy, distribute and/or modify this document under the terms of the "
-             "GNU Free Documentation License, Version 1.3 or any later version.")
-    doc = ragnet.Document(id="grep", title="grep", text=front, location={"file": "grep.docx"},
-                          positions=((0, {"headings": ["grep"]}),))
-    index = ragnet.Index.build([doc], tmp_path / "idx", show_progress=False)
-    for question, asked in (("Which version of GNU Grep does this manual document?", False),
-                            ("Under which licence may the GNU Grep manual be copied?", True)):
-        chunks = index.search(question, k=1)
-        choice = select_sentences(chunks, question, index, context_budget=10_000)
-        shown = [choice.candidates.texts[j] for j in choice.picked]
-        assert any(is_licence_notice(s) for s in shown) is asked, shown
-        if not asked:
-            assert shown == ["This manual is for version 3.8 of GNU Grep."]
