@@ -35,7 +35,9 @@ from benchmarks.studies import RESULTS, in_half, parser, rows_done
 from benchmarks.studies.answer_alternatives_probe import OUT as ALTERNATIVES, _log_softmax, stating_lines
 
 OUT = RESULTS / "realdocs-dev-answer-alternatives" / "verify.jsonl"
+LIKELIHOOD_OUT = OUT.with_name("question-likelihood.jsonl")
 SYSTEM = "You check answers to questions about software documentation against a passage."
+ASK_QUESTION = "Please write a question based on this passage."
 PROMPT = ("Passage ({title}):\n{line}\n\nQuestion: {question}\nProposed answer: {candidate}\n\n"
           "According to the passage, is the proposed answer the correct answer to the question? "
           "Reply with yes or no.")
@@ -53,8 +55,22 @@ def log_odds(llm, chat, title: str, line: str, question: str, candidate: str, ye
     return float(np.logaddexp.reduce(first[yes]) - np.logaddexp.reduce(first[no]))
 
 
-def probe(ids: str, out: Path, docs: Path) -> None:
-    """Append one row per question of the alternatives probe's rows (``ids``: all, odd or even)."""
+def question_loglik(llm, chat, title: str, line: str, question: str) -> float:
+    """log P(question | line): the reader's log-likelihood of the question's tokens as its reply to
+    "write a question based on this passage" (zero-shot question-likelihood reranking, UPR)."""
+    import numpy as np
+
+    messages = [{"role": "user", "content": f"Passage ({title}):\n{line}\n\n{ASK_QUESTION}"}]
+    head = llm.tokenize(chat(messages=messages).prompt.encode("utf-8"), add_bos=False, special=True)
+    tail = llm.tokenize(question.encode("utf-8"), add_bos=False, special=False)
+    llm.reset()
+    llm.eval(head + tail)
+    return float(sum(_log_softmax(np.asarray(llm.scores[len(head) - 1 + i]))[token] for i, token in enumerate(tail)))
+
+
+def probe(ids: str, out: Path, docs: Path, likelihood: bool = False) -> None:
+    """Append one row per question of the alternatives probe's rows (``ids``: all, odd or even):
+    each stated candidate's check (``odds``), or with ``likelihood`` its line's ``qlik``."""
     import llama_cpp
     from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
@@ -65,8 +81,8 @@ def probe(ids: str, out: Path, docs: Path) -> None:
 
     index = docs_index(docs)
     program = build_program("oneshot:sentences+hops", index, budget=2000)
-    llm = llama_cpp.Llama(model_path=str(default_model_path("qwen2.5-coder-1.5b")), n_ctx=2048, n_threads=1,
-                          n_threads_batch=1, verbose=False)
+    llm = llama_cpp.Llama(model_path=str(default_model_path("qwen2.5-coder-1.5b")), n_ctx=1024 if likelihood else 2048,
+                          n_threads=1, n_threads_batch=1, logits_all=likelihood, verbose=False)
     chat = Jinja2ChatFormatter(template=llm.metadata["tokenizer.chat_template"],
                                eos_token=llm._model.token_get_text(llm.token_eos()), bos_token="",
                                add_generation_prompt=True)
@@ -82,33 +98,39 @@ def probe(ids: str, out: Path, docs: Path) -> None:
             q = questions[row["id"]]
             greedy = str(row["answer"] or "")
             texts = [greedy] + [text for text, _, _ in row["alts"][1:]]
-            cands = []
+            cands, by_line = [], {}
             for text, chunk, line in stating_lines(texts, program, index, q["question"]):
-                cands.append({"text": text, "greedy": text == greedy,
-                              "odds": round(log_odds(llm, chat, chunk.title, line, q["question"], text, yes, no), 3),
+                if likelihood:
+                    if line not in by_line:
+                        by_line[line] = round(question_loglik(llm, chat, chunk.title, line, q["question"]), 3)
+                    score = {"qlik": by_line[line]}
+                else:
+                    score = {"odds": round(log_odds(llm, chat, chunk.title, line, q["question"], text, yes, no), 3)}
+                cands.append({"text": text, "greedy": text == greedy, **score,
                               "right": contains_match(text, q["answers"]) > 0})
             rows.write(json.dumps({"id": row["id"], "greedy": greedy,
                                    "greedy_right": contains_match(greedy, q["answers"]) > 0, "cands": cands}) + "\n")
             rows.flush()
-            print(row["id"], repr(greedy), [(c["text"], c["odds"]) for c in cands], flush=True)
+            print(row["id"], repr(greedy), [(c["text"], c.get("odds", c.get("qlik"))) for c in cands], flush=True)
 
 
 def scored(row: dict, alternatives: dict) -> list[dict]:
     """The row's candidates, each with ``combined``: the reader's total log-probability of the
     candidate under `auto`'s context (its branch in the alternatives probe; the reader's own answer
-    takes branch 0's) plus the log-probability of "yes" from the check, so P(answer | context) x
-    P(right | answer, its line), with no weight."""
+    takes branch 0's) plus the candidate's own log-probability, log P(yes) from the check or
+    log P(question | line), so the two probabilities multiplied, with no weight."""
     import numpy as np
 
     totals = {text: total for text, _, total in alternatives["alts"][1:]}
     totals[row["greedy"]] = alternatives["alts"][0][2]
-    return [{**c, "combined": totals[c["text"]] - float(np.logaddexp(0.0, -c["odds"]))} for c in row["cands"]]
+    return [{**c, "combined": totals[c["text"]] + (c["qlik"] if "qlik" in c else -float(np.logaddexp(0.0, -c["odds"])))}
+            for c in row["cands"]]
 
 
 def pick(row: dict, key: str = "odds") -> bool:
-    """Whether the pick by ``key`` (``odds``, or ``combined`` from :func:`scored`) is right for one
-    row: the best candidate, where the reader's own answer is stated nowhere in the context only
-    when that candidate's check is above even odds.
+    """Whether the pick by ``key`` (``odds``, ``qlik``, or ``combined`` from :func:`scored`) is
+    right for one row: the best candidate (the first of a tie), where the reader's own answer is
+    stated nowhere in the context only when the check is above even odds (for ``qlik``, never).
 
     Example:
         >>> row = {"greedy_right": False, "cands": [{"greedy": True, "odds": -1.0, "right": False},
@@ -119,7 +141,7 @@ def pick(row: dict, key: str = "odds") -> bool:
     if not row["cands"]:
         return row["greedy_right"]
     best = max(row["cands"], key=lambda c: c[key])
-    if not any(c["greedy"] for c in row["cands"]) and best["odds"] <= 0:
+    if not any(c["greedy"] for c in row["cands"]) and best.get("odds", 0.0) <= 0:
         return row["greedy_right"]
     return best["right"]
 
@@ -129,11 +151,13 @@ def summary(out: Path) -> None:
 
     alternatives = {r["id"]: r for r in load_questions(ALTERNATIVES)}
     rows = [{**r, "cands": scored(r, alternatives[r["id"]])} for r in load_questions(out)]
+    own = "qlik" if any("qlik" in c for r in rows for c in r["cands"]) else "odds"
     greedy = sum(r["greedy_right"] for r in rows)
-    print(f"{len(rows)} questions: the reader's answer right {greedy}; a right candidate checked for "
-          f"{sum(any(c['right'] for c in r['cands']) for r in rows)}; candidates checked: "
+    print(f"{len(rows)} questions: the reader's answer right {greedy}; a right candidate stated for "
+          f"{sum(any(c['right'] for c in r['cands']) for r in rows)}; candidates: "
           f"{sum(len(r['cands']) for r in rows)}")
-    for key, name in (("odds", "the check alone"), ("combined", "the reader's log-probability plus the check")):
+    names = {"odds": "the check alone", "qlik": "log P(question | line) alone"}
+    for key, name in ((own, names[own]), ("combined", f"the reader's log-probability plus {names[own][:-6]}")):
         picked = [pick(r, key) for r in rows]
         wins = sum(p and not r["greedy_right"] for p, r in zip(picked, rows))
         losses = sum(r["greedy_right"] and not p for p, r in zip(picked, rows))
@@ -147,9 +171,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--docs", type=Path, default=default_out(),
                    help="The dev documents (python -m benchmarks.realdocs.build).")
     p.add_argument("--out", type=Path, default=OUT, help="Rows are appended here (questions already there are skipped).")
-    p.add_argument("--summary", action="store_true", help="Only score --out's rows (no LM).")
+    p.add_argument("--summary", action="store_true", help="Only score --out's rows (no LM; with --likelihood, its rows).")
+    p.add_argument("--likelihood", action="store_true",
+                   help=f"Score each candidate's line by log P(question | line) instead, into {LIKELIHOOD_OUT.name}.")
     args = p.parse_args(argv)
-    summary(args.out) if args.summary else probe(args.ids, args.out, args.docs)
+    out = LIKELIHOOD_OUT if args.likelihood and args.out == OUT else args.out
+    summary(out) if args.summary else probe(args.ids, out, args.docs, args.likelihood)
 
 
 if __name__ == "__main__":
