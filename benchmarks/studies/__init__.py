@@ -64,6 +64,14 @@ def rows_done(out: Path) -> set[str]:
     return {json.loads(line)["id"] for line in out.read_text(encoding="utf-8").splitlines() if line.strip()}
 
 
+def pending(out: Path, items, half: str) -> list:
+    """The items (dicts with an ``id``) of ``half`` (see :func:`in_half`) whose rows are not in
+    ``out`` yet, in order: what a resumed study still has to ask. ``out``'s folder is created."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    done = rows_done(out)
+    return [item for item in items if item["id"] not in done and in_half(item["id"], half)]
+
+
 def in_half(question_id: str, half: str) -> bool:
     """Whether a real-document question (``rd-NNN``) is in ``half``: "all", "odd" or "even" by its
     number, the split that lets two LM runs share the dev set one core each.

@@ -41,7 +41,7 @@ from pathlib import Path
 
 from benchmarks.realdocs.build import default_out
 from benchmarks.realdocs.check import QUESTIONS, load_questions
-from benchmarks.studies import RESULTS, in_half, parser, rows_done
+from benchmarks.studies import RESULTS, parser, pending
 
 OUT = RESULTS / "realdocs-dev-answer-alternatives" / "probe.jsonl"
 #: What the JSON adapter's reply holds before the answer's first token.
@@ -87,30 +87,37 @@ def branches(llm, prompt: str, k: int, max_tokens: int = 24) -> list[tuple[str, 
     return out
 
 
-def probe(ids: str, out: Path, docs: Path, k: int) -> None:
-    """Append one row per question of ``ids`` (all, odd or even) to ``out``."""
-    import dspy
+def reader_llama(n_ctx: int, *, logits_all: bool = False, generation_prompt: bool = False):
+    """The 1.5B reader as a raw ``llama_cpp.Llama`` on one thread, and its chat formatter (with the
+    assistant turn opened when ``generation_prompt``): what the probes read logits from."""
     import llama_cpp
     from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
+    from ragnet.lm.models import default_model_path
+
+    llm = llama_cpp.Llama(model_path=str(default_model_path("qwen2.5-coder-1.5b")), n_ctx=n_ctx, n_threads=1,
+                          n_threads_batch=1, logits_all=logits_all, verbose=False)
+    chat = Jinja2ChatFormatter(template=llm.metadata["tokenizer.chat_template"],
+                               eos_token=llm._model.token_get_text(llm.token_eos()), bos_token="",
+                               add_generation_prompt=generation_prompt)
+    return llm, chat
+
+
+def probe(ids: str, out: Path, docs: Path, k: int) -> None:
+    """Append one row per question of ``ids`` (all, odd or even) to ``out``."""
+    import dspy
+
     from ragnet.eval.run.eval_indexes import docs_index
     from ragnet.lm.config import LazyLM, configure
-    from ragnet.lm.models import default_model_path
     from ragnet.programs.registry import build_program
 
     index = docs_index(docs)
     configure("local")
     program = build_program("oneshot:sentences+hops", index, budget=2000, reader=LazyLM("local:qwen2.5-coder-1.5b"))
-    llm = llama_cpp.Llama(model_path=str(default_model_path("qwen2.5-coder-1.5b")), n_ctx=4096, n_threads=1,
-                          n_threads_batch=1, verbose=False)
-    chat = Jinja2ChatFormatter(template=llm.metadata["tokenizer.chat_template"],
-                               eos_token=llm._model.token_get_text(llm.token_eos()), bos_token="")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    done = rows_done(out)
+    llm, chat = reader_llama(n_ctx=4096)
+    todo = pending(out, load_questions(QUESTIONS), ids)
     with open(out, "a", encoding="utf-8") as rows:
-        for q in load_questions(QUESTIONS):
-            if q["id"] in done or not in_half(q["id"], ids):
-                continue
+        for q in todo:
             pred = program(question=q["question"])
             messages = dspy.clients.base_lm.GLOBAL_HISTORY[-1]["messages"]
             alts = branches(llm, chat(messages=messages).prompt + ANSWER_OPENING, k)
@@ -262,11 +269,9 @@ def reask(ids: str, out: Path, docs: Path) -> None:
     program = build_program("oneshot:sentences+hops", index, budget=2000, reader=LazyLM("local:qwen2.5-coder-1.5b"))
     questions = {q["id"]: q for q in load_questions(QUESTIONS)}
     target = out.with_name("reask.jsonl")
-    done = rows_done(target)
+    todo = pending(target, load_questions(out), ids)
     with open(target, "a", encoding="utf-8") as rows:
-        for row in load_questions(out):
-            if row["id"] in done or not in_half(row["id"], ids):
-                continue
+        for row in todo:
             q = questions[row["id"]]
             lines = _branch_lines(row, program, index, q["question"])
             context = format_context(lines)[0] if lines else ""

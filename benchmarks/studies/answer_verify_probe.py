@@ -31,8 +31,8 @@ from pathlib import Path
 
 from benchmarks.realdocs.build import default_out
 from benchmarks.realdocs.check import QUESTIONS, load_questions
-from benchmarks.studies import RESULTS, in_half, parser, rows_done
-from benchmarks.studies.answer_alternatives_probe import OUT as ALTERNATIVES, _log_softmax, stating_lines
+from benchmarks.studies import RESULTS, parser, pending
+from benchmarks.studies.answer_alternatives_probe import OUT as ALTERNATIVES, _log_softmax, reader_llama, stating_lines
 
 OUT = RESULTS / "realdocs-dev-answer-alternatives" / "verify.jsonl"
 LIKELIHOOD_OUT = OUT.with_name("question-likelihood.jsonl")
@@ -71,30 +71,19 @@ def question_loglik(llm, chat, title: str, line: str, question: str) -> float:
 def probe(ids: str, out: Path, docs: Path, likelihood: bool = False) -> None:
     """Append one row per question of the alternatives probe's rows (``ids``: all, odd or even):
     each stated candidate's check (``odds``), or with ``likelihood`` its line's ``qlik``."""
-    import llama_cpp
-    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
-
     from ragnet.eval.metrics.answer_match import contains_match
     from ragnet.eval.run.eval_indexes import docs_index
-    from ragnet.lm.models import default_model_path
     from ragnet.programs.registry import build_program
 
     index = docs_index(docs)
     program = build_program("oneshot:sentences+hops", index, budget=2000)
-    llm = llama_cpp.Llama(model_path=str(default_model_path("qwen2.5-coder-1.5b")), n_ctx=1024 if likelihood else 2048,
-                          n_threads=1, n_threads_batch=1, logits_all=likelihood, verbose=False)
-    chat = Jinja2ChatFormatter(template=llm.metadata["tokenizer.chat_template"],
-                               eos_token=llm._model.token_get_text(llm.token_eos()), bos_token="",
-                               add_generation_prompt=True)
+    llm, chat = reader_llama(1024 if likelihood else 2048, logits_all=likelihood, generation_prompt=True)
     yes, no = ([llm.tokenize(w.encode(), add_bos=False)[0] for w in words]
                for words in (("yes", "Yes"), ("no", "No")))
     questions = {q["id"]: q for q in load_questions(QUESTIONS)}
-    out.parent.mkdir(parents=True, exist_ok=True)
-    done = rows_done(out)
+    todo = pending(out, load_questions(ALTERNATIVES), ids)
     with open(out, "a", encoding="utf-8") as rows:
-        for row in load_questions(ALTERNATIVES):
-            if row["id"] in done or not in_half(row["id"], ids):
-                continue
+        for row in todo:
             q = questions[row["id"]]
             greedy = str(row["answer"] or "")
             texts = [greedy] + [text for text, _, _ in row["alts"][1:]]

@@ -68,6 +68,8 @@ from dspy.lm15 import (
     StreamStartEvent,
     TextDelta,
     TextPart,
+    TokenLogprob,
+    TopLogprob,
     UnsupportedFeatureError,
     Usage,
 )
@@ -195,6 +197,11 @@ class _Call:
         self.first_token_at = 0.0
         self.timed_out = self.looped = False
         self.options: dict[str, Any] = {}
+        #: Each generated token's ``(id, logprob, [(id, logprob), ...] alternatives)`` when the request
+        #: asked for logprobs (greedy decoding only), else None.
+        self.steps: list[tuple[int, float, list[tuple[int, float]]]] | None = None
+        self.top = 0
+        self.llm: Any = None
 
     def past_deadline(self, input_ids: Any, logits: Any) -> bool:
         now = time.monotonic()
@@ -216,6 +223,33 @@ class _Call:
             self.looped = True
             return True
         return False
+
+    def record(self, input_ids: Any, logits: Any) -> bool:
+        # Called once a token is drawn and before it is read. Without llama.cpp's logits_all (a
+        # vocabulary of floats per context position) the ``logits`` handed here are not filled, but
+        # the context still holds the row the token was drawn from; greedy decoding drew its argmax.
+        if self.steps is not None:
+            import numpy as np
+
+            row = np.ctypeslib.as_array(self.llm._ctx.get_logits(), shape=(self.llm.n_vocab(),)).astype(np.float64)
+            top = row.max()
+            norm = top + np.log(np.exp(row - top).sum())
+            best = np.argpartition(-row, self.top)[: self.top + 1] if self.top else [int(row.argmax())]
+            ranked = sorted(((int(t), float(row[t] - norm)) for t in best), key=lambda x: -x[1])
+            self.steps.append((ranked[0][0], ranked[0][1], ranked[1:] if self.top else []))
+        return False
+
+    def token_logprobs(self, llm: Any, generated: int) -> tuple[TokenLogprob, ...] | None:
+        """The first ``generated`` recorded tokens as DSPy's ``TokenLogprob`` (None when none were asked)."""
+        if self.steps is None:
+            return None
+
+        def text(token: int) -> str:
+            return llm.detokenize([token]).decode("utf-8", "replace")
+
+        return tuple(TokenLogprob(token=text(t), logprob=lp, token_id=t,
+                                  top=tuple(TopLogprob(token=text(a), logprob=alp, token_id=a) for a, alp in alts))
+                     for t, lp, alts in self.steps[:generated])
 
     def finish(self, reason: str | None) -> str:
         # A loop cut short is reported like the max_tokens cut it would have become.
@@ -273,7 +307,8 @@ class LlamaCppEngine:
     supports_reasoning = False
     supports_response_schema = True
     supported_params = frozenset({"temperature", "max_tokens", "top_p", "top_k", "stop", "seed",
-                                  "presence_penalty", "frequency_penalty", "response_format"})
+                                  "presence_penalty", "frequency_penalty", "response_format", "logprobs",
+                                  "top_logprobs"})
 
     def __init__(self, model_path: str | Path | None = None, *, n_ctx: int = 8192, n_threads: int | None = None,
                  temperature: float = 0.0, max_tokens: int = 512, timeout: float | str | None = AUTO,
@@ -309,6 +344,8 @@ class LlamaCppEngine:
         self.model_name = _model_name(self.model_path)
         self.grammar = bool(grammar)
         self._grammars: OrderedDict[str, Any] = OrderedDict()
+        if self.grammar:  # a grammar reshapes the logits after the row logprobs are read from
+            self.supported_params = type(self).supported_params - {"logprobs", "top_logprobs"}
 
     def __repr__(self) -> str:
         return (f"LlamaCppEngine({str(self.model_path)!r}, n_ctx={self.n_ctx}, n_threads={self.n_threads}, "
@@ -431,13 +468,14 @@ class LlamaCppEngine:
         choice = out["choices"][0]
         usage = out.get("usage") or {}
         self._raise_if_late(call, elapsed)
+        output_tokens = int(usage.get("completion_tokens", 0))
         return Response(
             id=out.get("id") or None,
             model=self.model_name,
             message=Message.assistant([TextPart(choice.get("text") or "")]),
             finish_reason=call.finish(choice.get("finish_reason")),
-            usage=Usage(input_tokens=int(usage.get("prompt_tokens", len(call.prompt))),
-                        output_tokens=int(usage.get("completion_tokens", 0))),
+            usage=Usage(input_tokens=int(usage.get("prompt_tokens", len(call.prompt))), output_tokens=output_tokens),
+            logprobs=call.token_logprobs(loaded.llm, output_tokens),
             provider_data=call.provider_data(elapsed),
         )
 
@@ -500,11 +538,17 @@ class LlamaCppEngine:
         from llama_cpp import StoppingCriteriaList
 
         temperature = self.temperature if config.temperature is None else config.temperature
+        grammar = self._grammar(config.response_format)
+        if config.logprobs is not None:
+            if temperature > 0 or grammar is not None:
+                raise UnsupportedFeatureError("the local engine reports logprobs for greedy decoding without a "
+                                              "grammar only (temperature 0, grammar=False)", feature="logprobs")
+            call.steps, call.top, call.llm = [], min(int(config.logprobs), 20), llm
         call.options = dict(
             prompt=prompt, max_tokens=max_tokens, temperature=temperature, stop=stop,
-            stopping_criteria=StoppingCriteriaList([call.past_deadline, call.looping,
+            stopping_criteria=StoppingCriteriaList([call.past_deadline, call.looping, call.record,
                                                     *(rendered.stopping_criteria or [])]),
-            repeat_penalty=1.0, grammar=self._grammar(config.response_format), model=self.model_name,
+            repeat_penalty=1.0, grammar=grammar, model=self.model_name,
         )
         for name in ("top_p", "top_k", "seed", "presence_penalty", "frequency_penalty"):
             value = getattr(config, name)

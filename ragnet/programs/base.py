@@ -196,6 +196,8 @@ class RAGProgram(dspy.Module):
             citations=citations(result.evidence, result.context, result.answer, question),
             notes=result.notes,
             strategy=self.ran_as(),
+            # the reader's probability of its final answer's tokens, where its LM reports logprobs
+            confidence=next((e.get("confidence") for e in reversed(trace.of("answer"))), None),
             trace=trace.to_list(),
             usage=usage,
             **result.extra,
@@ -236,6 +238,7 @@ class RAGProgram(dspy.Module):
             fallback=failed,
             context=[c.id for c in chunks],
             lm=self.answer.lm.name if self.answer.lm is not None else None,
+            **({"confidence": round(pred.confidence, 4)} if getattr(pred, "confidence", None) is not None else {}),
             **self.answer.written_first(pred),
             **_layout_fields(self.answer, question, chunks),
         )

@@ -75,7 +75,8 @@ async def chat(body: ChatRequest, state: Service = Depends(service)) -> Any:
 
 
 def _about(result: Answer, streamed: str | None = None) -> dict[str, Any]:
-    about = {"strategy": result.spec, "budget": result.budget, "index": result.generation}
+    about = {"strategy": result.spec, "budget": result.budget, "index": result.generation,
+             "confidence": result.prediction.get("confidence")}
     return about if streamed is None else {**about, "streamed": streamed}
 
 

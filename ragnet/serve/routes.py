@@ -112,7 +112,8 @@ async def ask(body: AskRequest, state: Service = Depends(service)) -> dict[str, 
     question = state.check_question(body.question)
     result = await state.answer(question, body.strategy, body.budget)
     pred = result.prediction
-    out = {"answer": pred.answer, "citations": cited(pred), "evidence": list(pred.evidence or []),
+    out = {"answer": pred.answer, "confidence": pred.get("confidence"), "citations": cited(pred),
+           "evidence": list(pred.evidence or []),
            "strategy": result.spec, "budget": result.budget, "usage": dict(pred.usage),
            "index": result.generation, "queued_s": round(result.queued_s, 3)}
     if body.trace:

@@ -49,3 +49,12 @@ def test_print_speeds_gives_texts_per_second_and_the_speed_up_over_torch(capsys)
     torch_line, int8_line = capsys.readouterr().out.splitlines()
     assert "454.5 texts/s  x1.00  cos (1, 1)" in torch_line
     assert int8_line.startswith("int8 ") and "952.4 texts/s  x2.10  cos (0.99, 0.995)  rounds [1.0, 1.1]" in int8_line
+
+
+def test_pending_resumes_a_study_at_the_questions_of_its_half_not_yet_written(tmp_path):
+    out = tmp_path / "new" / "rows.jsonl"
+    items = [{"id": f"rd-00{i}"} for i in range(1, 6)]
+    assert [x["id"] for x in studies.pending(out, items, "odd")] == ["rd-001", "rd-003", "rd-005"]
+    assert out.parent.is_dir()  # the study appends to it next
+    out.write_text('{"id": "rd-003"}\n{"id": "rd-004"}\n', encoding="utf-8")
+    assert [x["id"] for x in studies.pending(out, items, "all")] == ["rd-001", "rd-002", "rd-005"]

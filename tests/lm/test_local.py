@@ -64,6 +64,15 @@ def test_engine_validates_arguments(tmp_path):
         LlamaCppEngine(gguf, n_ctx=16)
 
 
+def test_logprobs_are_offered_only_without_a_grammar(tmp_path):
+    """DSPy asks an engine only for what it lists; a grammar reshapes the logits the logprobs are
+    read from, so an engine with one does not list them (and the answer step does not ask)."""
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"x")
+    assert {"logprobs", "top_logprobs"} <= LlamaCppEngine(gguf).supported_params
+    assert not {"logprobs", "top_logprobs"} & LlamaCppEngine(gguf, grammar=True).supported_params
+
+
 # ----------------------------------------------------------------------------- live
 @pytest.fixture(scope="module")
 def engine(live_model_path):
@@ -102,6 +111,7 @@ def test_live_json_adapter_uses_grammar_when_asked(live_model_path, dspy_state):
         result = predict(question="What is 2 + 2?")
     assert result.answer == 4
     assert len(constrained._grammars) == 1  # the schema became a (cached) grammar
+    assert "logprobs" not in constrained.supported_params  # the grammar reshapes the logits: none reported
 
 
 @pytest.mark.live
@@ -110,6 +120,34 @@ def test_live_json_adapter_without_grammar_parses(live_lm):
     with dspy.context(lm=live_lm, adapter=dspy.JSONAdapter()):
         result = predict(question="What is 2 + 2?")
     assert result.answer == 4
+
+
+@pytest.mark.live
+def test_live_logprobs_are_the_greedy_tokens_with_their_alternatives(live_lm):
+    """Asked for logprobs (DSPy's request option), the engine reports each generated token's logprob
+    and its top alternatives without llama.cpp's logits_all: the tokens spell the reply, each chosen
+    token is its step's most likely one, and the same reply comes back as without them."""
+    import math
+
+    predict = dspy.Predict("question -> answer")
+    question = "What is the capital of Italy? Answer with the city name."
+    with dspy.context(lm=live_lm, adapter=dspy.JSONAdapter()):
+        plain = predict(question=question)
+        scored = predict(question=question, config={"logprobs": True, "top_logprobs": 3})
+    assert scored.answer == plain.answer and "rome" in scored.answer.lower()
+    tokens = scored.logprobs["content"]
+    assert "".join(t["token"] for t in tokens).count(scored.answer) == 1
+    for t in tokens:
+        assert t["logprob"] <= 0 and len(t["top_logprobs"]) == 3
+        assert all(alt["logprob"] <= t["logprob"] + 1e-9 for alt in t["top_logprobs"])
+    assert 0 < sum(math.exp(t["logprob"]) for t in tokens) / len(tokens) <= 1
+
+
+@pytest.mark.live
+def test_live_logprobs_are_refused_when_sampling(live_lm):
+    predict = dspy.Predict("question -> answer")
+    with dspy.context(lm=live_lm), pytest.raises(Exception, match="greedy decoding"):
+        predict(question="Name a colour.", config={"logprobs": True, "temperature": 0.7})
 
 
 @pytest.mark.live

@@ -29,7 +29,8 @@ from ragnet.errors import InputError
 from ragnet.eval.metrics.stats import aggregate, call_prices, paired_comparison, priced_latency
 from ragnet.eval.run.oracle import MODES as ORACLE_MODES
 
-__all__ = ["SIGNIFICANCE", "build_summary", "choose_baseline", "documents_figures", "finish_summary"]
+__all__ = ["SIGNIFICANCE", "build_summary", "choose_baseline", "confidence_figures", "documents_figures",
+           "finish_summary", "row_confidence"]
 
 #: A strategy "beats basic" only when its mean gain is positive and the sign test says p < this.
 SIGNIFICANCE = 0.05
@@ -150,7 +151,46 @@ def documents_figures(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "gold_place_in_context": share(scored, "gold_place_in_context"),
         "misses": len(missed), "misses_with_gold_place": share(missed, "gold_place_in_context"),
         "misses_with_answer_shown": share(missed, "answer_in_context"),
+        **confidence_figures(scored),
     }
+
+
+def row_confidence(row: dict[str, Any]) -> float | None:
+    """The reader's confidence in a row's answer (``pred.confidence``): the row's own field, else its
+    trace's last answer event; None where the reader's LM reported no logprobs."""
+    if row.get("confidence") is not None:
+        return float(row["confidence"])
+    answers = [e for e in row.get("trace") or () if isinstance(e, dict) and e.get("step") == "answer"]
+    value = answers[-1].get("confidence") if answers else None
+    return None if value is None else float(value)
+
+
+def confidence_figures(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """How well the reader's confidence tells right answers from misses, over the rows that have one:
+    ``confidence_auroc``, the chance that a right answer's confidence is above a miss's (0.5: no
+    better than a coin; ties count half), and the right share of the surer half of the answers (at
+    or above the median confidence) and of the rest. Empty when no row has a confidence.
+
+    Example:
+        >>> rows = [{"contains": c, "confidence": p} for c, p in [(1, 0.9), (1, 0.8), (0, 0.7), (1, 0.3), (0, 0.2)]]
+        >>> figures = confidence_figures(rows)
+        >>> figures["confidence_auroc"], figures["right_of_surer_half"], figures["right_of_other_half"]
+        (0.833333, 0.666667, 0.5)
+    """
+    pairs = [(conf, (r.get("contains") or 0) >= 1) for r in rows if (conf := row_confidence(r)) is not None]
+    if not pairs:
+        return {}
+    right = [c for c, ok in pairs if ok]
+    wrong = [c for c, ok in pairs if not ok]
+    auroc = (None if not right or not wrong else
+             round(sum((a > b) + 0.5 * (a == b) for a in right for b in wrong) / (len(right) * len(wrong)), 6))
+    ranked = sorted(pairs, key=lambda p: -p[0])
+    median = ranked[(len(ranked) - 1) // 2][0]
+    surer = [ok for c, ok in ranked if c >= median]
+    other = [ok for c, ok in ranked if c < median]
+    return {"confidence_n": len(pairs), "confidence_auroc": auroc, "confidence_median": round(median, 6),
+            "right_of_surer_half": round(sum(surer) / len(surer), 6),
+            "right_of_other_half": round(sum(other) / len(other), 6) if other else None}
 
 
 def build_summary(rows: Sequence[dict[str, Any]], meta: dict[str, Any], timing: dict[str, Any] | None = None,

@@ -385,6 +385,7 @@ class QAEvaluator(Evaluator):
                 row.update(extra(record, pred, index))
             for key in getattr(program, "row_fields", ()):
                 row[key] = pred.get(key)
+            row["confidence"] = pred.get("confidence")  # the reader's, where its LM reports logprobs
             row["evidence"] = list(pred.evidence)
             row["context"] = list(pred.context)
             # the context as the reader saw it (report.html shows it with the gold sentences marked)

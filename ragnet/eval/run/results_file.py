@@ -54,7 +54,7 @@ RESULTS_GZ = "results.jsonl.gz"
 ROW_KEY = ("strategy", "id")
 
 _SCALAR = (str, int, float)
-_NUMBERS = ("em", "f1", "llm_match", "gold_all", "gold_fraction")
+_NUMBERS = ("em", "f1", "llm_match", "gold_all", "gold_fraction", "confidence")
 _TEXTS = ("question", "answer", "type", "level", "error", "error_kind")
 _SCALAR_LISTS = ("answers", "context", "evidence")
 _DICTS = ("usage", "judge", "gold")

@@ -133,6 +133,22 @@ def test_eval_docs_scores_right_answers_places_and_citations(folder, tmp_path, m
                                      if line.startswith("| basic |") and " of " in line).split("|")[1:-1]]
     # shares of a few questions are shown as counts: "1 of 1", never "100.0 of 1"
     assert cells[4] == "1 of 1" and cells[-1].startswith("1 of 1 (")
+    # a scripted LM reports no logprobs: no confidence in the rows, the summary or the report
+    assert d1["confidence"] is None and "confidence_auroc" not in basic and "AUROC" not in report
+
+
+def test_the_report_says_how_well_the_readers_confidence_tells_right_from_wrong():
+    from ragnet.eval.report.markdown_report import _documents_lines
+    from ragnet.eval.report.summary import documents_figures
+
+    rows = [{"contains": float(ok), "f1": float(ok), "em": float(ok), "type": "lookup", "confidence": None,
+             "trace": [{"step": "answer", "confidence": conf}]}
+            for ok, conf in [(1, 0.95), (1, 0.9), (0, 0.6), (1, 0.5), (0, 0.2), (0, 0.1)]]
+    figures = documents_figures(rows)
+    assert figures["confidence_n"] == 6 and figures["confidence_auroc"] == round(8 / 9, 6)
+    assert figures["right_of_surer_half"] == round(2 / 3, 6) and figures["right_of_other_half"] == round(1 / 3, 6)
+    text = "\n".join(_documents_lines({"auto": figures}, ["auto"]))
+    assert "- auto: AUROC 0.89; the surer half of its answers (confidence ≥ 0.60) 66.7% right, the rest 33.3%" in text
 
 
 def test_eval_docs_runs_auto_as_ask_does_and_takes_it_as_the_baseline(folder, tmp_path, monkeypatch):
