@@ -46,7 +46,7 @@ import dspy
 from ragnet.errors import InputError, require
 from ragnet.eval.metrics.program_metrics import Metric
 from ragnet.lm.usage import track_usage
-from ragnet.optimize.demos import cap_demos
+from ragnet.optimize.demos import cap_demos, drop_call_data
 from ragnet.optimize.split import train_val_split
 from ragnet.programs.options import check_positive_int
 
@@ -554,6 +554,7 @@ def compile(  # noqa: A001 - the name the optimizer API is known by
                 demo_free = [c["score"] for c in candidates if not any(p.demos for p in c["program"].predictors())]
                 say(f"      chose the candidate scoring {chosen:.1f} on {len(search_val)} search examples once capped"
                     + (f" (demo-free: {demo_free[0]:.1f})" if demo_free else ""))
+        drop_call_data(compiled)
         if demo_tokens is not None:  # before scoring, so "after" is the program that is saved
             if demos is None:
                 demos = cap_demos(compiled, demo_tokens)

@@ -38,7 +38,11 @@ from typing import Any, Sequence
 from ragnet.programs.options import check_positive_int
 from ragnet.programs.packing import demo_tokens
 
-__all__ = ["by_answer_kind", "cap_demos", "demo_tokens"]
+__all__ = ["CALL_DATA", "by_answer_kind", "cap_demos", "demo_tokens", "drop_call_data"]
+
+#: What a bootstrapped demo can carry from its LM call besides the signature's fields: the token
+#: logprobs the answer step reads for its confidence. Never shown in a prompt, never worth saving.
+CALL_DATA = ("logprobs",)
 
 
 def _answer_kind(demo: Any) -> str | None:
@@ -101,3 +105,25 @@ def cap_demos(program: Any, max_tokens: int) -> dict[str, dict[str, int]]:
         report[name] = {"kept": len(kept), "dropped": len(demos) - len(kept), "tokens": used,
                         "tokens_before": sum(costs)}
     return report
+
+
+def drop_call_data(program: Any) -> None:
+    """Remove :data:`CALL_DATA` from every demo of ``program``'s predictors (in place): a demo the
+    optimizer bootstrapped from a reader that reports logprobs would otherwise save them.
+
+    Example:
+        >>> import dspy
+        >>> from ragnet.signatures import AnswerStep
+        >>> step = AnswerStep()
+        >>> step.predict.demos = [dspy.Example(question="Who?", answer="A", logprobs={"content": []}),
+        ...                       {"question": "Where?", "answer": "B", "logprobs": None}]
+        >>> drop_call_data(step)
+        >>> [sorted(d.keys()) for d in step.predict.demos]
+        [['answer', 'question'], ['answer', 'question']]
+    """
+    for _, predictor in program.named_predictors():
+        predictor.demos = [
+            demo if not any(key in demo for key in CALL_DATA)
+            else {k: v for k, v in demo.items() if k not in CALL_DATA} if isinstance(demo, dict)
+            else demo.without(*[key for key in CALL_DATA if key in demo])
+            for demo in predictor.demos or []]
