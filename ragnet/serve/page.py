@@ -145,7 +145,8 @@ SCRIPT = r"""
     }
     if (!list.children.length) list.appendChild(text("li", "The answer cites no passage."));
     const u = body.usage || {};
-    $("usage").textContent = body.strategy + " · " + (u.lm_calls || 0) + " LM calls · " +
+    const sure = body.confidence != null ? "confidence " + body.confidence.toFixed(2) + " · " : "";
+    $("usage").textContent = sure + body.strategy + " · " + (u.lm_calls || 0) + " LM calls · " +
       (u.seconds != null ? u.seconds.toFixed(1) + " s" : "");
     $("result").hidden = false;
   }

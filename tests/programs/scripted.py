@@ -98,3 +98,27 @@ class ProgramLM:
 
     def lm(self) -> dspy.LM:
         return dspy.LM("scripted/program", engine=self, cache=False, num_retries=0)
+
+
+class SureProgramLM(ProgramLM):
+    """A :class:`ProgramLM` whose engine reports token logprobs, as ragnet's llama.cpp engine does:
+    asked for them, it gives its whole reply as one token of probability ``sure``, so the answer's
+    confidence (the tokens that spell it) is ``sure``."""
+
+    supported_params = frozenset({"temperature", "max_tokens", "logprobs", "top_logprobs"})
+
+    def __init__(self, sure: float = 0.8, **responders: Callable[[str, int], dict[str, Any]]) -> None:
+        super().__init__(**responders)
+        self.sure = sure
+
+    def complete(self, request):
+        import dataclasses
+        import math
+
+        from dspy.lm15 import TokenLogprob
+
+        response = super().complete(request)
+        if request.config.logprobs is None:
+            return response
+        return dataclasses.replace(response, logprobs=(TokenLogprob(token=response.message.text,
+                                                                    logprob=math.log(self.sure)),))

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from ragnet.serve import ServeOptions
-from tests.programs.scripted import ProgramLM
+from tests.programs.scripted import ProgramLM, SureProgramLM
 from tests.serve.conftest import HOSTILE, StreamingLM
 
 KEY = "test-key-123456"
@@ -54,6 +54,18 @@ def test_ask_answers_with_citations_and_trace(serve, serve_index):
         assert cite["id"] == body["evidence"][0] and cite["file"].endswith(".md") and cite["sentences"]
         assert cite["source"].startswith(cite["title"])
         assert body["usage"]["lm_calls"] == 1 and any(e["step"] == "search" for e in body["trace"])
+        assert body["confidence"] is None  # the scripted reader reports no logprobs
+
+
+def test_ask_and_chat_return_the_readers_confidence(serve, serve_index):
+    lm = SureProgramLM(sure=0.8, answer=citing("c1"))
+    with serve(options(serve_index.path), lm=lm.lm()) as (url, _):
+        asked = httpx.post(f"{url}/ask", json={"question": "Which river runs through Paris?", "strategy": "basic"},
+                           timeout=30).json()
+        chat = httpx.post(f"{url}/v1/chat/completions", timeout=30, json={
+            "model": "ragnet-basic", "messages": [{"role": "user", "content": "Which river runs through Rome?"}]}).json()
+    assert asked["answer"] == "Paris" and asked["confidence"] == 0.8
+    assert chat["ragnet"]["confidence"] == 0.8
 
 
 def test_the_openai_client_works_unchanged(serve, serve_index):

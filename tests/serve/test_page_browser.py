@@ -10,7 +10,7 @@ from urllib.parse import quote
 import pytest
 
 from ragnet.serve import ServeOptions
-from tests.programs.scripted import ProgramLM
+from tests.programs.scripted import SureProgramLM
 from tests.serve.conftest import running
 
 BROWSERS = ("chromium-headless-shell", "chromium", "chromium-browser", "google-chrome")
@@ -35,7 +35,7 @@ def test_the_page_asks_and_shows_passages_as_text(serve_index, dspy_state, tmp_p
 
     # an answer no passage states word for word: the reader's four cited chunks stay its citations
     answer = lambda p, n: {"answer": "yes", "evidence_ids": ["c1", "c2", "c3", "c4"]}  # noqa: E731
-    app = create_app(ServeOptions(index=serve_index.path, reload_every=0), lm=ProgramLM(answer=answer).lm())
+    app = create_app(ServeOptions(index=serve_index.path, reload_every=0), lm=SureProgramLM(0.8, answer=answer).lm())
     with running(app) as url:
         page = f"{url}/?q={quote('script tag onerror alert')}&strategy=basic"
         dom = rendered(page, "--dump-dom")
@@ -44,3 +44,4 @@ def test_the_page_asks_and_shows_passages_as_text(serve_index, dspy_state, tmp_p
     assert "&lt;b&gt;Markup&lt;/b&gt; &amp; co" in dom  # its title too
     assert dom.count("<script") == 1 and "<img" not in dom and "<b>" not in dom  # no element made from a document
     assert dom.count("<blockquote>") >= 4 and "hostile.md" in dom
+    assert "confidence 0.80 · basic" in dom  # the reader's confidence, where its LM reports logprobs
