@@ -239,8 +239,8 @@ class _Call:
             self.steps.append((ranked[0][0], ranked[0][1], ranked[1:] if self.top else []))
         return False
 
-    def token_logprobs(self, llm: Any, generated: int) -> tuple[TokenLogprob, ...] | None:
-        """The first ``generated`` recorded tokens as DSPy's ``TokenLogprob`` (None when none were asked)."""
+    def token_logprobs(self, llm: Any, generated: int, start: int = 0) -> tuple[TokenLogprob, ...] | None:
+        """Recorded tokens ``start`` to ``generated`` as DSPy's ``TokenLogprob`` (None when none were asked)."""
         if self.steps is None:
             return None
 
@@ -249,7 +249,7 @@ class _Call:
 
         return tuple(TokenLogprob(token=text(t), logprob=lp, token_id=t,
                                   top=tuple(TopLogprob(token=text(a), logprob=alp, token_id=a) for a, alp in alts))
-                     for t, lp, alts in self.steps[:generated])
+                     for t, lp, alts in self.steps[start:generated])
 
     def finish(self, reason: str | None) -> str:
         # A loop cut short is reported like the max_tokens cut it would have become.
@@ -494,13 +494,18 @@ class LlamaCppEngine:
         with loaded.lock:
             call = self._start(loaded, messages, request)
             yield StreamStartEvent(model=self.model_name)
-            finish = None
+            finish, sent = None, 0
             with _context_errors(), contextlib.closing(llm.create_completion(**call.options, stream=True)) as chunks:
                 # read to its end: llama.cpp stores the prompt's KV state after the last chunk
                 for chunk in chunks:
                     choice = chunk["choices"][0]
                     if choice.get("text"):
-                        yield StreamDeltaEvent(delta=TextDelta(text=choice["text"], part_index=0))
+                        # the tokens recorded since the last fragment (text held back as a possible
+                        # stop sequence comes later, with its tokens): DSPy joins them in order
+                        recorded = len(call.steps) if call.steps is not None else 0
+                        fresh = call.token_logprobs(llm, recorded, start=sent) or ()
+                        sent = recorded
+                        yield StreamDeltaEvent(delta=TextDelta(text=choice["text"], part_index=0, logprobs=fresh))
                     finish = choice.get("finish_reason") or finish
             elapsed = time.monotonic() - call.started
             # llama.cpp reports no usage when streaming. Every kept token but the last is in the KV

@@ -144,6 +144,35 @@ def test_live_logprobs_are_the_greedy_tokens_with_their_alternatives(live_lm):
 
 
 @pytest.mark.live
+def test_live_a_streamed_reply_reports_the_logprobs_a_whole_one_does(engine, dspy_state):
+    """Streamed (``dspy.streamify``, as ``ragnet serve`` streams), each fragment carries the tokens
+    recorded since the last one, so the reply's logprobs, and the answer's confidence, match the
+    whole reply's."""
+    import asyncio
+
+    from ragnet.signatures.answer_confidence import field_probability
+
+    lm = dspy.LM(engine.model_name, engine=engine, temperature=0.0, max_tokens=64, num_retries=0, cache=False)
+    predict = dspy.Predict("question -> answer")
+    question = "What is the capital of Spain? Answer with the city name."
+    stream = dspy.streamify(predict, stream_listeners=[dspy.streaming.StreamListener(signature_field_name="answer")])
+
+    async def streamed():
+        final = None
+        async for item in stream(question=question, config={"logprobs": True}):
+            final = item if isinstance(item, dspy.Prediction) else final
+        return final
+
+    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+        whole = predict(question=question, config={"logprobs": True})
+        parts = asyncio.run(streamed())
+    assert parts.answer == whole.answer and "madrid" in whole.answer.lower()
+    tokens = [t["token"] for t in whole.logprobs["content"]]
+    assert [t["token"] for t in parts.logprobs["content"]] == tokens[:len(parts.logprobs["content"])]
+    assert field_probability(parts.logprobs) == pytest.approx(field_probability(whole.logprobs), rel=1e-6)
+
+
+@pytest.mark.live
 def test_live_logprobs_are_refused_when_sampling(live_lm):
     predict = dspy.Predict("question -> answer")
     with dspy.context(lm=live_lm), pytest.raises(Exception, match="greedy decoding"):
