@@ -28,7 +28,7 @@ from pathlib import Path
 
 from benchmarks.realdocs.build import default_out
 from benchmarks.realdocs.check import QUESTIONS, load_questions
-from benchmarks.studies import RESULTS, in_half, parser, result_rows, rows_done
+from benchmarks.studies import RESULTS, parser, pending, result_rows
 
 _OPTION_ENTRY = re.compile(r"^\s*(?:-{1,2}\w|`-)")
 
@@ -108,12 +108,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     index = docs_index(args.docs)
     program = build_program("oneshot:sentences+hops", index, budget=2000,
                             reader=LazyLM("local:qwen2.5-coder-1.5b"))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    done = rows_done(args.out)
+    todo = pending(args.out, load_questions(QUESTIONS), args.ids)
     with open(args.out, "a", encoding="utf-8") as out:
-        for q in load_questions(QUESTIONS):
-            if q["id"] in done or not in_half(q["id"], args.ids):
-                continue
+        for q in todo:
             started = time.time()
             context, lines = key_lines_block(program, index, q["question"], args.k)
             answer = str(program.answer(question=q["question"], context=context).answer or "")

@@ -239,13 +239,13 @@ class _Call:
             self.steps.append((ranked[0][0], ranked[0][1], ranked[1:] if self.top else []))
         return False
 
-    def token_logprobs(self, llm: Any, generated: int, start: int = 0) -> tuple[TokenLogprob, ...] | None:
+    def token_logprobs(self, generated: int, start: int = 0) -> tuple[TokenLogprob, ...] | None:
         """Recorded tokens ``start`` to ``generated`` as DSPy's ``TokenLogprob`` (None when none were asked)."""
         if self.steps is None:
             return None
 
         def text(token: int) -> str:
-            return llm.detokenize([token]).decode("utf-8", "replace")
+            return self.llm.detokenize([token]).decode("utf-8", "replace")
 
         return tuple(TokenLogprob(token=text(t), logprob=lp, token_id=t,
                                   top=tuple(TopLogprob(token=text(a), logprob=alp, token_id=a) for a, alp in alts))
@@ -475,7 +475,7 @@ class LlamaCppEngine:
             message=Message.assistant([TextPart(choice.get("text") or "")]),
             finish_reason=call.finish(choice.get("finish_reason")),
             usage=Usage(input_tokens=int(usage.get("prompt_tokens", len(call.prompt))), output_tokens=output_tokens),
-            logprobs=call.token_logprobs(loaded.llm, output_tokens),
+            logprobs=call.token_logprobs(output_tokens),
             provider_data=call.provider_data(elapsed),
         )
 
@@ -503,7 +503,7 @@ class LlamaCppEngine:
                         # the tokens recorded since the last fragment (text held back as a possible
                         # stop sequence comes later, with its tokens): DSPy joins them in order
                         recorded = len(call.steps) if call.steps is not None else 0
-                        fresh = call.token_logprobs(llm, recorded, start=sent) or ()
+                        fresh = call.token_logprobs(recorded, start=sent) or ()
                         sent = recorded
                         yield StreamDeltaEvent(delta=TextDelta(text=choice["text"], part_index=0, logprobs=fresh))
                     finish = choice.get("finish_reason") or finish

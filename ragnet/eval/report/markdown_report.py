@@ -125,12 +125,10 @@ def _documents_lines(docs: dict[str, dict[str, Any]], labels: Sequence[str]) -> 
                       f"({_count_of(d['misses_with_answer_shown'], d['misses'])})"])
     lines += markdown_table(["strategy", "n", "right", "F1", "two-part right", "cited", "cited first",
                              "gold place in context", "misses with the gold place (answer shown)"], table)
-    def share(x: float | None) -> str:
-        return DASH if x is None else f"{percent(x)}%"
-
     sure = [f"- {lb}: AUROC {number(d['confidence_auroc'], 2)}; the surer half of its answers (confidence "
-            f"≥ {number(d['confidence_median'], 2)}) {share(d['right_of_surer_half'])} right, the rest "
-            f"{share(d['right_of_other_half'])}" for lb in labels if (d := docs.get(lb)) and d.get("confidence_n")]
+            f"≥ {number(d['confidence_median'], 2)}) {percent(d['right_of_surer_half'], symbol=True)} right, "
+            f"the rest {percent(d['right_of_other_half'], symbol=True)}"
+            for lb in labels if (d := docs.get(lb)) and d.get("confidence_n")]
     if sure:
         lines += ["", ("The reader's confidence (its probability of the answer's tokens, where its LM reports "
                        "logprobs): how well it tells right answers from misses (AUROC 0.5 is a coin, 1 perfect)."),
