@@ -71,14 +71,16 @@ def ask(
 
 
 def _print(pred, show_trace: bool, *, strategy: str, budget: int | None, failed: bool) -> None:
+    from ragnet.signatures.answer_confidence import confidence_note
+
     out = console()
     # LM and document text print as given: no markup, no highlighting, no control sequences, no
     # wrapping (text_line); only quoted sentences wrap, under their indent. An answer's own lines
     # are indented under its first, so that none of them passes for the next label.
     out.print(text_line(("answer:", "bold"), " " + str(pred.answer).replace("\n", "\n" + " " * 8)), soft_wrap=True)
-    if getattr(pred, "confidence", None) is not None:  # only readers whose LM reports token logprobs
-        out.print(f"[bold]confidence:[/bold] {pred.confidence:.2f} (the reader's probability of this answer)",
-                  highlight=False)
+    note = confidence_note(getattr(pred, "confidence", None))  # only readers whose LM reports token logprobs
+    if note is not None:
+        out.print(f"[bold]confidence:[/bold] {note}", highlight=False)
     if failed:  # the fallback's evidence is the whole context, which no answer cited
         out.print(text_line(("evidence:", "bold"), " none (no answer: the LM failed)"))
     else:

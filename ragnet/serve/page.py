@@ -17,6 +17,8 @@ Example:
 
 from __future__ import annotations
 
+from ragnet.signatures.answer_confidence import LOW_CONFIDENCE
+
 __all__ = ["CSP", "PAGE", "SCRIPT", "STYLE"]
 
 #: Only the page's own files; no inline script or style, no framing, no other origin.
@@ -146,9 +148,10 @@ SCRIPT = r"""
     if (!list.children.length) list.appendChild(text("li", "The answer cites no passage."));
     const u = body.usage || {};
     const sure = body.confidence != null ? "confidence " + body.confidence.toFixed(2) + " · " : "";
-    $("usage").textContent = sure + body.strategy + " · " + (u.lm_calls || 0) + " LM calls · " +
+    const low = body.confidence != null && body.confidence < LOW_CONFIDENCE ? "low: check the cited lines · " : "";
+    $("usage").textContent = sure + low + body.strategy + " · " + (u.lm_calls || 0) + " LM calls · " +
       (u.seconds != null ? u.seconds.toFixed(1) + " s" : "");
     $("result").hidden = false;
   }
 })();
-"""
+""".replace("LOW_CONFIDENCE", repr(LOW_CONFIDENCE))

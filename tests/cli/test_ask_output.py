@@ -170,3 +170,18 @@ def test_a_failed_answer_cites_nothing_in_the_json_prediction(located_index, tmp
     assert result.exit_code == 3, result.output
     pred = json.loads(result.stdout)
     assert pred["citations"] == [] and pred["context"]
+
+
+@pytest.mark.parametrize("confidence, low", [(0.86, False), (0.31, True)])
+def test_the_confidence_line_flags_a_low_confidence(capsys, confidence, low):
+    import dspy
+
+    from ragnet.cli.ask import _print
+
+    pred = dspy.Prediction(answer="512-byte blocks", confidence=confidence, citations=[], context=[],
+                           usage={"lm_calls": 1, "cached_calls": 0, "input_tokens": 10, "output_tokens": 3,
+                                  "searches": 1, "seconds": 0.1})
+    _print(pred, False, strategy="auto", budget=2000, failed=False)
+    out = capsys.readouterr().out
+    assert f"confidence: {confidence:.2f} (the reader's probability of this answer" in out
+    assert ("low: check the cited lines" in out) is low

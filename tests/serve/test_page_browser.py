@@ -30,12 +30,14 @@ def rendered(url: str, *extra: str) -> str:
     return run.stdout
 
 
-def test_the_page_asks_and_shows_passages_as_text(serve_index, dspy_state, tmp_path):
+@pytest.mark.parametrize("sure, shown", [(0.8, "confidence 0.80 · basic"),
+                                         (0.3, "confidence 0.30 · low: check the cited lines · basic")])
+def test_the_page_asks_and_shows_passages_as_text(serve_index, dspy_state, tmp_path, sure, shown):
     from ragnet.serve import create_app
 
     # an answer no passage states word for word: the reader's four cited chunks stay its citations
     answer = lambda p, n: {"answer": "yes", "evidence_ids": ["c1", "c2", "c3", "c4"]}  # noqa: E731
-    app = create_app(ServeOptions(index=serve_index.path, reload_every=0), lm=SureProgramLM(0.8, answer=answer).lm())
+    app = create_app(ServeOptions(index=serve_index.path, reload_every=0), lm=SureProgramLM(sure, answer=answer).lm())
     with running(app) as url:
         page = f"{url}/?q={quote('script tag onerror alert')}&strategy=basic"
         dom = rendered(page, "--dump-dom")
@@ -44,4 +46,4 @@ def test_the_page_asks_and_shows_passages_as_text(serve_index, dspy_state, tmp_p
     assert "&lt;b&gt;Markup&lt;/b&gt; &amp; co" in dom  # its title too
     assert dom.count("<script") == 1 and "<img" not in dom and "<b>" not in dom  # no element made from a document
     assert dom.count("<blockquote>") >= 4 and "hostile.md" in dom
-    assert "confidence 0.80 · basic" in dom  # the reader's confidence, where its LM reports logprobs
+    assert shown in dom  # the reader's confidence, where its LM reports logprobs; a low one is flagged
