@@ -16,6 +16,7 @@ RESULTS = REPO_ROOT / "docs" / "results"
 #: Every study module, by name (``benchmarks.studies.<name>``).
 STUDIES = (
     "answer_alternatives_probe",
+    "answer_line_in_pack",
     "answer_verify_probe",
     "answer_pick_probe",
     "answer_recheck_probe",
@@ -29,6 +30,8 @@ STUDIES = (
     "openvino_experiment",
     "question_last_probe",
     "question_last_summarize",
+    "reader_adapter",
+    "reader_threads_timing",
     "router_calibration",
     "rows_overlay",
     "served_lm_hang",
