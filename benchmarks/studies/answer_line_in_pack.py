@@ -6,7 +6,8 @@ computes them; the gold quote's line is the candidate sentence holding most of i
 60%). Prints how often that line is packed, and the same under a floor from each sentence's own
 match across all candidates (``own x exp((m - max m) / temperature)`` in chunks with sections),
 which would let a line with a strong match in a low-ranked chunk in, with the questions it gains
-and loses.
+and loses; and the same without the option links (:mod:`ragnet.core.option_links`, added after
+this probe's first run at aae1280, where 108 lines were packed).
 
     python -m benchmarks.realdocs.build
     python -m benchmarks.studies.answer_line_in_pack
@@ -67,11 +68,15 @@ def _cases(docs) -> list[tuple]:
     return cases
 
 
-def packed_lines(cases: list[tuple], own: float = 0.0, temperature: float = 0.1) -> dict[str, bool]:
-    """Whether each question's answer line is packed, with the own-match floor ``own`` (0: today)."""
+def packed_lines(cases: list[tuple], own: float = 0.0, temperature: float = 0.1,
+                 option_link: float | None = None) -> dict[str, bool]:
+    """Whether each question's answer line is packed, with the own-match floor ``own`` (0: today's
+    values) and the option links' share ``option_link`` (None: today's)."""
+    from ragnet.core import option_links
     from ragnet.core import sentence_values as sv
 
     weights = sv.SentenceWeights()
+    link = weights.option_link if option_link is None else option_link
     out = {}
     for qid, cands, scores, sectioned, headers, budget, line in cases:
         if line is None:
@@ -82,6 +87,7 @@ def packed_lines(cases: list[tuple], own: float = 0.0, temperature: float = 0.1)
             match = weights.match_weight * sv._minmax(cands.cos) + (1 - weights.match_weight) * sv._minmax(cands.bm25)
             floor = own * np.exp((match - match.max()) / temperature)
             values = np.maximum(values, np.where(sectioned[cands.chunk_of], floor, 0.0))
+        values = option_links.link_floor(values, cands.texts, sectioned[cands.chunk_of], share=link)
         out[qid] = line in set(sv.pack(values, cands.tokens + 1, cands.chunk_of, headers, budget).tolist())
     return out
 
@@ -96,6 +102,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     today = packed_lines(cases)
     print(f"answer line packed: {sum(today.values())} of {len(today)} questions whose line is a candidate "
           f"({len(cases) - len(today)} without one)")
+    unlinked = packed_lines(cases, option_link=0.0)
+    print(f"without option links: {sum(unlinked.values())}; gains {sorted(q for q in today if today[q] and not unlinked[q])}, "
+          f"losses {sorted(q for q in today if unlinked[q] and not today[q])}")
     rows = {r["id"]: r for r in result_rows(ROWS)}
     if rows:
         right = {q: (rows[q].get("contains") or 0) >= 1 for q in today if q in rows}

@@ -77,6 +77,9 @@ class SentenceWeights:
         term: the least share of the best value in its definition item that the item's opening
             (term) sentence keeps, in the same chunks; off by default, as on the real-document dev
             set it cost the 1.5B reader more answers than it gained (docs/results/README.md).
+        option_link: the least share of an anchor sentence's value that a sentence naming one of
+            its options keeps, in chunks with sections (:func:`ragnet.core.option_links.link_floor`,
+            applied by the sentence packer after :func:`values`; chosen on the real-document dev set).
     """
 
     chunk_temperature: float = 0.1
@@ -85,6 +88,7 @@ class SentenceWeights:
     lead: float = 0.5
     follow: float = 0.5
     term: float = 0.0
+    option_link: float = 0.5
 
 
 def _minmax(x: np.ndarray) -> np.ndarray:

@@ -5,8 +5,11 @@ nothing is re-embedded per question); every sentence is valued by
 :func:`ragnet.core.sentence_values.values` (its chunk's hybrid score plus the bridge-link bonus of
 :mod:`ragnet.core.links`, its own cosine and BM25 match, the lead-sentence floor, and in a
 chunk of a document with sections the floor of the sentence before it and, when
-``weights.term`` is set, the floor an option's term line takes from its description) and the
-exact knapsack packs the best into the answer prompt's budget (:func:`ragnet.core.sentence_values.pack`).
+``weights.term`` is set, the floor an option's term line takes from its description), then, in
+those chunks, the floor a sentence takes from one of the best sentences when it names the same
+command-line option (:mod:`ragnet.core.option_links`: the second place of a two-part answer in a
+manual), and the exact knapsack packs the best into the answer prompt's budget
+(:func:`ragnet.core.sentence_values.pack`).
 
 The reader sees coherent passages: each chunk keeps its id and title, its chosen sentences
 stay in document order, and a gap between two chosen sentences is shown as `` … ``. Chunks
@@ -34,7 +37,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ragnet.core import links
+from ragnet.core import links, option_links
 from ragnet.core import sentence_values as core_sentences
 from ragnet.core.definition_items import item_openers
 from ragnet.corpus.tokens import count_tokens_batch
@@ -176,9 +179,12 @@ def select_sentences(
     scores = np.asarray([c.score or 0.0 for c in chunks], dtype=np.float64)
     scores = scores + links.mention_bonus([c.title for c in chunks], [c.text for c in chunks], question,
                                           top=link_top, bonus=link_bonus)
+    sectioned = np.asarray([_sectioned(c) for c in chunks], dtype=bool)
     values = core_sentences.values(scores, cands.chunk_of, cands.position == 0, cands.cos, cands.bm25, weights,
-                                   follows=np.asarray([_sectioned(c) for c in chunks], dtype=bool),
+                                   follows=sectioned,
                                    item_of=item_openers(cands.texts, cands.chunk_of) if weights.term > 0 else None)
+    if sectioned.size:
+        values = option_links.link_floor(values, cands.texts, sectioned[cands.chunk_of], share=weights.option_link)
     headers = np.asarray(count_tokens_batch([chunk_header(f"c{i + 1}", c.title) for i, c in enumerate(chunks)]),
                          dtype=np.int64) + 2
     picked = core_sentences.pack(values, cands.tokens + 1, cands.chunk_of, headers, context_budget).tolist()

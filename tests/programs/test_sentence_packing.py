@@ -81,3 +81,35 @@ def test_in_a_sectioned_document_the_sentence_after_a_chosen_one_keeps_a_share_o
         choice = select_sentences([by_id[cid]], question, index, context_budget=room)
         shown = [choice.candidates.texts[j] for j in choice.picked]
         assert len(shown) == 2 and ("The default is 3000." in shown) is expect, shown
+
+
+def test_a_line_naming_the_option_of_the_best_line_takes_a_share_of_its_value_across_sections(tmp_path):
+    """A two-part answer in a manual: the option the question describes is in one section, the
+    startup-file command that does the same in another, tied only by the option's name. The
+    command's line shares no word with the question; the option link gives it half the best
+    line's value, which a line of another option or of another command does not get."""
+    import ragnet
+    from ragnet.core.sentence_values import SentenceWeights
+    from ragnet.programs.sentence_packing import select_sentences
+
+    invoking = ("Logging options.\n\n'-o LOGFILE'\nLog all messages to LOGFILE instead of standard error.\n\n"
+                "'-a LOGFILE'\nAppend all messages to LOGFILE instead of overwriting it.")
+    startup = ("The wgetrc commands.\n\nquiet = on/off\nTurn quiet mode on or off.\n\n"
+               "logfile = FILE\nSet logfile to FILE, the same as '-o FILE'.\n\nwait = N\nWait N seconds between retrievals.")
+    docs = [ragnet.Document(id="wget-invoking", title="Wget", text=invoking, location={"file": "wget.md"},
+                            positions=((0, {"headings": ["Invoking"]}),)),
+            ragnet.Document(id="wget-startup", title="Wget", text=startup, location={"file": "wget.md"},
+                            positions=((0, {"headings": ["Startup File"]}),))]
+    index = ragnet.Index.build(docs, tmp_path / "idx", show_progress=False)
+    question = "Which wgetrc command does the same as the option that writes all messages to a file instead of standard error?"
+    chunks = index.search(question, k=2)
+
+    def values(weights):
+        choice = select_sentences(chunks, question, index, context_budget=10_000, weights=weights)
+        return {text.split("\n")[0]: float(v) for text, v in zip(choice.candidates.texts, choice.values)}
+
+    linked, plain = values(SentenceWeights()), values(SentenceWeights(option_link=0.0))
+    best = max(linked.values())
+    assert linked["'-o LOGFILE'"] == best
+    assert linked["logfile = FILE"] >= 0.5 * best > 100 * plain["logfile = FILE"]
+    assert linked["quiet = on/off"] == plain["quiet = on/off"] and linked["wait = N"] == plain["wait = N"]
