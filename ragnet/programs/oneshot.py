@@ -148,7 +148,7 @@ class OneShotRAG(RAGProgram):
         budget = self._answer_budget(question, self.budget)
         if self.hops.searches:
             hops = self._bridge_hops(question, candidates, budget, trace)
-            candidates = candidates + (hops if focus is None else [c for c in hops if c.doc_id == focus])
+            candidates = candidates + (hops if focus is None else self._focus(focus, hops, trace, turn=2))
         if self.crop.enabled:
             candidates = self._apply_crop(question, candidates, budget, trace)
         return candidates, budget
@@ -170,10 +170,11 @@ class OneShotRAG(RAGProgram):
                     temperature=self.pack.temperature, method=self.pack.method).chunks
 
     @staticmethod
-    def _focus(document: str, candidates: list[Chunk], trace: Trace) -> list[Chunk]:
-        """The candidates of ``document`` alone, recorded as a ``focus`` event."""
+    def _focus(document: str, candidates: list[Chunk], trace: Trace, turn: int = 1) -> list[Chunk]:
+        """The candidates of ``document`` alone, recorded as a ``focus`` event (turn 2: the bridge
+        hops' hits)."""
         kept = [c for c in candidates if c.doc_id == document]
-        trace.add("focus", document=document, kept=len(kept), dropped=len(candidates) - len(kept))
+        trace.add("focus", turn=turn, document=document, kept=len(kept), dropped=len(candidates) - len(kept))
         return kept
 
     def _bridge_hops(self, question: str, candidates: list[Chunk], budget: PromptBudget, trace: Trace) -> list[Chunk]:

@@ -278,3 +278,26 @@ def test_focus_fills_the_pack_from_the_document_most_best_hits_come_from(tmp_pat
     assert event["document"] == "bc" and event["dropped"] >= 1
     assert {cid.split("#")[0] for cid in focused.context} == {"bc"}
     assert "node#0" in plain.context and not [e for e in plain.trace if e["step"] == "focus"]
+
+
+def test_focus_keeps_the_bridge_hops_hits_to_its_document_and_traces_what_it_dropped(tmp_path, run_with):
+    """With ``focus`` and the bridge hops, a hop's hit from another document stays out of the pack,
+    and a second ``focus`` event (turn 2) counts it."""
+    from ragnet import Document, Index
+    from ragnet.programs.registry import build_program
+
+    bc = Document(id="bc", title="bc", text="\n\n".join(
+        f"Section {i}. The bc calculator keeps a history of lines when built with readline; note {i}."
+        for i in range(8)) + "\n\nThe history_size variable sets the lines bc retains; see history_size for the default.")
+    node = Document(id="node", title="Readline", text="The history_size option of a Node.js readline interface "
+                    "defaults to 30 lines.")
+    index = Index.build([bc, node], tmp_path / "i", chunk_tokens=40, overlap=0, show_progress=False)
+    question = "What is the default number of history lines bc keeps when built with readline?"
+    with run_with(ProgramLM()):
+        pred = build_program("oneshot:sentences+hops+focus", index, budget=2000)(question=question)
+    first, hops = [e for e in pred.trace if e["step"] == "focus"]
+    assert first["turn"] == 1 and hops["turn"] == 2 and hops["document"] == "bc"
+    (hop_event,) = [e for e in pred.trace if e["step"] == "hops"]
+    from_node = [cid for cid in hop_event["added"] if cid.startswith("node")]
+    assert from_node and hops["dropped"] >= len(from_node)
+    assert {cid.split("#")[0] for cid in pred.context} == {"bc"}
