@@ -6,7 +6,8 @@ committed row. And the same code over an index built on another machine can keep
 sentences for some questions (the knapsack's near-ties), so a baseline measured elsewhere is re-asked here only where its pack's text differs. This study takes
 the rows of a BASE result folder, replaces by question id those of each OVERLAY folder (later ones
 win; a folder's rows are its ``results.jsonl`` or ``results.jsonl.gz``), and prints the figures of
-the results page's real-document table for the merged rows, then the wins and losses against BASE
+the results page's real-document table for the merged rows (the answer's line in context scored
+from the rows' passages where they predate that figure), then the wins and losses against BASE
 alone with a two-sided sign test. No LM call.
 
     python -m benchmarks.fetch_rows docs/results/realdocs-dev-auto-2000
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from benchmarks.realdocs.check import QUESTIONS
 from benchmarks.studies import parser, result_rows
 
 
@@ -35,6 +37,24 @@ def overlay(base: list[dict], *overlays: list[dict]) -> list[dict]:
     return [by_id[row["id"]] for row in base]
 
 
+def with_line_scored(row: dict) -> dict:
+    """``row`` with ``line_in_context`` (the answer's quoted line shown), scored from its passages as
+    ``ragnet eval --docs`` scores it since the figure exists; rows written before it lack the field."""
+    from ragnet.eval.run.doc_questions import load_doc_questions, place_scores
+
+    if "line_in_context" in row or not row.get("passages"):
+        return row
+    global _QUESTIONS
+    if _QUESTIONS is None:
+        _QUESTIONS = {q.id: q for q in load_doc_questions(QUESTIONS)}
+    question = _QUESTIONS.get(row["id"])
+    scored = place_scores(question, row) if question is not None else {}
+    return {**row, **({"line_in_context": scored["line_in_context"]} if "line_in_context" in scored else {})}
+
+
+_QUESTIONS = None
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     from ragnet.eval.metrics.stats import sign_test
     from ragnet.eval.report.summary import documents_figures
@@ -45,12 +65,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = p.parse_args(argv)
     base = result_rows(args.base)
     merged = overlay(base, *(result_rows(folder) for folder in args.overlays))
-    f = documents_figures(merged)  # what `ragnet eval` reports "Over your documents"
+    f = documents_figures([with_line_scored(row) for row in merged])  # what `ragnet eval` reports "Over your documents"
     print(f"{f['n']} questions: right {f['right_count']} ({100 * f['right']:.1f}%), F1 {100 * f['f1']:.1f}, "
           f"two-part {round(f['two_part_right'] * f['two_part'])} of {f['two_part']}, "
           f"cited {100 * f['cited_of_right']:.1f} (first {100 * f['cited_first_of_right']:.1f}), "
           f"gold place in context {100 * f['gold_place_in_context']:.1f}, "
-          f"misses with the gold place {round(f['misses_with_gold_place'] * f['misses'])} of {f['misses']}")
+          f"misses with the gold place {round(f['misses_with_gold_place'] * f['misses'])} of {f['misses']}; "
+          f"the answer's line in context {round(f['line_in_context'] * f['n'])} of {f['n']}, "
+          f"misses with the line {round(f['misses_with_line_shown'] * f['quoted_misses'])} of {f['quoted_misses']}")
     replaced = sum(a is not b for a, b in zip(base, merged))
     wins = [b["id"] for a, b in zip(base, merged) if b["contains"] > a["contains"]]
     losses = [b["id"] for a, b in zip(base, merged) if b["contains"] < a["contains"]]

@@ -86,6 +86,8 @@ def aggregate(rows: Sequence[dict[str, Any]], extra: Sequence[str] = ()) -> dict
             return None
         if key == "llm_match" and not any(r.get("llm_match") is not None for r in ok):
             return None
+        if key in extra and not any(key in r for r in scored):  # a hook that scores only some records
+            return None
         return round(sum(float(r.get(key) or 0.0) for r in scored) / len(scored), 6)
 
     for key in (*ACCURACY_KEYS, *extra):

@@ -111,8 +111,10 @@ def _documents_lines(docs: dict[str, dict[str, Any]], labels: Sequence[str]) -> 
     lines = ["### Over your documents", "",
              ("Right = a gold answer occurs in the answer (case, punctuation and number formatting aside). Cited = "
               "a citation (the first citation) is at the page or section that states the answer, of the right "
-              "answers. Misses with the gold place = the reader had a chunk from that place (the answer itself) "
-              "in its context and still missed."), ""]
+              "answers. Line in context = the line that states the answer (its quote) was among the sentences "
+              "the reader saw, of the questions with a quote. Misses with the gold place = the reader had a chunk "
+              "from that place (the answer itself) in its context and still missed; misses with the line = it "
+              "had the answer's line."), ""]
     table = []
     for lb in labels:
         d = docs.get(lb)
@@ -121,10 +123,13 @@ def _documents_lines(docs: dict[str, dict[str, Any]], labels: Sequence[str]) -> 
         table.append([lb, str(d["n"]), f"{d['right_count']} ({percent(d['right'])})", percent(d["f1"]),
                       _count_of(d["two_part_right"], d["two_part"]), percent(d["cited_of_right"]),
                       percent(d["cited_first_of_right"]), percent(d["gold_place_in_context"]),
+                      percent(d.get("line_in_context")),
                       f"{_count_of(d['misses_with_gold_place'], d['misses'])} "
-                      f"({_count_of(d['misses_with_answer_shown'], d['misses'])})"])
+                      f"({_count_of(d['misses_with_answer_shown'], d['misses'])})",
+                      _count_of(d.get("misses_with_line_shown"), d.get("quoted_misses", 0))])
     lines += markdown_table(["strategy", "n", "right", "F1", "two-part right", "cited", "cited first",
-                             "gold place in context", "misses with the gold place (answer shown)"], table)
+                             "gold place in context", "line in context",
+                             "misses with the gold place (answer shown)", "misses with the line"], table)
     sure = [f"- {lb}: AUROC {number(d['confidence_auroc'], 2)}; the surer half of its answers (confidence "
             f"≥ {number(d['confidence_median'], 2)}) {percent(d['right_of_surer_half'], symbol=True)} right, "
             f"the rest {percent(d['right_of_other_half'], symbol=True)}"

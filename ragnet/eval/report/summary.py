@@ -123,7 +123,9 @@ def documents_figures(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """What a team asks of ragnet over its own documents, for one strategy's rows (``ragnet eval
     --docs``, :mod:`ragnet.eval.run.doc_questions`): right answers, and of the two-part questions;
     how often a right answer's citation (its first citation) is at the place that states it;
-    and of the misses, how many had the answer's place (the answer itself) in front of the reader.
+    how often the line that states the answer was shown (of the questions whose place has a
+    quote); and of the misses, how many had the answer's place (the answer itself, its line) in
+    front of the reader.
     LM outages are left out, as in every accuracy figure.
 
     Example:
@@ -143,6 +145,10 @@ def documents_figures(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     def share(part: Sequence[dict[str, Any]], key: str | None = None) -> float | None:
         return None if not part else round(sum(float(r.get(key) or 0) if key else 1.0 for r in part) / len(part), 6)
 
+    def quoted(part: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The rows whose answer's place has a quote (``line_in_context`` is scored for those)."""
+        return [r for r in part if r.get("line_in_context") is not None]
+
     return {
         "n": len(scored), "right": share(scored, "contains"), "right_count": len(right),
         "f1": share(scored, "f1"), "em": share(scored, "em"),
@@ -151,6 +157,8 @@ def documents_figures(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "gold_place_in_context": share(scored, "gold_place_in_context"),
         "misses": len(missed), "misses_with_gold_place": share(missed, "gold_place_in_context"),
         "misses_with_answer_shown": share(missed, "answer_in_context"),
+        "line_in_context": share(quoted(scored), "line_in_context"), "quoted_misses": len(quoted(missed)),
+        "misses_with_line_shown": share(quoted(missed), "line_in_context"),
         **confidence_figures(scored),
     }
 

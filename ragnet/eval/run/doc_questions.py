@@ -25,6 +25,10 @@ Each answered question is scored (:func:`place_scores`, beside EM/F1 and the res
     a chunk from the answer's place was in the reader's context;
 ``answer_in_context``
     the answer itself was in the text the reader saw;
+``line_in_context``
+    where the answer's place has a ``quote``: the line that states the answer was shown (a
+    context sentence holds :data:`QUOTE_SHARE` of the quote's words, or the context holds the
+    quote whole), finer than the place, which a pack of selected sentences can hold without it;
 ``gold_cited`` / ``gold_cited_first``
     a citation (the first citation) points at the answer's place;
 
@@ -56,13 +60,49 @@ from typing import Any
 from ragnet.corpus.loader import parse_jsonl_record
 from ragnet.errors import InputError
 
-__all__ = ["DocQuestion", "GoldPlace", "PLACE_METRICS", "ROLES", "at_place", "load_doc_questions", "place_chunk_ids",
-           "place_scores"]
+__all__ = ["DocQuestion", "GoldPlace", "PLACE_METRICS", "QUOTE_SHARE", "ROLES", "at_place", "load_doc_questions",
+           "place_chunk_ids", "place_scores", "quote_shown"]
 
 #: What a gold place is to its question.
 ROLES = ("answer", "link")
-#: The per-question figures :func:`place_scores` adds to a row (averaged like EM in the report).
-PLACE_METRICS = ("gold_place_in_context", "answer_in_context", "gold_cited", "gold_cited_first")
+#: The per-question figures :func:`place_scores` adds to a row (averaged like EM in the report;
+#: ``line_in_context`` only where the answer's place has a quote).
+PLACE_METRICS = ("gold_place_in_context", "answer_in_context", "line_in_context", "gold_cited", "gold_cited_first")
+#: The share of a quote's words one shown sentence must hold for the quote's line to count as shown.
+QUOTE_SHARE = 0.6
+
+
+def _words(text: str) -> list[str]:
+    import re
+
+    return re.findall(r"[0-9a-z]+", text.casefold())
+
+
+def quote_shown(quote: str, texts: Sequence[str]) -> bool:
+    """Whether the line ``quote`` states was shown in ``texts`` (the passages the reader saw): one
+    of their sentences holds :data:`QUOTE_SHARE` of the quote's distinct words, or a passage holds
+    all of the quote's words in order (a quote of several sentences).
+
+    Example:
+        >>> quote_shown("Default is '/tmp /usr/tmp'.", ["Other lines. … Default is '/tmp /usr/tmp /afs'."])
+        True
+        >>> quote_shown("Default is '/tmp /usr/tmp'.", ["The default is set by the --prunepaths option."])
+        False
+    """
+    from ragnet.corpus.sentence_split import split_sentences
+
+    want = set(_words(quote))
+    if not want:
+        return False
+    joined = " ".join(_words(quote))
+    for text in texts:
+        if joined in " ".join(_words(text)):
+            return True
+        for part in text.split("…"):
+            for sentence in split_sentences(part):
+                if len(want & set(_words(sentence))) >= QUOTE_SHARE * len(want):
+                    return True
+    return False
 
 
 @dataclass(frozen=True)
@@ -272,8 +312,10 @@ def place_scores(record: Any, pred: Any, index: Any = None) -> dict[str, Any]:
         return {}
     answer_places = record.answer_places()
     context = _located(index, [str(c) for c in get_field(pred, "context", []) or []])
-    shown = " ".join(str(p.get("text") or "") for p in get_field(pred, "passages", []) or [] if isinstance(p, Mapping))
+    texts = [str(p.get("text") or "") for p in get_field(pred, "passages", []) or [] if isinstance(p, Mapping)]
+    shown = " ".join(texts)
     cites = [c for c in get_field(pred, "citations", []) or [] if isinstance(c, Mapping)]
+    quotes = [p.quote for p in answer_places if p.quote.strip()]
 
     def anywhere(locations: Sequence[Mapping[str, Any]], wanted: Sequence[GoldPlace]) -> float:
         return float(any(at_place(loc, p) for loc in locations for p in wanted))
@@ -281,6 +323,7 @@ def place_scores(record: Any, pred: Any, index: Any = None) -> dict[str, Any]:
     return {
         "gold_place_in_context": anywhere(context, answer_places),
         "answer_in_context": float(any(states_answer(a, shown) for a in record.answers)),
+        **({"line_in_context": float(any(quote_shown(q, texts) for q in quotes))} if quotes else {}),
         "gold_cited": anywhere(cites, answer_places),
         "gold_cited_first": anywhere(cites[:1], answer_places),
     }

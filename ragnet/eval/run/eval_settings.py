@@ -33,7 +33,7 @@ class EvalSettings:
         scorers: per-row hooks ``scorer(record, prediction, index) -> {field: value}``, merged
             into each row that ran (e.g. a task's own correctness).
         extra_metrics: row fields from ``scorers`` aggregated like accuracy (mean over every
-            row; an error row counts 0), per strategy, type and level.
+            row; an error row counts 0; None when no row has the field), per strategy, type and level.
         primary_metric: the metric that decides (default ``llm_match`` with a judge, else ``em``).
         command: the command line, written at the top of the report.
         retry_errors: run again the questions whose earlier row is an error row.

@@ -127,14 +127,40 @@ def test_eval_docs_scores_right_answers_places_and_citations(folder, tmp_path, m
     assert d1["gold_cited_first"] == 1.0 and d1["gold_place_in_context"] == 1.0 and d1["answer_in_context"] == 1.0
     d3 = next(r for r in rows if r["strategy"] == "basic" and r["id"] == "d3")
     assert d3["contains"] == 0.0 and d3["gold_place_in_context"] == 1.0  # a miss with the evidence in front of it
+    # the quoted lines were shown; d3's place quotes nothing, so it has no line figure at all
+    assert d1["line_in_context"] == 1.0 and "line_in_context" not in d3
+    assert basic["line_in_context"] == 1.0 and basic["quoted_misses"] == 0
     report = (out / "report.md").read_text()
     assert "### Over your documents" in report and "two-part right" in report
     cells = [c.strip() for c in next(line for line in report.splitlines()
                                      if line.startswith("| basic |") and " of " in line).split("|")[1:-1]]
     # shares of a few questions are shown as counts: "1 of 1", never "100.0 of 1"
-    assert cells[4] == "1 of 1" and cells[-1].startswith("1 of 1 (")
+    assert cells[4] == "1 of 1" and cells[8] == "100.0" and cells[-2].startswith("1 of 1 (") and cells[-1] == "–"
     # a scripted LM reports no logprobs: no confidence in the rows, the summary or the report
     assert d1["confidence"] is None and "confidence_auroc" not in basic and "AUROC" not in report
+
+
+def test_the_answers_line_counts_as_shown_by_one_sentence_or_the_quote_whole():
+    from ragnet.eval.run.doc_questions import quote_shown
+
+    quote = "The default fuzz factor is 2; there is no point to setting it higher."
+    assert quote_shown(quote, ["Context lines. … The default fuzz factor is 2; there is no point to"])
+    assert not quote_shown(quote, ["The fuzz factor is set with -F. … Its default is in the next section."])
+    two = "Backups are rotated. The default is 0."
+    assert quote_shown(two, ["Backups are rotated. The default is 0. Other text."])
+    assert not quote_shown("", ["anything"]) and not quote_shown(quote, [])
+
+
+def test_a_line_figure_is_left_out_where_no_question_quotes_its_place():
+    from ragnet.eval.metrics.stats import aggregate
+    from ragnet.eval.report.summary import documents_figures
+
+    rows = [{"contains": 1.0, "f1": 1.0, "em": 1.0, "type": "lookup"}, {"contains": 0.0, "f1": 0.0, "em": 0.0}]
+    assert aggregate(rows, ["line_in_context"])["line_in_context"] is None
+    assert documents_figures(rows)["line_in_context"] is None
+    rows[1]["line_in_context"] = 1.0
+    figures = documents_figures(rows)
+    assert figures["line_in_context"] == 1.0 and figures["misses_with_line_shown"] == 1.0 and figures["quoted_misses"] == 1
 
 
 def test_the_report_says_how_well_the_readers_confidence_tells_right_from_wrong():
