@@ -65,9 +65,10 @@ __all__ = ["DocQuestion", "GoldPlace", "PLACE_METRICS", "QUOTE_SHARE", "ROLES", 
 
 #: What a gold place is to its question.
 ROLES = ("answer", "link")
-#: The per-question figures :func:`place_scores` adds to a row (averaged like EM in the report;
-#: ``line_in_context`` only where the answer's place has a quote).
-PLACE_METRICS = ("gold_place_in_context", "answer_in_context", "line_in_context", "gold_cited", "gold_cited_first")
+#: The per-question figures :func:`place_scores` adds to every row with gold places, averaged like
+#: EM in the report (``line_in_context``, only where a place has a quote, is reported over those
+#: questions in the documents table instead).
+PLACE_METRICS = ("gold_place_in_context", "answer_in_context", "gold_cited", "gold_cited_first")
 #: The share of a quote's words one shown sentence must hold for the quote's line to count as shown.
 QUOTE_SHARE = 0.6
 
