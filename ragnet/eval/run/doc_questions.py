@@ -73,16 +73,11 @@ PLACE_METRICS = ("gold_place_in_context", "answer_in_context", "gold_cited", "go
 QUOTE_SHARE = 0.6
 
 
-def _words(text: str) -> list[str]:
-    import re
-
-    return re.findall(r"[0-9a-z]+", text.casefold())
-
-
 def quote_shown(quote: str, texts: Sequence[str]) -> bool:
     """Whether the line ``quote`` states was shown in ``texts`` (the passages the reader saw): one
     of their sentences holds :data:`QUOTE_SHARE` of the quote's distinct words, or a passage holds
-    all of the quote's words in order (a quote of several sentences).
+    the quote's words in order (a quote of several sentences); words as citations compare them
+    (:func:`ragnet.core.support.answer_key`).
 
     Example:
         >>> quote_shown("Default is '/tmp /usr/tmp'.", ["Other lines. … Default is '/tmp /usr/tmp /afs'."])
@@ -90,18 +85,18 @@ def quote_shown(quote: str, texts: Sequence[str]) -> bool:
         >>> quote_shown("Default is '/tmp /usr/tmp'.", ["The default is set by the --prunepaths option."])
         False
     """
+    from ragnet.core.support import answer_key, states_answer
     from ragnet.corpus.sentence_split import split_sentences
 
-    want = set(_words(quote))
+    want = set(answer_key(quote))
     if not want:
         return False
-    joined = " ".join(_words(quote))
     for text in texts:
-        if joined in " ".join(_words(text)):
+        if states_answer(quote, text):
             return True
         for part in text.split("…"):
             for sentence in split_sentences(part):
-                if len(want & set(_words(sentence))) >= QUOTE_SHARE * len(want):
+                if len(want & set(answer_key(sentence))) >= QUOTE_SHARE * len(want):
                     return True
     return False
 
