@@ -258,22 +258,31 @@ def test_a_bridge_search_does_not_bring_a_listing_back(tmp_path):
     assert "idx#0" not in [c.id for c in picked]
 
 
-def test_focus_fills_the_pack_from_the_document_most_best_hits_come_from(tmp_path, run_with):
-    """Preset ``focus``: the bc manual holds most of the best hits, so the Node.js page that
-    shares the question's words stays out of the pack; the event names the document."""
+BC_QUESTION = "What is the default number of history lines bc keeps when built with readline?"
+
+
+def _bc_and_node(tmp_path, last_line: str, node_text: str):
+    """A bc manual whose eight sections share the question's words and whose ``last_line`` states
+    the default, beside a Node.js readline page (``node_text``) that shares them too."""
     from ragnet import Document, Index
-    from ragnet.programs.registry import build_program
 
     bc = Document(id="bc", title="bc", text="\n\n".join(
         f"Section {i}. The bc calculator keeps a history of lines when built with readline; note {i}."
-        for i in range(8)) + "\n\nHISTORY is the number of lines of history bc retains; -1 is the default.")
-    node = Document(id="node", title="Readline", text="The readline history option sets how many history lines "
-                    "a Node.js interface keeps by default.")
-    index = Index.build([bc, node], tmp_path / "i", chunk_tokens=40, overlap=0, show_progress=False)
-    question = "What is the default number of history lines bc keeps when built with readline?"
+        for i in range(8)) + "\n\n" + last_line)
+    node = Document(id="node", title="Readline", text=node_text)
+    return Index.build([bc, node], tmp_path / "i", chunk_tokens=40, overlap=0, show_progress=False)
+
+
+def test_focus_fills_the_pack_from_the_document_most_best_hits_come_from(tmp_path, run_with):
+    """Preset ``focus``: the bc manual holds most of the best hits, so the Node.js page that
+    shares the question's words stays out of the pack; the event names the document."""
+    from ragnet.programs.registry import build_program
+
+    index = _bc_and_node(tmp_path, "HISTORY is the number of lines of history bc retains; -1 is the default.",
+                         "The readline history option sets how many history lines a Node.js interface keeps by default.")
     with run_with(ProgramLM()):
-        focused = build_program("oneshot:sentences+focus", index, budget=2000)(question=question)
-        plain = build_program("oneshot:sentences", index, budget=2000)(question=question)
+        focused = build_program("oneshot:sentences+focus", index, budget=2000)(question=BC_QUESTION)
+        plain = build_program("oneshot:sentences", index, budget=2000)(question=BC_QUESTION)
     (event,) = [e for e in focused.trace if e["step"] == "focus"]
     assert event["document"] == "bc" and event["dropped"] >= 1
     assert {cid.split("#")[0] for cid in focused.context} == {"bc"}
@@ -283,18 +292,12 @@ def test_focus_fills_the_pack_from_the_document_most_best_hits_come_from(tmp_pat
 def test_focus_keeps_the_bridge_hops_hits_to_its_document_and_traces_what_it_dropped(tmp_path, run_with):
     """With ``focus`` and the bridge hops, a hop's hit from another document stays out of the pack,
     and a second ``focus`` event (turn 2) counts it."""
-    from ragnet import Document, Index
     from ragnet.programs.registry import build_program
 
-    bc = Document(id="bc", title="bc", text="\n\n".join(
-        f"Section {i}. The bc calculator keeps a history of lines when built with readline; note {i}."
-        for i in range(8)) + "\n\nThe history_size variable sets the lines bc retains; see history_size for the default.")
-    node = Document(id="node", title="Readline", text="The history_size option of a Node.js readline interface "
-                    "defaults to 30 lines.")
-    index = Index.build([bc, node], tmp_path / "i", chunk_tokens=40, overlap=0, show_progress=False)
-    question = "What is the default number of history lines bc keeps when built with readline?"
+    index = _bc_and_node(tmp_path, "The history_size variable sets the lines bc retains; see history_size for the default.",
+                         "The history_size option of a Node.js readline interface defaults to 30 lines.")
     with run_with(ProgramLM()):
-        pred = build_program("oneshot:sentences+hops+focus", index, budget=2000)(question=question)
+        pred = build_program("oneshot:sentences+hops+focus", index, budget=2000)(question=BC_QUESTION)
     first, hops = [e for e in pred.trace if e["step"] == "focus"]
     assert first["turn"] == 1 and hops["turn"] == 2 and hops["document"] == "bc"
     (hop_event,) = [e for e in pred.trace if e["step"] == "hops"]
