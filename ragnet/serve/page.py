@@ -17,7 +17,9 @@ Example:
 
 from __future__ import annotations
 
-from ragnet.signatures.answer_confidence import LOW_CONFIDENCE
+import json
+
+from ragnet.signatures.answer_confidence import LOW_CONFIDENCE, LOW_NOTE
 
 __all__ = ["CSP", "PAGE", "SCRIPT", "STYLE"]
 
@@ -148,10 +150,10 @@ SCRIPT = r"""
     if (!list.children.length) list.appendChild(text("li", "The answer cites no passage."));
     const u = body.usage || {};
     const sure = body.confidence != null ? "confidence " + body.confidence.toFixed(2) + " · " : "";
-    const low = body.confidence != null && body.confidence < LOW_CONFIDENCE ? "low: check the cited lines · " : "";
+    const low = body.confidence != null && body.confidence < LOW_CONFIDENCE ? LOW_NOTE + " · " : "";
     $("usage").textContent = sure + low + body.strategy + " · " + (u.lm_calls || 0) + " LM calls · " +
       (u.seconds != null ? u.seconds.toFixed(1) + " s" : "");
     $("result").hidden = false;
   }
 })();
-""".replace("LOW_CONFIDENCE", repr(LOW_CONFIDENCE))
+""".replace("LOW_CONFIDENCE", repr(LOW_CONFIDENCE)).replace("LOW_NOTE", json.dumps(LOW_NOTE))

@@ -23,12 +23,14 @@ import math
 import re
 from typing import Any
 
-__all__ = ["LOW_CONFIDENCE", "confidence_note", "field_probability", "reports_logprobs"]
+__all__ = ["LOW_CONFIDENCE", "LOW_NOTE", "confidence_note", "field_probability", "reports_logprobs"]
 
 #: Below this confidence an answer is flagged as low for its reader: on the real-document dev set
 #: answers below the median confidence were right far less often than those above it
 #: (docs/results/README.md, the reader's confidence).
 LOW_CONFIDENCE = 0.5
+#: What ``ask`` and the page at ``/`` add to a confidence below :data:`LOW_CONFIDENCE`.
+LOW_NOTE = "low: check the cited lines"
 
 
 def confidence_note(confidence: float | None) -> str | None:
@@ -45,7 +47,7 @@ def confidence_note(confidence: float | None) -> str | None:
     """
     if confidence is None:
         return None
-    low = "; low: check the cited lines" if confidence < LOW_CONFIDENCE else ""
+    low = f"; {LOW_NOTE}" if confidence < LOW_CONFIDENCE else ""
     return f"{confidence:.2f} (the reader's probability of this answer{low})"
 
 
