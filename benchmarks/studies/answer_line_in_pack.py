@@ -16,7 +16,6 @@ this probe's first run at aae1280, where 108 lines were packed).
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -29,14 +28,11 @@ from benchmarks.studies import parser, result_rows
 ROWS = "realdocs-dev-confidence"
 
 
-def _words(text: str) -> set[str]:
-    return set(re.findall(r"[a-z0-9]+", text.lower()))
-
-
 def _cases(docs) -> list[tuple]:
     """Per question: its id, sentence candidates, chunk scores, sectioned flags, header costs,
     context budget and the candidate index of its gold answer line (None when none matches)."""
     from ragnet.core import links
+    from ragnet.core.support import answer_key
     from ragnet.corpus.tokens import count_tokens_batch
     from ragnet.eval.run.eval_indexes import docs_index
     from ragnet.lm.config import LazyLM
@@ -60,8 +56,8 @@ def _cases(docs) -> list[tuple]:
         for gold in q["gold"]:
             if gold.get("role") != "answer":
                 continue
-            want = _words(gold["quote"])
-            shares = [len(want & _words(t)) / max(1, len(want)) for t in cands.texts]
+            want = set(answer_key(gold["quote"]))
+            shares = [len(want & set(answer_key(t))) / max(1, len(want)) for t in cands.texts]
             if shares and max(shares) >= 0.6:
                 line = int(np.argmax(shares))
         cases.append((q["id"], cands, scores, sectioned, headers, budget.context_budget, line))

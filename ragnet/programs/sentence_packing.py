@@ -183,8 +183,7 @@ def select_sentences(
     values = core_sentences.values(scores, cands.chunk_of, cands.position == 0, cands.cos, cands.bm25, weights,
                                    follows=sectioned,
                                    item_of=item_openers(cands.texts, cands.chunk_of) if weights.term > 0 else None)
-    if sectioned.size:
-        values = option_links.link_floor(values, cands.texts, sectioned[cands.chunk_of], share=weights.option_link)
+    values = option_links.link_floor(values, cands.texts, sectioned[cands.chunk_of], share=weights.option_link)
     headers = np.asarray(count_tokens_batch([chunk_header(f"c{i + 1}", c.title) for i, c in enumerate(chunks)]),
                          dtype=np.int64) + 2
     picked = core_sentences.pack(values, cands.tokens + 1, cands.chunk_of, headers, context_budget).tolist()
