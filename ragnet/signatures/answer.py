@@ -22,7 +22,7 @@ import dspy
 
 from ragnet.errors import InputError
 from ragnet.lm.config import LazyLM
-from ragnet.signatures.answer_confidence import field_probability, reports_logprobs
+from ragnet.signatures.answer_confidence import field_probability, logprobs_request
 from ragnet.signatures.formatting import format_context, resolve_ids
 from ragnet.signatures.step import Step, StepOutputError
 
@@ -396,8 +396,9 @@ class AnswerStep(Step):
         else:  # this question only: dspy.Predict takes a per-call signature and demos
             inputs.update(signature=signature, demos=answer_demos(self.predict, signature))
         with self.settings():
-            if reports_logprobs(dspy.settings.lm):  # read for the answer's confidence; no extra call
-                inputs["config"] = {"logprobs": True}
+            asked = logprobs_request(dspy.settings.lm)
+            if asked:  # read for the answer's confidence; no extra call
+                inputs["config"] = asked
             pred = self.run(default=answer_default(default_answer), validate=answer_validator(id_map), **inputs)
         pred.confidence = None if pred.fallback else field_probability(pred.get("logprobs"), "answer")
         return pred

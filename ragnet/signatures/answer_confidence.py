@@ -5,8 +5,10 @@ was varies: "50" written at probability 0.98 and "Kibibytes" written at 0.3, wit
 second, look the same on the page. The product of the probabilities of the tokens that spell the
 answer field is a signal no other step has, and it costs nothing to read when the LM reports token
 logprobs (DSPy 3.4's ``logprobs`` request option; ragnet's llama.cpp engine reports them for
-greedy decoding). :func:`reports_logprobs` says whether an LM does, so a step asks only those (a
-provider without logprobs raises when asked); :func:`field_probability` finds the field in the
+greedy decoding, and so do OpenAI-compatible servers that DSPy's capability table lists with
+``logprobs``). :func:`logprobs_request` gives the request options that make an LM report them, or
+None, so a step asks only those that can (a provider without logprobs raises when asked);
+:func:`field_probability` finds the field in the
 reply the tokens spell (JSON or DSPy's ``[[ ## field ## ]]`` sections) and multiplies its tokens'
 probabilities. How well it tells right answers from wrong ones is measured in docs/results.
 
@@ -23,7 +25,7 @@ import math
 import re
 from typing import Any
 
-__all__ = ["LOW_CONFIDENCE", "LOW_NOTE", "confidence_note", "field_probability", "reports_logprobs"]
+__all__ = ["LOW_CONFIDENCE", "LOW_NOTE", "confidence_note", "field_probability", "logprobs_request", "reports_logprobs"]
 
 #: Below this confidence an answer is flagged as low for its reader: on the real-document dev set
 #: answers below the median confidence were right far less often than those above it
@@ -51,18 +53,47 @@ def confidence_note(confidence: float | None) -> str | None:
     return f"{confidence:.2f} (the reader's probability of this answer{low})"
 
 
+def logprobs_request(lm: Any) -> dict[str, Any] | None:
+    """The request options that make ``lm`` (a ``dspy.LM``) report the token logprobs of a greedy
+    answer, or None when it cannot (a sampled answer's logprobs would not say how sure the reader
+    was of it).
+
+    An LM with an engine object (ragnet's llama.cpp engine) is asked when the engine lists
+    ``logprobs`` among its supported parameters. A served LM (litellm: OpenAI, vLLM, Ollama,
+    llama.cpp's server) is asked when DSPy's capability table lists ``logprobs`` for its model, with
+    ``top_logprobs=1`` as well: some OpenAI-compatible servers, llama.cpp's among them, return
+    logprobs only when asked for alternatives too.
+
+    Example:
+        >>> import dspy
+        >>> logprobs_request(dspy.LM("openai/gpt-4o-mini", temperature=0.0))
+        {'logprobs': True, 'top_logprobs': 1}
+        >>> logprobs_request(dspy.LM("openai/gpt-4o-mini", temperature=0.7)) is None
+        True
+        >>> logprobs_request(dspy.utils.DummyLM([{"answer": "x"}])), logprobs_request(None)
+        (None, None)
+    """
+    if lm is None or (getattr(lm, "kwargs", None) or {}).get("temperature"):
+        return None
+    engine = getattr(lm, "engine", None)
+    if engine is not None and not isinstance(engine, str):  # an engine object; "auto": litellm's
+        return {"logprobs": True} if "logprobs" in getattr(engine, "supported_params", ()) else None
+    try:
+        params = set(getattr(lm, "supported_params", ()) or ())
+    except Exception:  # noqa: BLE001 - a capability lookup that fails means: do not ask
+        return None
+    return {"logprobs": True, "top_logprobs": 1} if {"logprobs", "top_logprobs"} <= params else None
+
+
 def reports_logprobs(lm: Any) -> bool:
-    """Whether ``lm`` (a ``dspy.LM``) decodes greedily on an engine that reports token logprobs when
-    asked (a sampled answer's logprobs would not say how sure the reader was of it).
+    """Whether ``lm`` reports a greedy answer's token logprobs when asked (:func:`logprobs_request`).
 
     Example:
         >>> import dspy
         >>> reports_logprobs(dspy.utils.DummyLM([{"answer": "x"}])), reports_logprobs(None)
         (False, False)
     """
-    engine = getattr(lm, "engine", None)
-    greedy = not (getattr(lm, "kwargs", None) or {}).get("temperature")
-    return greedy and "logprobs" in getattr(engine, "supported_params", ())
+    return logprobs_request(lm) is not None
 
 
 def _field_span(text: str, field: str) -> tuple[int, int] | None:

@@ -4,7 +4,9 @@ It answers ``POST /v1/chat/completions`` (and ``GET /v1/models``) in one of thes
 counting every request it receives:
 
 * ``ok``: a well-formed completion whose content is ``reply`` (a JSON string DSPy's adapters
-  can parse, by default an answer for any ragnet step);
+  can parse, by default an answer for any ragnet step); a request that asks for ``logprobs`` and
+  ``top_logprobs`` (as llama.cpp's server needs) also gets the reply's token logprobs, one token
+  per whitespace-separated piece at ``token_logprob`` each;
 * ``error500``: HTTP 500 with a JSON error body;
 * ``badjson``: HTTP 200 with a body that is not JSON;
 * ``nochoices``: HTTP 200 with ``"choices": []``;
@@ -23,6 +25,7 @@ loopback interface.
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -40,14 +43,16 @@ class FaultServer:
     """``with FaultServer("hang") as server: ... server.url ... server.requests``."""
 
     def __init__(self, mode: str = "ok", reply: str | None = None, *, interval: float = 0.05,
-                 seconds: float = 30.0) -> None:
+                 seconds: float = 30.0, token_logprob: float = -0.1) -> None:
         if mode not in MODES:
             raise ValueError(mode)
         self.mode = mode
         self.interval, self.seconds = interval, seconds  # the trickle's pace and length
         self.reply = reply if reply is not None else json.dumps(
             {"answer": "Paris", "evidence_ids": ["c1"], "verdict": "Sufficient", "confidence": 0.9, "missing": ""})
+        self.token_logprob = token_logprob
         self.requests = 0
+        self.bodies: list[dict] = []  # the JSON body of every request, in order
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._httpd: ThreadingHTTPServer | None = None
@@ -67,9 +72,14 @@ class FaultServer:
 
             def do_POST(self) -> None:  # noqa: N802
                 length = int(self.headers.get("Content-Length") or 0)
-                self.rfile.read(length)
+                raw = self.rfile.read(length)
+                try:
+                    body = json.loads(raw or b"{}")
+                except ValueError:
+                    body = {}
                 with server._lock:
                     server.requests += 1
+                    server.bodies.append(body)
                 mode = server.mode
                 if mode == "hang":
                     server._stop.wait(300)
@@ -88,13 +98,19 @@ class FaultServer:
                 elif mode == "trickle":
                     self._trickle(json.dumps(self._completion()).encode())
                 else:
-                    self._send(200, self._completion())
+                    self._send(200, self._completion(body.get("logprobs") and body.get("top_logprobs")))
 
-            def _completion(self) -> dict:
+            def _completion(self, logprobs: Any = False) -> dict:
+                choice = {"index": 0, "finish_reason": "stop",
+                          "message": {"role": "assistant", "content": server.reply}}
+                if logprobs:
+                    pieces = re.findall(r"\s*\S+", server.reply)
+                    choice["logprobs"] = {"content": [
+                        {"token": piece, "logprob": server.token_logprob, "bytes": None,
+                         "top_logprobs": [{"token": piece, "logprob": server.token_logprob, "bytes": None}]}
+                        for piece in pieces]}
                 return {"id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()),
-                        "model": "test-model",
-                        "choices": [{"index": 0, "finish_reason": "stop",
-                                     "message": {"role": "assistant", "content": server.reply}}],
+                        "model": "test-model", "choices": [choice],
                         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
 
             def _trickle(self, body: bytes) -> None:

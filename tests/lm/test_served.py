@@ -9,6 +9,7 @@ and killed-server cases use llama.cpp's own server with the local GGUF (marked `
 from __future__ import annotations
 
 import json
+import math
 import os
 import socket
 import subprocess
@@ -67,6 +68,24 @@ def test_a_healthy_server_answers_with_one_request_per_step(tiny_index, served):
         pred = BasicRAG(tiny_index, k=2)(question=QUESTION)
     assert pred.answer == "Paris" and answer_failure(pred.trace) is None
     assert server.requests == 1 and pred.usage["lm_calls"] == 1
+
+
+def test_a_served_greedy_reader_reports_its_confidence(tiny_index, served):
+    # the answer's one token "\nParis" at logprob -0.4: confidence exp(-0.4), from the same one request
+    with FaultServer("ok", reply=CHAT_ANSWER, token_logprob=-0.4) as server:
+        served(server.url)
+        pred = BasicRAG(tiny_index, k=2)(question=QUESTION)
+    assert pred.answer == "Paris" and server.requests == 1
+    assert pred.confidence == pytest.approx(math.exp(-0.4), abs=1e-4)  # rounded to 4 places
+    assert server.bodies[0]["logprobs"] is True and server.bodies[0]["top_logprobs"] == 1
+
+
+def test_a_sampled_served_reader_is_not_asked_for_logprobs(tiny_index, served):
+    with FaultServer("ok", reply=CHAT_ANSWER) as server:
+        served(server.url, temperature=0.7)
+        pred = BasicRAG(tiny_index, k=2)(question=QUESTION)
+    assert pred.answer == "Paris" and pred.confidence is None
+    assert "logprobs" not in server.bodies[0]
 
 
 @pytest.mark.parametrize("mode, kind", [
@@ -203,6 +222,7 @@ def test_llama_cpp_server_answers_and_a_killed_server_is_loud(tiny_index, served
         served(f"http://127.0.0.1:{port}/v1", timeout=120)
         pred = BasicRAG(tiny_index, k=2)(question=QUESTION)
         assert answer_failure(pred.trace) is None and "paris" in pred.answer.casefold()
+        assert 0.0 < pred.confidence <= 1.0  # llama.cpp's server reports the answer's token logprobs
         server.kill()
         server.wait()
         served(f"http://127.0.0.1:{port}/v1")
