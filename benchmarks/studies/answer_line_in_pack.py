@@ -7,7 +7,8 @@ computes them; the gold quote's line is the candidate sentence holding most of i
 match across all candidates (``own x exp((m - max m) / temperature)`` in chunks with sections),
 which would let a line with a strong match in a low-ranked chunk in, with the questions it gains
 and loses; and the same without the option links (:mod:`ragnet.core.option_links`, added after
-this probe's first run at aae1280, where 108 lines were packed).
+this probe's first run at aae1280, where 108 lines were packed) and with both copies of a line two
+overlapping chunks share (:mod:`ragnet.core.overlap_copies`, added at bd5f1ba).
 
     python -m benchmarks.realdocs.build
     python -m benchmarks.studies.answer_line_in_pack
@@ -30,7 +31,8 @@ ROWS = "realdocs-dev-confidence"
 
 def _cases(docs) -> list[tuple]:
     """Per question: its id, sentence candidates, chunk scores, sectioned flags, header costs,
-    context budget and the candidate index of its gold answer line (None when none matches)."""
+    context budget, the candidate index of its gold answer line (None when none matches), and the
+    chunks' document ids and positions."""
     from ragnet.core import links
     from ragnet.core.support import answer_key
     from ragnet.corpus.tokens import count_tokens_batch
@@ -60,21 +62,24 @@ def _cases(docs) -> list[tuple]:
             shares = [len(want & set(answer_key(t))) / max(1, len(want)) for t in cands.texts]
             if shares and max(shares) >= 0.6:
                 line = int(np.argmax(shares))
-        cases.append((q["id"], cands, scores, sectioned, headers, budget.context_budget, line))
+        cases.append((q["id"], cands, scores, sectioned, headers, budget.context_budget, line,
+                      [c.doc_id for c in chunks], [c.position for c in chunks]))
     return cases
 
 
 def packed_lines(cases: list[tuple], own: float = 0.0, temperature: float = 0.1,
-                 option_link: float | None = None) -> dict[str, bool]:
+                 option_link: float | None = None, overlap_copies: bool = True) -> dict[str, bool]:
     """Whether each question's answer line is packed, with the own-match floor ``own`` (0: today's
-    values) and the option links' share ``option_link`` (None: today's)."""
+    values), the option links' share ``option_link`` (None: today's) and one copy of an overlap
+    line (:mod:`ragnet.core.overlap_copies`, added after this probe's second run, at bd5f1ba)."""
     from ragnet.core import option_links
     from ragnet.core import sentence_values as sv
+    from ragnet.core.overlap_copies import drop_overlap_copies
 
     weights = sv.SentenceWeights()
     link = weights.option_link if option_link is None else option_link
     out = {}
-    for qid, cands, scores, sectioned, headers, budget, line in cases:
+    for qid, cands, scores, sectioned, headers, budget, line, docs, positions in cases:
         if line is None:
             continue
         values = sv.values(scores, cands.chunk_of, cands.position == 0, cands.cos, cands.bm25, weights,
@@ -84,7 +89,10 @@ def packed_lines(cases: list[tuple], own: float = 0.0, temperature: float = 0.1,
             floor = own * np.exp((match - match.max()) / temperature)
             values = np.maximum(values, np.where(sectioned[cands.chunk_of], floor, 0.0))
         values = option_links.link_floor(values, cands.texts, sectioned[cands.chunk_of], share=link)
-        out[qid] = line in set(sv.pack(values, cands.tokens + 1, cands.chunk_of, headers, budget).tolist())
+        if overlap_copies:
+            values = drop_overlap_copies(values, cands.texts, cands.chunk_of, docs, positions)
+        packed = sv.pack(values, cands.tokens + 1, cands.chunk_of, headers, budget).tolist()
+        out[qid] = any(cands.texts[j] == cands.texts[line] for j in packed)  # the line, or its overlap copy
     return out
 
 
@@ -98,6 +106,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     today = packed_lines(cases)
     print(f"answer line packed: {sum(today.values())} of {len(today)} questions whose line is a candidate "
           f"({len(cases) - len(today)} without one)")
+    copies = packed_lines(cases, overlap_copies=False)
+    print(f"with both copies of overlap lines: {sum(copies.values())}; gains {sorted(q for q in today if today[q] and not copies[q])}, "
+          f"losses {sorted(q for q in today if copies[q] and not today[q])}")
     unlinked = packed_lines(cases, option_link=0.0)
     print(f"without option links: {sum(unlinked.values())}; gains {sorted(q for q in today if today[q] and not unlinked[q])}, "
           f"losses {sorted(q for q in today if unlinked[q] and not today[q])}")

@@ -8,6 +8,11 @@ gives the others value 0, which the knapsack never packs. A sentence repeated in
 not neighbours ("Returns: 0 on success." under two functions), or twice in one chunk, is written
 in two places of the document, and every copy stays.
 
+The pack applies it in chunks of documents with sections only (``where``). In a manual the freed
+tokens bring lines of the same sections; in Wikipedia's short passages they brought other pages'
+sentences, which cost the 1.5B reader more answers than they gained (docs/results/README.md,
+"overlap copies").
+
 Example:
     >>> texts = ["The default is 8.", "Jobs run in parallel.", "Jobs run in parallel.", "Logs go to stderr."]
     >>> drop_overlap_copies(np.array([0.9, 0.4, 0.5, 0.3]), texts, chunk_of=np.array([0, 0, 1, 1]),
@@ -25,7 +30,8 @@ __all__ = ["drop_overlap_copies"]
 
 
 def drop_overlap_copies(values: np.ndarray, texts: Sequence[str], chunk_of: np.ndarray,
-                        chunk_doc: Sequence[str], chunk_pos: Sequence[int]) -> np.ndarray:
+                        chunk_doc: Sequence[str], chunk_pos: Sequence[int],
+                        where: np.ndarray | None = None) -> np.ndarray:
     """``values`` with 0 for every copy of a sentence that a neighbouring chunk of the same
     document (positions one apart) also holds, except its most valuable copy (the earliest on a tie).
 
@@ -35,6 +41,7 @@ def drop_overlap_copies(values: np.ndarray, texts: Sequence[str], chunk_of: np.n
         chunk_of: the chunk index of each sentence.
         chunk_doc: each chunk's document id.
         chunk_pos: each chunk's position in its document (``Chunk.position``).
+        where: per sentence, whether it may be dropped or count as a copy (None: every sentence).
 
     Example:
         >>> same = ["A line.", "A line."]
@@ -42,11 +49,15 @@ def drop_overlap_copies(values: np.ndarray, texts: Sequence[str], chunk_of: np.n
         [0.5, 0.5]
         >>> drop_overlap_copies(np.array([0.2, 0.7]), same, np.array([0, 1]), ["m", "m"], [5, 4]).tolist()
         [0.0, 0.7]
+        >>> drop_overlap_copies(np.array([0.2, 0.7]), same, np.array([0, 1]), ["m", "m"], [5, 4],
+        ...                     where=np.array([False, False])).tolist()
+        [0.2, 0.7]
     """
     out = np.array(values, dtype=np.float64, copy=True)
     copies: dict[str, list[int]] = {}
     for i, text in enumerate(texts):
-        copies.setdefault(" ".join(text.split()), []).append(i)
+        if where is None or where[i]:
+            copies.setdefault(" ".join(text.split()), []).append(i)
     for group in copies.values():
         if len(group) < 2:
             continue

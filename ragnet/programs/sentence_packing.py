@@ -8,8 +8,8 @@ chunk of a document with sections the floor of the sentence before it and, when
 ``weights.term`` is set, the floor an option's term line takes from its description), then, in
 those chunks, the floor a sentence takes from one of the best sentences when it names the same
 command-line option (:mod:`ragnet.core.option_links`: the second place of a two-part answer in a
-manual); a sentence that two neighbouring chunks both hold (their overlap) keeps one copy
-(:mod:`ragnet.core.overlap_copies`), and the exact knapsack packs the best into the answer
+manual) and a sentence that two neighbouring chunks both hold (their overlap) keeps one copy
+(:mod:`ragnet.core.overlap_copies`); then the exact knapsack packs the best into the answer
 prompt's budget (:func:`ragnet.core.sentence_values.pack`).
 
 The reader sees coherent passages: each chunk keeps its id and title, its chosen sentences
@@ -187,7 +187,7 @@ def select_sentences(
                                    item_of=item_openers(cands.texts, cands.chunk_of) if weights.term > 0 else None)
     values = option_links.link_floor(values, cands.texts, sectioned[cands.chunk_of], share=weights.option_link)
     values = drop_overlap_copies(values, cands.texts, cands.chunk_of, [c.doc_id for c in chunks],
-                                 [c.position for c in chunks])
+                                 [c.position for c in chunks], where=sectioned[cands.chunk_of])
     headers = np.asarray(count_tokens_batch([chunk_header(f"c{i + 1}", c.title) for i, c in enumerate(chunks)]),
                          dtype=np.int64) + 2
     picked = core_sentences.pack(values, cands.tokens + 1, cands.chunk_of, headers, context_budget).tolist()

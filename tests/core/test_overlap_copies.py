@@ -37,13 +37,22 @@ def test_a_pack_over_overlapping_chunks_shows_no_sentence_twice(tmp_path):
 
     lines = [f"Option -{chr(97 + i)} sets the {word} limit to {i + 2} units." for i, word in
              enumerate("job load disk memory queue thread socket retry cache timer buffer".split())]
-    doc = ragnet.Document(id="man", title="Manual", text=" ".join(lines))
-    index = ragnet.Index.build([doc], tmp_path / "i", show_progress=False, chunk_tokens=48, overlap=24)
-    chunks = index.search("Which option sets the memory limit and the queue limit?", k=len(index))
-    assert len(chunks) >= 3 and any(  # the windows overlap: some sentence is in two chunks
-        set(split_sentences(a.text)) & set(split_sentences(b.text)) for a in chunks for b in chunks if a.id < b.id)
+    text = " ".join(lines)
+    plain = ragnet.Document(id="man", title="Manual", text=text)
+    doc = ragnet.Document(id="man", title="Manual", text=text,  # a manual's section: the rule applies there
+                          positions=((0, {"file": "man.md", "headings": ["2 Options"]}),))
     question = "Which option sets the memory limit and the queue limit?"
-    budget = PromptBudget(ragnet.BasicRAG(index).answer.predict, question, 2000)
-    packed = pack_sentences(chunks, question, budget, index)
-    shown = [s for c in packed.chunks for part in c.text.split("…") for s in split_sentences(part)]
-    assert len(shown) == len(set(shown)) and set(lines) <= set(shown)  # every line once, none twice
+
+    def shown(document, folder):
+        index = ragnet.Index.build([document], tmp_path / folder, show_progress=False, chunk_tokens=48, overlap=24)
+        chunks = index.search(question, k=len(index))
+        assert len(chunks) >= 3 and any(  # the windows overlap: some sentence is in two chunks
+            set(split_sentences(a.text)) & set(split_sentences(b.text)) for a in chunks for b in chunks if a.id < b.id)
+        packed = pack_sentences(chunks, question, PromptBudget(ragnet.BasicRAG(index).answer.predict, question, 2000),
+                                index)
+        return [s for c in packed.chunks for part in c.text.split("…") for s in split_sentences(part)]
+
+    manual = shown(doc, "manual")
+    assert len(manual) == len(set(manual)) and set(lines) <= set(manual)  # every line once, none twice
+    passages = shown(plain, "plain")  # a document without sections (Wikipedia's passages) keeps both copies
+    assert set(lines) <= set(passages) and len(passages) > len(set(passages))
