@@ -6,7 +6,8 @@ counting every request it receives:
 * ``ok``: a well-formed completion whose content is ``reply`` (a JSON string DSPy's adapters
   can parse, by default an answer for any ragnet step); a request that asks for ``logprobs`` and
   ``top_logprobs`` (as llama.cpp's server needs) also gets the reply's token logprobs, one token
-  per whitespace-separated piece at ``token_logprob`` each;
+  per whitespace-separated piece at ``token_logprob`` each (with ``refuse_logprobs``, such a
+  request gets HTTP 400 instead, as from a provider that does not take the parameter);
 * ``error500``: HTTP 500 with a JSON error body;
 * ``badjson``: HTTP 200 with a body that is not JSON;
 * ``nochoices``: HTTP 200 with ``"choices": []``;
@@ -43,14 +44,14 @@ class FaultServer:
     """``with FaultServer("hang") as server: ... server.url ... server.requests``."""
 
     def __init__(self, mode: str = "ok", reply: str | None = None, *, interval: float = 0.05,
-                 seconds: float = 30.0, token_logprob: float = -0.1) -> None:
+                 seconds: float = 30.0, token_logprob: float = -0.1, refuse_logprobs: bool = False) -> None:
         if mode not in MODES:
             raise ValueError(mode)
         self.mode = mode
         self.interval, self.seconds = interval, seconds  # the trickle's pace and length
         self.reply = reply if reply is not None else json.dumps(
             {"answer": "Paris", "evidence_ids": ["c1"], "verdict": "Sufficient", "confidence": 0.9, "missing": ""})
-        self.token_logprob = token_logprob
+        self.token_logprob, self.refuse_logprobs = token_logprob, refuse_logprobs
         self.requests = 0
         self.bodies: list[dict] = []  # the JSON body of every request, in order
         self._lock = threading.Lock()
@@ -97,6 +98,8 @@ class FaultServer:
                                      "model": "test-model", "choices": [], "usage": {}})
                 elif mode == "trickle":
                     self._trickle(json.dumps(self._completion()).encode())
+                elif server.refuse_logprobs and body.get("logprobs"):
+                    self._send(400, {"error": {"message": "logprobs is not supported", "type": "invalid_request_error"}})
                 else:
                     self._send(200, self._completion(body.get("logprobs") and body.get("top_logprobs")))
 

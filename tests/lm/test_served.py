@@ -80,6 +80,16 @@ def test_a_served_greedy_reader_reports_its_confidence(tiny_index, served):
     assert server.bodies[0]["logprobs"] is True and server.bodies[0]["top_logprobs"] == 1
 
 
+def test_a_server_that_refuses_logprobs_still_answers(tiny_index, served):
+    # the first request asks for logprobs and gets HTTP 400; the step's retry asks without them
+    with FaultServer("ok", reply=CHAT_ANSWER, refuse_logprobs=True) as server:
+        served(server.url)
+        pred = BasicRAG(tiny_index, k=2)(question=QUESTION)
+    assert pred.answer == "Paris" and pred.confidence is None and answer_failure(pred.trace) is None
+    assert server.requests == 2 and "logprobs" in server.bodies[0] and "logprobs" not in server.bodies[1]
+    assert [e["action"] for e in pred.trace if e.get("step") == "lm_error"] == ["retried"]
+
+
 def test_a_sampled_served_reader_is_not_asked_for_logprobs(tiny_index, served):
     with FaultServer("ok", reply=CHAT_ANSWER) as server:
         served(server.url, temperature=0.7)
