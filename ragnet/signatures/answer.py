@@ -22,9 +22,9 @@ import dspy
 
 from ragnet.errors import InputError
 from ragnet.lm.config import LazyLM
-from ragnet.signatures.answer_confidence import field_probability, logprobs_request
+from ragnet.signatures.answer_confidence import field_probability, logprobs_request, note_refusal
 from ragnet.signatures.formatting import format_context, resolve_ids
-from ragnet.signatures.step import Step, StepOutputError
+from ragnet.signatures.step import Step, StepOutputError, active_trace
 
 __all__ = ["EVIDENCE_ORDERS", "QUESTION_AT", "QUOTE", "REASONING", "AnswerStep", "GenerateAnswer", "answer_default", "answer_demos", "answer_inputs",
            "answer_validator", "describe_question_at", "names_two_options", "question_at"]
@@ -400,5 +400,8 @@ class AnswerStep(Step):
             if asked:  # read for the answer's confidence; no extra call
                 inputs["config"] = asked
             pred = self.run(default=answer_default(default_answer), validate=answer_validator(id_map), **inputs)
+            trace = active_trace()
+            if asked and trace is not None:  # a server that refused them is not asked again
+                note_refusal(dspy.settings.lm, [e for e in trace.errors() if e.get("failed_step") == self.name])
         pred.confidence = None if pred.fallback else field_probability(pred.get("logprobs"), "answer")
         return pred

@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import math
 import re
+import weakref
 from typing import Any
 
-__all__ = ["LOW_CONFIDENCE", "LOW_NOTE", "confidence_note", "field_probability", "logprobs_request", "reports_logprobs"]
+__all__ = ["LOW_CONFIDENCE", "LOW_NOTE", "confidence_note", "field_probability", "logprobs_request", "note_refusal",
+           "reports_logprobs"]
 
 #: Below this confidence an answer is flagged as low for its reader: on the real-document dev set
 #: answers below the median confidence were right far less often than those above it
@@ -53,6 +55,35 @@ def confidence_note(confidence: float | None) -> str | None:
     return f"{confidence:.2f} (the reader's probability of this answer{low})"
 
 
+# LMs whose server refused a logprobs request: not asked again in this process (each question
+# would otherwise cost a refused request and a retry without them)
+_REFUSED: "weakref.WeakSet[Any]" = weakref.WeakSet()
+
+
+def note_refusal(lm: Any, errors: list[dict[str, Any]]) -> bool:
+    """Remember that ``lm`` refused logprobs when one of the answer step's recorded LM ``errors``
+    (trace ``lm_error`` events) is an invalid request that names them; returns whether it did.
+
+    Example:
+        >>> import dspy
+        >>> lm = dspy.LM("openai/gpt-4o-mini", temperature=0.0)
+        >>> note_refusal(lm, [{"error_type": "LMInvalidRequestError", "error": "context too long"}])
+        False
+        >>> note_refusal(lm, [{"error_type": "LMInvalidRequestError", "error": "logprobs is not supported"}])
+        True
+        >>> logprobs_request(lm) is None
+        True
+    """
+    refused = any(("InvalidRequest" in str(e.get("error_type")) or "BadRequest" in str(e.get("error_type")))
+                  and "logprob" in str(e.get("error", "")).casefold() for e in errors)
+    if refused and lm is not None:
+        try:
+            _REFUSED.add(lm)
+        except TypeError:  # an LM that cannot be weakly referenced is asked again
+            return False
+    return refused
+
+
 def logprobs_request(lm: Any) -> dict[str, Any] | None:
     """The request options that make ``lm`` (a ``dspy.LM``) report the token logprobs of a greedy
     answer, or None when it cannot (a sampled answer's logprobs would not say how sure the reader
@@ -75,6 +106,11 @@ def logprobs_request(lm: Any) -> dict[str, Any] | None:
     """
     if lm is None or (getattr(lm, "kwargs", None) or {}).get("temperature"):
         return None
+    try:
+        if lm in _REFUSED:
+            return None
+    except TypeError:
+        pass
     engine = getattr(lm, "engine", None)
     if engine is not None and not isinstance(engine, str):  # an engine object; "auto": litellm's
         return {"logprobs": True} if "logprobs" in getattr(engine, "supported_params", ()) else None

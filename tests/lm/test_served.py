@@ -80,14 +80,20 @@ def test_a_served_greedy_reader_reports_its_confidence(tiny_index, served):
     assert server.bodies[0]["logprobs"] is True and server.bodies[0]["top_logprobs"] == 1
 
 
-def test_a_server_that_refuses_logprobs_still_answers(tiny_index, served):
-    # the first request asks for logprobs and gets HTTP 400; the step's retry asks without them
+def test_a_server_that_refuses_logprobs_still_answers_and_is_not_asked_again(tiny_index, served):
+    # the first request asks for logprobs and gets HTTP 400; the step's retry asks without them, and
+    # the LM is not asked for them again
     with FaultServer("ok", reply=CHAT_ANSWER, refuse_logprobs=True) as server:
         served(server.url)
         pred = BasicRAG(tiny_index, k=2)(question=QUESTION)
-    assert pred.answer == "Paris" and pred.confidence is None and answer_failure(pred.trace) is None
-    assert server.requests == 2 and "logprobs" in server.bodies[0] and "logprobs" not in server.bodies[1]
-    assert [e["action"] for e in pred.trace if e.get("step") == "lm_error"] == ["retried"]
+        assert pred.answer == "Paris" and pred.confidence is None and answer_failure(pred.trace) is None
+        assert server.requests == 2 and "logprobs" in server.bodies[0] and "logprobs" not in server.bodies[1]
+        assert [e["action"] for e in pred.trace if e.get("step") == "lm_error"] == ["retried"]
+        again = BasicRAG(tiny_index, k=2)(question="What is the capital of Italy?")
+    # the refusal is remembered for this LM: the next question is asked once, greedily, without logprobs
+    assert again.confidence is None and server.requests == 3
+    assert "logprobs" not in server.bodies[2] and server.bodies[2].get("temperature") == 0.0
+    assert not [e for e in again.trace if e.get("step") == "lm_error"]
 
 
 def test_a_sampled_served_reader_is_not_asked_for_logprobs(tiny_index, served):
