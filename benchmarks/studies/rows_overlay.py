@@ -18,6 +18,7 @@ alone with a two-sided sign test. No LM call.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 from benchmarks.realdocs.check import QUESTIONS
@@ -37,22 +38,24 @@ def overlay(base: list[dict], *overlays: list[dict]) -> list[dict]:
     return [by_id[row["id"]] for row in base]
 
 
+@functools.cache
+def _dev_questions() -> dict:
+    """The real-document dev questions by id, read once."""
+    from ragnet.eval.run.doc_questions import load_doc_questions
+
+    return {q.id: q for q in load_doc_questions(QUESTIONS)}
+
+
 def with_line_scored(row: dict) -> dict:
     """``row`` with ``line_in_context`` (the answer's quoted line shown), scored from its passages as
     ``ragnet eval --docs`` scores it since the figure exists; rows written before it lack the field."""
-    from ragnet.eval.run.doc_questions import load_doc_questions, place_scores
+    from ragnet.eval.run.doc_questions import place_scores
 
     if "line_in_context" in row or not row.get("passages"):
         return row
-    global _QUESTIONS
-    if _QUESTIONS is None:
-        _QUESTIONS = {q.id: q for q in load_doc_questions(QUESTIONS)}
-    question = _QUESTIONS.get(row["id"])
+    question = _dev_questions().get(row["id"])
     scored = place_scores(question, row) if question is not None else {}
     return {**row, **({"line_in_context": scored["line_in_context"]} if "line_in_context" in scored else {})}
-
-
-_QUESTIONS = None
 
 
 def main(argv: Sequence[str] | None = None) -> None:
