@@ -12,7 +12,7 @@ Conventional event keys (programs use these so eval can read any program's trace
     delete:   deleted (ids)
     sufficiency: verdict ("Sufficient"|"Refine"), confidence, missing
     answer:   evidence (ids)
-    lm_error: step, error, action ("retried"|"fallback")
+    lm_error: step, error, action ("retried"|"fallback"|"repaired"|"dropped <options>")
     probe:    (a key on any event) True on a router's first search and selection when it then ran
               the hard route: they decided the route, and the hard program's own events follow
 

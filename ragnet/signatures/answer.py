@@ -24,7 +24,7 @@ from ragnet.errors import InputError
 from ragnet.lm.config import LazyLM
 from ragnet.signatures.answer_confidence import field_probability, logprobs_request, note_refusal
 from ragnet.signatures.formatting import format_context, resolve_ids
-from ragnet.signatures.step import Step, StepOutputError, active_trace
+from ragnet.signatures.step import Step, StepOutputError
 
 __all__ = ["EVIDENCE_ORDERS", "QUESTION_AT", "QUOTE", "REASONING", "AnswerStep", "GenerateAnswer", "answer_default", "answer_demos", "answer_inputs",
            "answer_validator", "describe_question_at", "names_two_options", "question_at"]
@@ -396,12 +396,11 @@ class AnswerStep(Step):
         else:  # this question only: dspy.Predict takes a per-call signature and demos
             inputs.update(signature=signature, demos=answer_demos(self.predict, signature))
         with self.settings():
-            asked = logprobs_request(dspy.settings.lm)
+            lm = dspy.settings.lm
+            asked = logprobs_request(lm)
             if asked:  # read for the answer's confidence; no extra call
                 inputs["config"] = asked
-            pred = self.run(default=answer_default(default_answer), validate=answer_validator(id_map), **inputs)
-            trace = active_trace()
-            if asked and trace is not None:  # a server that refused them is not asked again
-                note_refusal(dspy.settings.lm, [e for e in trace.errors() if e.get("failed_step") == self.name])
+            pred = self.run(default=answer_default(default_answer), validate=answer_validator(id_map),
+                            on_refused=lambda options: note_refusal(lm, options), **inputs)
         pred.confidence = None if pred.fallback else field_probability(pred.get("logprobs"), "answer")
         return pred

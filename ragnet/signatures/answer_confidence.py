@@ -60,22 +60,22 @@ def confidence_note(confidence: float | None) -> str | None:
 _REFUSED: "weakref.WeakSet[Any]" = weakref.WeakSet()
 
 
-def note_refusal(lm: Any, errors: list[dict[str, Any]]) -> bool:
-    """Remember that ``lm`` refused logprobs when one of the answer step's recorded LM ``errors``
-    (trace ``lm_error`` events) is an invalid request that names them; returns whether it did.
+def note_refusal(lm: Any, options: list[str]) -> bool:
+    """Remember that ``lm``'s server refused the logprobs request ``options`` (as
+    :func:`ragnet.signatures.step.run_step` reports them), so it is not asked for them again;
+    returns whether it did.
 
     Example:
         >>> import dspy
         >>> lm = dspy.LM("openai/gpt-4o-mini", temperature=0.0)
-        >>> note_refusal(lm, [{"error_type": "LMInvalidRequestError", "error": "context too long"}])
+        >>> note_refusal(lm, ["seed"])
         False
-        >>> note_refusal(lm, [{"error_type": "LMInvalidRequestError", "error": "logprobs is not supported"}])
+        >>> note_refusal(lm, ["logprobs", "top_logprobs"])
         True
         >>> logprobs_request(lm) is None
         True
     """
-    refused = any(("InvalidRequest" in str(e.get("error_type")) or "BadRequest" in str(e.get("error_type")))
-                  and "logprob" in str(e.get("error", "")).casefold() for e in errors)
+    refused = any("logprobs" in option for option in options)
     if refused and lm is not None:
         try:
             _REFUSED.add(lm)

@@ -19,12 +19,16 @@ deep inside a program:
    once, so a step costs at most one ``--timeout``). Retries are sent with
    ``config={"rollout_id": attempt, "temperature": retry_temperature}`` so they bypass DSPy's
    cache and sample a different answer (a deterministic retry would repeat the failure).
+   A server that rejects a request option the caller added to ``config`` (a 400 naming
+   ``logprobs``, say) is different: the reply was not off-format, so the next attempt repeats the
+   same greedy request without that option, does not use up a retry, and ``on_refused`` hears
+   which options were dropped (the answer step stops asking that LM for them).
 6. When every attempt failed, ``default`` is returned as a ``dspy.Prediction`` with
    ``fallback=True``.
 
 Trace events (``ragnet.programs.trace.Trace``):
     ``lm_error``: failed_step, error ("Type: message"), error_type, cause, attempt,
-        action ("retried" | "fallback" | "repaired").
+        action ("retried" | "fallback" | "repaired" | "dropped <options>"), dropped (the options).
     ``lm_step``: name, outcome ("ok" | "retried" | "fallback"), attempts, repaired (bool), seconds.
 
 Example:
@@ -296,6 +300,7 @@ def run_step(
     validate: Validator | None = None,
     retries: int = 1,
     retry_temperature: float | None = 0.7,
+    on_refused: Callable[[list[str]], Any] | None = None,
     **inputs: Any,
 ) -> dspy.Prediction:
     """Call ``predictor(**inputs)`` with retries, salvage, validation and a recorded fallback.
@@ -311,6 +316,8 @@ def run_step(
         retries: extra attempts after the first failed one (``0`` = a single attempt).
         retry_temperature: temperature for retries (sent with a fresh ``rollout_id`` so the cache
             is bypassed); None sends retries unchanged. Only applied to Predict/ChainOfThought.
+        on_refused: called with the names of the ``config`` options a server rejected as an
+            invalid request; the step is then asked again without them, once, greedily.
         **inputs: the signature's input fields.
 
     Returns:
@@ -334,10 +341,17 @@ def run_step(
     attempts = 1 + retries
     repaired = False
     used = 0
-    for attempt in range(1, attempts + 1):
+    options = dict(inputs.get("config") or {})
+    dropped: list[str] = []
+    dropped_at = 0
+    attempt = 0
+    while attempt < attempts:
+        attempt += 1
         used = attempt
         call_inputs = dict(inputs)
-        if attempt > 1 and retry_temperature is not None and _accepts_config(predictor):
+        if dropped:  # the request less what the server refused; the attempt after the refusal repeats it
+            call_inputs["config"] = {k: v for k, v in options.items() if k not in dropped}
+        if attempt > 1 and attempt != dropped_at + 1 and retry_temperature is not None and _accepts_config(predictor):
             call_inputs["config"] = {"rollout_id": attempt - 1, "temperature": retry_temperature}
         last = attempt == attempts
         action = "fallback" if last else "retried"
@@ -360,6 +374,14 @@ def run_step(
             if _timed_out(exc):  # the deadline bounds the step, not each attempt: no retry
                 _record_error(trace, step, exc, action="fallback", attempt=attempt)
                 break
+            refused = [] if dropped else _refused_options(exc, options)
+            if refused:  # asked again without them; a refusal is not the LM's failure: no retry used
+                dropped, dropped_at, attempts = refused, attempt, attempts + 1
+                _record_error(trace, step, exc, action="dropped " + ", ".join(refused), attempt=attempt,
+                              dropped=refused)
+                if on_refused is not None:
+                    on_refused(refused)
+                continue
             _record_error(trace, step, exc, action=action, attempt=attempt)
             continue
         for problem in problems:
@@ -382,7 +404,19 @@ def _timed_out(exc: BaseException) -> bool:
     return any(isinstance(e, TimeoutError) or "Timeout" in type(e).__name__ for e in (exc, _root_cause(exc)))
 
 
-def _record_error(trace: Any, step: str, exc: BaseException, *, action: str, attempt: int) -> None:
+def _refused_options(exc: BaseException, options: Mapping[str, Any]) -> list[str]:
+    """The request options in ``options`` that ``exc``, an invalid-request error, names (with the
+    options that extend a named one: a refused ``logprobs`` takes ``top_logprobs`` with it)."""
+    if not any(("InvalidRequest" in type(e).__name__ or "BadRequest" in type(e).__name__)
+               for e in (exc, _root_cause(exc))):
+        return []
+    text = f"{exc} {_root_cause(exc)}".casefold()
+    asked = [k for k in options if k not in ("rollout_id", "temperature")]
+    named = [k for k in asked if k.casefold() in text]
+    return [k for k in asked if any(n in k for n in named)]
+
+
+def _record_error(trace: Any, step: str, exc: BaseException, *, action: str, attempt: int, **data: Any) -> None:
     if trace is None:
         return
     cause = _root_cause(exc)
@@ -393,6 +427,7 @@ def _record_error(trace: Any, step: str, exc: BaseException, *, action: str, att
         attempt=attempt,
         error_type=type(exc).__name__,
         cause=type(cause).__name__,
+        **data,
     )
 
 
@@ -492,10 +527,11 @@ class Step(dspy.Module):
         cap = max_tokens if max_tokens is not None else type(self).max_tokens
         self.predict = dspy.Predict(signature, max_tokens=cap) if cap else dspy.Predict(signature)
 
-    def run(self, *, default: Mapping[str, Any], validate: Validator | None = None, **inputs: Any) -> dspy.Prediction:
+    def run(self, *, default: Mapping[str, Any], validate: Validator | None = None,
+            on_refused: Callable[[list[str]], Any] | None = None, **inputs: Any) -> dspy.Prediction:
         """Call the predictor through :func:`run_step` (retries, salvage, validation, fallback)."""
         return run_step(self.predict, step=self.name, trace=active_trace(), default=default, validate=validate,
-                        retries=self.retries, **inputs)
+                        retries=self.retries, on_refused=on_refused, **inputs)
 
     def forward(self, **inputs: Any) -> dspy.Prediction:  # an ad hoc step: no validator, empty default
         return self.run(default={name: "" for name in self.predict.signature.output_fields}, **inputs)

@@ -81,14 +81,15 @@ def test_a_served_greedy_reader_reports_its_confidence(tiny_index, served):
 
 
 def test_a_server_that_refuses_logprobs_still_answers_and_is_not_asked_again(tiny_index, served):
-    # the first request asks for logprobs and gets HTTP 400; the step's retry asks without them, and
-    # the LM is not asked for them again
+    # the first request asks for logprobs and gets HTTP 400; the same greedy request is sent again
+    # without them, and the LM is not asked for them again
     with FaultServer("ok", reply=CHAT_ANSWER, refuse_logprobs=True) as server:
         served(server.url)
         pred = BasicRAG(tiny_index, k=2)(question=QUESTION)
         assert pred.answer == "Paris" and pred.confidence is None and answer_failure(pred.trace) is None
         assert server.requests == 2 and "logprobs" in server.bodies[0] and "logprobs" not in server.bodies[1]
-        assert [e["action"] for e in pred.trace if e.get("step") == "lm_error"] == ["retried"]
+        assert "top_logprobs" not in server.bodies[1] and server.bodies[1].get("temperature") == 0.0
+        assert [e["action"] for e in pred.trace if e.get("step") == "lm_error"] == ["dropped logprobs, top_logprobs"]
         again = BasicRAG(tiny_index, k=2)(question="What is the capital of Italy?")
     # the refusal is remembered for this LM: the next question is asked once, greedily, without logprobs
     assert again.confidence is None and server.requests == 3

@@ -285,3 +285,44 @@ def test_a_timed_out_attempt_is_not_retried():
     assert pred.fallback and len(calls) == 1
     assert [e["action"] for e in trace.of("lm_error")] == ["fallback"]
     assert trace.of("lm_step")[0]["attempts"] == 1
+
+
+class BadRequestError(Exception):
+    """Named as litellm's invalid-request errors are: run_step reads the type's name."""
+
+
+def test_a_refused_request_option_is_dropped_and_asked_again_greedily_without_using_a_retry(trace):
+    configs = []
+
+    def server(**inputs):
+        config = dict(inputs.get("config") or {})
+        configs.append(config)
+        if "logprobs" in config:
+            raise BadRequestError("logprobs is not supported by this model")
+        if len(configs) == 2:
+            raise ValueError("off-format reply")
+        return dspy.Prediction(answer="Paris")
+
+    refused = []
+    pred = run_step(server, step="answer", trace=trace, default={"answer": ""}, retries=1, on_refused=refused.append,
+                    config={"logprobs": True, "top_logprobs": 1, "seed": 3}, q="x")
+    # the second request is the first less the refused options (greedy, same seed); the retry after
+    # its off-format reply is still there
+    assert configs[1] == {"seed": 3} and pred.answer == "Paris" and not pred.fallback
+    assert refused == [["logprobs", "top_logprobs"]]
+    assert [e["action"] for e in trace.errors()] == ["dropped logprobs, top_logprobs", "retried"]
+    assert trace.errors()[0]["dropped"] == ["logprobs", "top_logprobs"]
+    assert trace.of("lm_step")[0]["attempts"] == 3
+
+
+def test_an_invalid_request_naming_no_option_is_an_ordinary_failure(trace):
+    calls = []
+
+    def server(**inputs):
+        calls.append(inputs.get("config"))
+        raise BadRequestError("context length exceeded")
+
+    pred = run_step(server, step="answer", trace=trace, default={"answer": ""}, retries=1,
+                    on_refused=lambda options: pytest.fail("nothing was refused"), config={"logprobs": True}, q="x")
+    assert pred.fallback and len(calls) == 2
+    assert [e["action"] for e in trace.errors()] == ["retried", "fallback"]
