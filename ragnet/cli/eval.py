@@ -161,6 +161,7 @@ def _evaluate_docs(ctx: typer.Context, docs: Path, data: str, plan_for: Any, *, 
     claim_folder(target)  # before any index or LM work
     pin_threads(max(1, (os.cpu_count() or 2) // threads))
     index = docs_index(docs, log=say)
+    _check_places(index, questions, data)
     plan = plan_for(index)
     judge, reader = _eval_lms(lms, judge_lm, no_judge, f"{name}: {len(questions)} questions over {docs} "
                               f"({len(index):,} chunks)", plan, target)
@@ -171,6 +172,18 @@ def _evaluate_docs(ctx: typer.Context, docs: Path, data: str, plan_for: Any, *, 
     _print_table(summary)
     typer.echo(f"wrote {target / 'report.md'}, {target / 'report.html'}, {target / 'summary.json'} and "
                f"{target / 'results.jsonl'}")
+
+
+def _check_places(index: Any, questions: list, data: str) -> None:
+    """Refuse gold places the folder does not have, and say which quotes its text lacks, before
+    any LM time is spent (:func:`ragnet.eval.run.doc_questions.check_places`)."""
+    from ragnet.eval.run.doc_questions import check_places
+
+    warnings = check_places(index, questions, data)
+    for warning in warnings[:5]:
+        say(f"warning: {data}: {warning}; line in context cannot find it there")
+    if len(warnings) > 5:
+        say(f"warning: {data}: {len(warnings) - 5} more quotes are not in the text indexed at their places")
 
 
 def _short_verdict(summary: dict, label: str) -> str:
@@ -286,6 +299,7 @@ def hops(
     if docs is not None:
         questions = load_doc_questions(Path(data))
         idx = docs_index(docs, log=say)
+        _check_places(idx, questions, data)
     else:
         idx, ev = load_pooled(data, data_dir=data_dir, path=index_dir, log=say)
         questions = load_questions(ev.path, split=split)

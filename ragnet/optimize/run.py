@@ -313,6 +313,11 @@ def _compile_whole_program(program_spec: str, q: DevQuestions, c: CompileSetting
     from ragnet.programs.registry import build_program
 
     index = q.index(log)
+    if q.docs is not None:  # a recall metric reads the gold places: refuse those the folder lacks
+        from ragnet.eval.run.doc_questions import check_places
+
+        for warning in check_places(index, [*train_q, *val_q], q.data):
+            log(f"warning: {q.data}: {warning}")
     program = build_program(program_spec, index, budget=context_budget)
     metric = program_metric(c.metric or "f1", index=index, judge_lm=judge)
     return compile_program(program, qa_examples(train_q), metric, optimizer=c.optimizer, valset=qa_examples(val_q),

@@ -60,8 +60,8 @@ from typing import Any
 from ragnet.corpus.loader import parse_jsonl_record
 from ragnet.errors import InputError
 
-__all__ = ["DocQuestion", "GoldPlace", "PLACE_METRICS", "QUOTE_SHARE", "ROLES", "at_place", "load_doc_questions",
-           "place_chunk_ids", "place_scores", "quote_shown"]
+__all__ = ["DocQuestion", "GoldPlace", "PLACE_METRICS", "QUOTE_SHARE", "ROLES", "at_place", "check_places",
+           "load_doc_questions", "place_chunk_ids", "place_scores", "quote_shown"]
 
 #: What a gold place is to its question.
 ROLES = ("answer", "link")
@@ -134,6 +134,7 @@ class DocQuestion:
     gold_sentences: Any = None
     context: Any = None
     gold_paragraph_idxs: Any = None
+    line: int | None = None  # its line in the questions file, for messages about it
 
     def answer_places(self) -> tuple[GoldPlace, ...]:
         """The places that state the answer (all places when none is marked ``"answer"``)."""
@@ -211,7 +212,8 @@ def load_doc_questions(path: str | Path, *, ids: Sequence[str] | None = None, li
         kind = rec.get("kind", rec.get("type"))
         out.append(DocQuestion(id=qid, question=question.strip(), answers=[str(a) for a in answers],
                                places=tuple(_place(item, where, lineno, i) for i, item in enumerate(gold)),
-                               type=str(kind) if kind is not None else None, level=rec.get("level")))
+                               type=str(kind) if kind is not None else None, level=rec.get("level"),
+                               line=lineno))
     if ids is not None:
         wanted = [str(i) for i in ids]
         unknown = [i for i in wanted if i not in seen]
@@ -224,6 +226,66 @@ def load_doc_questions(path: str | Path, *, ids: Sequence[str] | None = None, li
     if not out:
         raise InputError("no questions selected", path=where, argument="data")
     return out
+
+
+def check_places(index: Any, questions: Sequence[DocQuestion], where: str | Path) -> list[str]:
+    """Check every gold place of ``questions`` (read from the file ``where``) against the chunks
+    of ``index``, the folder they are asked over, before any LM time is spent.
+
+    A place that no chunk lies at (a file not in the folder, a page past its last, a section it
+    does not have) would score every strategy 0 on that question's place figures without a word,
+    so it is an error naming the line and what the file has. A quote that no chunk at its place
+    holds (:func:`quote_shown`) is returned as a warning: the text extracted from a PDF can differ
+    from what a viewer shows (ligatures, hyphenation), and only ``line_in_context`` depends on it.
+
+    Returns:
+        One warning per quote not found at its place.
+
+    Raises:
+        InputError: places that match no chunk of the folder (the first five, and how many in all).
+    """
+    files: dict[str, list[Mapping[str, Any]]] = {}
+    for chunk in getattr(index, "chunks", ()):
+        loc = chunk.metadata.get("location") if isinstance(chunk.metadata, Mapping) else None
+        if isinstance(loc, Mapping) and loc.get("file"):
+            files.setdefault(_file_key(loc["file"]), []).append(loc)
+    errors: list[str] = []
+    warnings: list[str] = []
+    for q in questions:
+        for place in q.places:
+            at = f"line {q.line} ({q.id}), {place.key()}"
+            ids = place_chunk_ids(index, place)
+            if not ids:
+                errors.append(f"{at}: {_what_the_file_has(place, files)}")
+            elif place.quote.strip() and not quote_shown(place.quote, [c.text for c in index.get(ids)]):
+                warnings.append(f"{at}: its quote is not in the text indexed there ({_short(place.quote)})")
+    if errors:
+        more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
+        raise InputError(f"{len(errors)} gold place(s) match nothing in the documents folder: "
+                         + "; ".join(errors[:5]) + more, path=where)
+    return warnings
+
+
+def _what_the_file_has(place: GoldPlace, files: Mapping[str, list[Mapping[str, Any]]]) -> str:
+    """Why no chunk lies at ``place``: the file is not indexed, or the pages or top-level sections it has."""
+    locations = files.get(place.file)
+    if not locations:
+        near = sorted(f for f in files if PurePosixPath(f).name == PurePosixPath(place.file).name)
+        hint = f" (did you mean {near[0]}?)" if near else ""
+        return f"no file {place.file} was indexed from the folder{hint}"
+    pages = [p for loc in locations for p in (loc.get("page"), loc.get("page_end")) if isinstance(p, int)]
+    if place.page is not None and pages and not min(pages) <= place.page <= max(pages):
+        return f"{place.file} has pages {min(pages)} to {max(pages)}"
+    if place.section:
+        tops = list(dict.fromkeys(str((loc.get("headings") or ["(none)"])[0]) for loc in locations))
+        return (f"{place.file} has no section {' › '.join(place.section)} (its top-level sections: "
+                + ", ".join(_short(t, 40) for t in tops[:6]) + (", …" if len(tops) > 6 else "") + ")")
+    return f"no chunk of {place.file} lies at that place"
+
+
+def _short(text: str, limit: int = 60) -> str:
+    text = " ".join(text.split())
+    return repr(text if len(text) <= limit else text[:limit - 1] + "…")
 
 
 def at_place(location: Mapping[str, Any] | None, place: GoldPlace) -> bool:

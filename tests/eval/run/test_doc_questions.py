@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 from ragnet.cli import app
 from ragnet.errors import InputError
 from ragnet.eval.metrics.gold_evidence import gold_chunks
-from ragnet.eval.run.doc_questions import GoldPlace, at_place, load_doc_questions
-from tests.corpus.make_files import write
+from ragnet.eval.run.doc_questions import GoldPlace, at_place, check_places, load_doc_questions
+from tests.corpus.make_files import pdf_bytes, write
 from tests.programs.scripted import ProgramLM
 
 MANUAL = """# Tool manual
@@ -219,3 +219,41 @@ def test_eval_hops_over_documents_counts_the_places_the_first_context_misses(fol
     assert set(rows[0]["missing"]) <= {"manual.md › Tool manual › Options", "manual.md › Tool manual › Defaults"}
     bad = CliRunner().invoke(app, ["eval", "hops", "--docs", str(docs), "--data", str(questions), "--kind", "nope"])
     assert bad.exit_code == 2 and "no questions of kind 'nope'" in bad.output
+
+
+def test_gold_places_the_folder_lacks_are_refused_naming_the_line_and_what_the_file_has(folder, tmp_path):
+    from ragnet import Index, load_documents
+
+    docs, questions = folder
+    index = Index.build(load_documents([docs]), tmp_path / "idx", show_progress=False)
+    assert check_places(index, load_doc_questions(questions), questions) == []
+    wrong = [dict(QUESTIONS[0], gold=[{"file": "guide.md", "section": ["Guide"]}]),
+             dict(QUESTIONS[1], gold=[{"file": "manual.md", "section": ["Tool manual", "Usage"]}]),
+             dict(QUESTIONS[2], gold=[{"file": "manual.md", "section": ["Tool manual", "Defaults"],
+                                        "quote": "Logs are rotated every week."}])]
+    path = tmp_path / "wrong.jsonl"
+    path.write_text("\n".join(json.dumps(q) for q in wrong) + "\n", encoding="utf-8")
+    with pytest.raises(InputError) as err:
+        check_places(index, load_doc_questions(path), path)
+    message = str(err.value)
+    assert message.startswith(f"{path}: 2 gold place(s) match nothing in the documents folder")
+    assert "line 1 (d1), guide.md › Guide: no file guide.md was indexed from the folder (did you mean docs/guide.md?)" in message
+    assert "line 2 (d2), manual.md › Tool manual › Usage: manual.md has no section Tool manual › Usage" in message
+    # a quote the indexed text lacks is only a warning: the place is there
+    warnings = check_places(index, load_doc_questions(path, ids=["d3"]), path)
+    assert warnings == ["line 3 (d3), manual.md › Tool manual › Defaults: its quote is not in the text indexed "
+                        "there ('Logs are rotated every week.')"]
+
+
+def test_eval_docs_refuses_a_gold_page_past_the_files_last_before_asking_the_lm(folder, tmp_path, monkeypatch):
+    docs, _ = folder
+    monkeypatch.setenv("RAGNET_HOME", str(tmp_path / "home"))
+    write(docs / "notes.pdf", pdf_bytes(["Page one says how long logs are kept, in days.",
+                                          "Page two says how many jobs run at once on every machine."]))
+    path = tmp_path / "pages.jsonl"
+    path.write_text(json.dumps({"id": "p1", "question": "What about jobs?", "answers": ["jobs"],
+                                "gold": [{"file": "notes.pdf", "page": 9}]}) + "\n", encoding="utf-8")
+    result = CliRunner().invoke(app, ["eval", "--docs", str(docs), "--data", str(path), "--strategies", "basic",
+                                      "--lm", "scripted", "--no-judge", "--no-plots", "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2, result.output
+    assert "line 1 (p1), notes.pdf, p. 9: notes.pdf has pages 1 to 2" in result.stderr
