@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
 from ragnet._printable import printable_json, printable_name
-from ragnet.cli.common import console, text_line, with_lm_options
+from ragnet.cli.common import ONLY_HELP, console, text_line, with_lm_options
 
 if TYPE_CHECKING:
     from ragnet.lm.config import LMOptions
@@ -27,17 +27,19 @@ def ask(
     index_dir: Path = typer.Option(..., "--index", "-i", help="Index directory built by `ragnet index`."),
     strategy: str = typer.Option(
         "auto", help="auto (ragnet's recommendation for the reader: oneshot:sentences+hops at 1,000 tokens for a local "
-                     "model, oneshot at 4,000 otherwise) | basic | oneshot | iterative | reflective | combined | router "
+                     "model, 2,000 over documents with sections, oneshot at 4,000 otherwise) | basic | oneshot | iterative | reflective | combined | router "
                      "(presets allowed)."),
     budget: Optional[int] = typer.Option(None, help="Token budget of the answer prompt (oneshot, combined, "
                                                     "iterative, reflective, router). Default for a local reader: "
-                                                    "1,000 tokens of selected sentences for every one of them; "
+                                                    "1,000 tokens of selected sentences for every one of them "
+                                                    "(2,000 over documents with sections); "
                                                     "otherwise 4,000 for oneshot, combined and router, none for "
                                                     "iterative and reflective (they read all they kept). Give it "
                                                     "to run the strategy exactly as named."),
     program_file: Optional[Path] = typer.Option(None, "--program", help="Compiled program JSON from `ragnet optimize`."),
     as_json: bool = typer.Option(False, "--json", help="Print the whole prediction as JSON."),
     show_trace: bool = typer.Option(False, "--trace", help="Print the step-by-step trace (one JSON object per line)."),
+    only: Optional[List[str]] = typer.Option(None, "--only", help=ONLY_HELP),
     *,
     lms: LMOptions,
 ) -> None:
@@ -53,6 +55,8 @@ def ask(
 
     lms.connection()  # bad connection options fail before the index loads
     index = Index.load(index_dir)
+    if only:
+        index = index.scoped(*only)
     lms.configure()
     reader = lms.reader_lm()
     strategy, budget = resolve_strategy(strategy, budget, reader if reader is not None else lms.lm, index)
@@ -64,13 +68,15 @@ def ask(
     if as_json:
         typer.echo(printable_json({k: pred[k] for k in pred.keys()}, indent=2, default=str))
     else:
-        _print(pred, show_trace, strategy=strategy, budget=getattr(program, "budget", None), failed=bool(failure))
+        _print(pred, show_trace, strategy=strategy, budget=getattr(program, "budget", None), failed=bool(failure),
+               files=getattr(index, "files", None))
     if failure:
         typer.secho(f"error: no answer: {failure}", fg=typer.colors.RED, err=True)
         raise typer.Exit(code=EXIT_LM_FAILED)
 
 
-def _print(pred, show_trace: bool, *, strategy: str, budget: int | None, failed: bool) -> None:
+def _print(pred, show_trace: bool, *, strategy: str, budget: int | None, failed: bool,
+           files: list[str] | None = None) -> None:
     from ragnet.signatures.answer_confidence import confidence_note
 
     out = console()
@@ -95,6 +101,9 @@ def _print(pred, show_trace: bool, *, strategy: str, budget: int | None, failed:
     )
     out.print(f"[bold]strategy:[/bold] {strategy}" + (f", {budget:,}-token answer budget" if budget else ""),
               highlight=False)
+    if files is not None:  # --only: the files every search kept to
+        shown = ", ".join(printable_name(f) for f in files[:5]) + (f" and {len(files) - 5} more" if len(files) > 5 else "")
+        out.print(text_line(("asked over:", "bold"), f" {shown}"), soft_wrap=True)
     if show_trace:  # plain lines: valid JSON however wide the terminal, piped or not
         for event in pred.trace:
             typer.echo(printable_json(event, default=str))

@@ -82,6 +82,11 @@ def new_app(help: str, **kwargs: Any) -> typer.Typer:
     return typer.Typer(help=help, cls=RagnetGroup, add_completion=False, pretty_exceptions_enable=False, **kwargs)
 
 
+#: ``--only`` of ``ask`` and ``search``: which of the index's files a question is asked over.
+ONLY_HELP = ("Ask only these files (repeatable): a path as indexed (relative to the folder), a file name, a folder or "
+             "a glob ('gnu/*.pdf'); every search of the strategy keeps to them.")
+
+
 def say(message: str) -> None:
     """A progress or notice line on stderr (stdout stays for results)."""
     typer.echo(message, err=True)

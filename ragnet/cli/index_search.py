@@ -8,7 +8,7 @@ from typing import List, Optional
 import typer
 
 from ragnet._printable import printable_json, printable_name
-from ragnet.cli.common import console, say, text_line
+from ragnet.cli.common import ONLY_HELP, console, say, text_line
 from ragnet.errors import InputError
 
 
@@ -82,6 +82,7 @@ def search(
     k: int = typer.Option(5, "-k", help="Number of chunks to return."),
     lam: float = typer.Option(0.4, "--lam", help="Hybrid weight: lam*BM25 + (1-lam)*cosine (0 = dense only, 1 = BM25 only)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+    only: Optional[List[str]] = typer.Option(None, "--only", help=ONLY_HELP),
 ) -> None:
     """Hybrid search over an index."""
     if k < 1:
@@ -90,7 +91,8 @@ def search(
         raise InputError("must be between 0 and 1", argument="lam")
     from ragnet.index import Index
 
-    hits = Index.load(index_dir).search(query, k=k, lam=lam)
+    index = Index.load(index_dir)
+    hits = (index.scoped(*only) if only else index).search(query, k=k, lam=lam)
     if as_json:
         typer.echo(printable_json([h.to_dict() for h in hits], indent=2))
         return

@@ -542,6 +542,22 @@ class Index:
             )
         return self._chunks[row]
 
+    def scoped(self, *patterns: str) -> Any:
+        """This index searched over some of its files only (:class:`ragnet.index.scope.ScopedIndex`):
+        each pattern is a file's path relative to the indexed folder, its name, a folder, or a
+        glob of these; every program built on the result answers from those files alone.
+
+        Raises:
+            InputError: no indexed file matches (the message lists some of the files).
+
+        Example:
+            >>> [c.id for c in index.scoped("tea").search("capital of France", k=1)]
+            ['tea#0']
+        """
+        from ragnet.index.scope import ScopedIndex
+
+        return ScopedIndex(self, patterns)
+
     def get(self, ids: Iterable[str]) -> list[Chunk]:
         """Chunks for ``ids``, in the given order (``KeyError`` for an unknown id)."""
         return [self.chunk(i) for i in ids]

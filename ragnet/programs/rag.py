@@ -31,7 +31,8 @@ def RAG(  # noqa: N802 - named like the programs it builds: called as a construc
     """The program ``ragnet ask`` runs, as a ``dspy.Module``.
 
     Args:
-        index: a ``ragnet.Index``, or the folder of one (``ragnet index``'s ``--out``).
+        index: a ``ragnet.Index``, or the folder of one (``ragnet index``'s ``--out``); ``index.scoped("guide.pdf")``
+            answers from some of its files only.
         lm: the LM of the steps (an LM spec such as ``"local"`` or ``"openai/gpt-4o-mini"``, or a
             ``dspy.BaseLM``), installed with :func:`ragnet.configure` and ``lm_options`` (``api_base``,
             ``api_key``, ``timeout``, ...). None keeps the LM already configured with
@@ -40,7 +41,7 @@ def RAG(  # noqa: N802 - named like the programs it builds: called as a construc
         strategy: ``"auto"`` (ragnet's recommendation for the reader) or any spec ``ask
             --strategy`` takes (``"iterative"``, ``"oneshot:sentences+hops+cot"``, ...).
         budget: answer-prompt tokens; None takes the reader's default (1,000 for a small local
-            reader, the strategy's own otherwise). Given, the strategy runs exactly as named.
+            reader, 2,000 over documents with sections, the strategy's own otherwise). Given, the strategy runs exactly as named.
         answer_lm: the reader: ``"auto"`` (ragnet's default reader for ``lm``), None (``lm``
             answers too), or an LM spec / ``dspy.BaseLM``.
         program: a compiled program JSON from ``ragnet optimize`` to load into it.

@@ -29,14 +29,17 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Callable
+from typing import Any, AsyncIterator, Callable, Sequence
 
 import dspy
 from dspy.utils.callback import BaseCallback
 
 from ragnet.errors import RagnetError
 
-__all__ = ["Answer", "Answerer", "Busy", "Cancelled", "TimedOut"]
+__all__ = ["Answer", "Answerer", "Busy", "Cancelled", "SCOPES_KEPT", "TimedOut"]
+
+#: Scoped views of the served index (``only``) kept for reuse: building one reads every chunk's file.
+SCOPES_KEPT = 16
 
 
 class Cancelled(BaseException):
@@ -125,6 +128,25 @@ class Answerer:
         self._pending = 0  # admitted and not finished (running or waiting for a slot)
         self.answered = 0
         self.timed_out = 0
+        self._scopes: dict[tuple[int, tuple[str, ...]], Any] = {}  # (index generation, patterns) -> view
+
+    def scope(self, snap: Any, only: Sequence[str] | None) -> Any:
+        """The index of ``snap`` (a served generation) searched over the files ``only`` names
+        (:meth:`ragnet.index.Index.scoped`; ``InputError`` when none matches), or the whole index.
+        Views are kept for the current generation, the last :data:`SCOPES_KEPT` scopes asked."""
+        if not only:
+            return snap.index
+        key = (snap.generation, tuple(only))
+        with self._lock:
+            view = self._scopes.get(key)
+        if view is None:
+            view = snap.index.scoped(*only)
+            with self._lock:
+                self._scopes = {k: v for k, v in self._scopes.items() if k[0] == snap.generation}
+                while len(self._scopes) >= SCOPES_KEPT:
+                    self._scopes.pop(next(iter(self._scopes)))
+                self._scopes[key] = view
+        return view
 
     def resolve(self, strategy: str | None, budget: int | None) -> tuple[str, int | None]:
         """The spec and budget a request runs (``InputError`` for a bad spec or budget)."""
@@ -144,15 +166,16 @@ class Answerer:
         return {"concurrency": self.concurrency, "queue": self.queue, "pending": self._pending,
                 "answered": self.answered, "timed_out": self.timed_out}
 
-    async def answer(self, question: str, strategy: str | None = None, budget: int | None = None) -> Answer:
-        """Answer ``question``; waits for a slot.
+    async def answer(self, question: str, strategy: str | None = None, budget: int | None = None,
+                     only: Sequence[str] | None = None) -> Answer:
+        """Answer ``question`` (over the files ``only`` names, when given); waits for a slot.
 
         Raises:
             Busy: no slot and the queue is full (nothing was started).
             TimedOut: the deadline passed (the program stops at its next LM call).
-            InputError: a bad strategy or budget.
+            InputError: a bad strategy or budget, or ``only`` names no file of the index.
         """
-        job = self._submit(question, strategy, budget)
+        job = self._submit(question, strategy, budget, only=only)
         try:
             return await asyncio.wait_for(asyncio.shield(job.future), job.left())
         except (asyncio.TimeoutError, Cancelled):
@@ -202,9 +225,12 @@ class Answerer:
             job.stop.set()  # a no-op once answered; else its program stops at its next token or step
 
     def _submit(self, question: str, strategy: str | None, budget: int | None,
-                emit: Callable[[str], None] | None = None) -> "_Job":
+                emit: Callable[[str], None] | None = None, only: Sequence[str] | None = None) -> "_Job":
         """Admit the question and queue its program (Busy, InputError: nothing was started)."""
         spec, budget = self.resolve(strategy, budget)
+        only = tuple(only or ())
+        if only:
+            self.scope(self.holder.current, only)  # a scope that matches nothing: refused before queueing
         with self._lock:
             if self._pending >= self.concurrency + self.queue:
                 raise Busy(f"{self._pending} questions are being answered or waiting (at most "
@@ -214,7 +240,7 @@ class Answerer:
         job = _Job(threading.Event(), arrived + self.timeout)
         try:
             job.future = asyncio.get_running_loop().run_in_executor(
-                self._pool, self._run, question, spec, budget, job, arrived, emit)
+                self._pool, self._run, question, spec, budget, job, arrived, emit, only)
         except BaseException:
             self._finished()
             raise
@@ -237,7 +263,7 @@ class Answerer:
             self._pending -= 1
 
     def _run(self, question: str, spec: str, budget: int | None, job: "_Job", arrived: float,
-             emit: Callable[[str], None] | None) -> Answer:
+             emit: Callable[[str], None] | None, only: tuple[str, ...] = ()) -> Answer:
         from ragnet.programs.registry import build_program
         from ragnet.serve.streaming import stream_answer
 
@@ -246,7 +272,7 @@ class Answerer:
             job.stop.set()
             raise Cancelled()
         snap = self.holder.current  # one index for the whole question
-        program = build_program(spec, snap.index, budget=budget, reader=self.reader)
+        program = build_program(spec, self.scope(snap, only), budget=budget, reader=self.reader)
         callbacks = [*(dspy.settings.get("callbacks", None) or []), _Stop(job.stop, job.deadline)]
         settings: dict[str, Any] = {"callbacks": callbacks}
         if self.step_lm is not None:

@@ -32,6 +32,10 @@ def service(request: Request) -> Service:
     return request.app.state.service
 
 
+#: Most patterns one request may scope a question with (``only``).
+MAX_ONLY = 32
+
+
 class AskRequest(BaseModel):
     """``POST /ask``."""
 
@@ -40,6 +44,7 @@ class AskRequest(BaseModel):
     strategy: str | None = None
     budget: int | None = Field(default=None, ge=1)
     trace: bool = False
+    only: list[str] | None = Field(default=None, max_length=MAX_ONLY)  # files to ask over (Index.scoped)
 
 
 # -- open -------------------------------------------------------------------------------------
@@ -87,14 +92,20 @@ async def reload(state: Service = Depends(service)) -> dict[str, Any]:
 
 @index_routes.get("/search")
 async def search(q: str = Query(..., description="the query"), k: int = Query(5, ge=1),
-                 lam: float = Query(0.4, ge=0.0, le=1.0), state: Service = Depends(service)) -> dict[str, Any]:
+                 lam: float = Query(0.4, ge=0.0, le=1.0),
+                 only: list[str] | None = Query(None, description="files to search (repeatable)"),
+                 state: Service = Depends(service)) -> dict[str, Any]:
     from ragnet.programs.citations import source_line
 
     q = state.check_question(q)
     if k > state.options.max_k:
         raise ApiError(400, f"k is {k}, more than the {state.options.max_k} allowed", "k_too_large", param="k")
     snap = state.holder.current
-    hits = await asyncio.to_thread(snap.index.search, q, k, (), lam)
+    if only and len(only) > MAX_ONLY:
+        raise ApiError(400, f"{len(only)} 'only' patterns, more than the {MAX_ONLY} allowed", "only_too_long",
+                       param="only")
+    index = await asyncio.to_thread(state.answerer.scope, snap, only)
+    hits = await asyncio.to_thread(index.search, q, k, (), lam)
     out = []
     for h in hits:
         loc = h.metadata.get("location") if isinstance(h.metadata, dict) else None
@@ -110,7 +121,7 @@ async def search(q: str = Query(..., description="the query"), k: int = Query(5,
 @index_routes.post("/ask")
 async def ask(body: AskRequest, state: Service = Depends(service)) -> dict[str, Any]:
     question = state.check_question(body.question)
-    result = await state.answer(question, body.strategy, body.budget)
+    result = await state.answer(question, body.strategy, body.budget, body.only)
     pred = result.prediction
     out = {"answer": pred.answer, "confidence": pred.get("confidence"), "citations": cited(pred),
            "evidence": list(pred.evidence or []),

@@ -94,10 +94,12 @@ class Service:
                                 "(ragnet serve --max-question-chars)", "question_too_long", param="question")
         return question
 
-    async def answer(self, question: str, strategy: str | None, budget: int | None) -> Answer:
-        """The answer, or the ApiError of a busy server, a timeout or a failed LM."""
+    async def answer(self, question: str, strategy: str | None, budget: int | None,
+                     only: list[str] | None = None) -> Answer:
+        """The answer (over the files ``only`` names), or the ApiError of a busy server, a timeout
+        or a failed LM."""
         try:
-            result = await self.answerer.answer(question, strategy, budget)
+            result = await self.answerer.answer(question, strategy, budget, only=only)
         except (Busy, TimedOut, LMUnavailableError) as exc:
             raise _api_error(exc) from None
         return self._answered(result)

@@ -57,6 +57,21 @@ def test_ask_answers_with_citations_and_trace(serve, serve_index):
         assert body["confidence"] is None  # the scripted reader reports no logprobs
 
 
+def test_ask_and_search_keep_to_the_files_a_request_names(serve, serve_index):
+    lm = ProgramLM(answer=citing("c1"))
+    with serve(options(serve_index.path), lm=lm.lm()) as (url, _):
+        found = httpx.get(f"{url}/search", params={"q": "river through Rome", "k": 3, "only": ["oslo.md", "paris.md"]})
+        assert found.status_code == 200, found.text
+        assert {h["file"] for h in found.json()["hits"]} == {"oslo.md", "paris.md"}
+        reply = httpx.post(f"{url}/ask", json={"question": "Which river runs through Rome?", "strategy": "basic",
+                                               "only": ["paris.md"], "trace": True}, timeout=30)
+        assert reply.status_code == 200, reply.text
+        body = reply.json()
+        assert body["evidence"] and all(c["file"] == "paris.md" for c in body["citations"])
+        retrieved = [i for e in body["trace"] if e["step"] == "search" for i in e["retrieved"]]
+        assert retrieved and all(i.startswith("paris#") for i in retrieved)
+
+
 def test_ask_and_chat_return_the_readers_confidence(serve, serve_index):
     lm = SureProgramLM(sure=0.8, answer=citing("c1"))
     with serve(options(serve_index.path), lm=lm.lm()) as (url, _):
@@ -116,6 +131,10 @@ def test_streaming_events_in_order(serve, serve_index):
     ("POST", "/ask", {"question": "   "}, 400, "empty_question"),
     ("POST", "/ask", {"question": "x" * 5000}, 413, "question_too_long"),
     ("POST", "/ask", {"question": "x", "strategy": "oneshot:nonsense"}, 400, "invalid_value"),
+    ("POST", "/ask", {"question": "x", "only": ["nginx.pdf"]}, 400, "invalid_value"),
+    ("POST", "/ask", {"question": "x", "only": ["a.md"] * 40}, 422, "invalid_field"),
+    ("GET", "/search?q=paris&only=nope.md", None, 400, "invalid_value"),
+    ("GET", "/search?q=paris" + "&only=a.md" * 40, None, 400, "only_too_long"),
     ("POST", "/ask", {"question": "y" * 70_000}, 413, "body_too_large"),
     ("POST", "/v1/chat/completions", {"model": "gpt-4o", "messages": [{"role": "user", "content": "x"}]}, 404,
      "model_not_found"),

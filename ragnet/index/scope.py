@@ -1,0 +1,168 @@
+"""Ask some of an index's documents: a view whose searches only return chunks of chosen files.
+
+A team's index holds many manuals, and a question is often about one of them ("in the nginx
+guide, ..."). :meth:`ragnet.index.Index.scoped` (``ragnet ask --only``, ``ragnet search --only``)
+gives a :class:`ScopedIndex`: the same index, read-only, whose ``search`` and ``search_batch``
+leave out every chunk of the other files, and whose metadata catalog adds none of them, so every
+program (its first search, the bridge hops, an agent's follow-up searches, the metadata rules)
+answers from the chosen files alone. Everything else (``get``, ``chunks``, the sentence store)
+is the whole index's: chunk ids stay valid.
+
+A pattern matches a chunk's source file (its path relative to the indexed folder, else its
+document id) when it is that path, the file's name, a folder above it, or a glob of any of
+these (``"gnu/*.pdf"``, ``"sed.pdf"``, ``"gnu"``).
+
+Out-of-scope chunks are excluded at ranking time, so a search over a small scope scores every
+chunk of the index: exact, and as fast as an unscoped search of a flat index; an IVF-PQ index
+of millions of chunks pays for the wider candidate pool.
+
+Example:
+    >>> scoped = index.scoped("paris")
+    >>> [c.id for c in scoped.search("capital of Italy", k=2)]
+    ['paris#0']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from fnmatch import fnmatchcase
+from pathlib import PurePosixPath
+from typing import Any
+
+from ragnet.errors import InputError
+
+__all__ = ["MAX_PATTERN", "ScopedIndex", "matches_file", "source_file"]
+
+#: Longest file pattern taken (a path as indexed, a name, a folder or a glob).
+MAX_PATTERN = 1000
+
+
+def source_file(chunk: Any) -> str:
+    """The file a chunk comes from, as scopes name it: its location's path relative to the
+    indexed folder, else its document id."""
+    meta = getattr(chunk, "metadata", None)
+    loc = meta.get("location") if isinstance(meta, Mapping) else None
+    path = loc.get("file") if isinstance(loc, Mapping) else None
+    return str(PurePosixPath(str(path or chunk.doc_id).replace("\\", "/")))
+
+
+def matches_file(path: str, pattern: str) -> bool:
+    """Whether ``pattern`` names ``path`` (see the module docstring).
+
+    Example:
+        >>> [matches_file("gnu/sed.pdf", p) for p in ("gnu/sed.pdf", "sed.pdf", "gnu", "gnu/", "*.pdf", "s*.pdf", "man")]
+        [True, True, True, True, True, True, False]
+    """
+    pattern = pattern.replace("\\", "/").strip().rstrip("/")
+    if not pattern:
+        return False
+    parts = PurePosixPath(path).parts
+    candidates = [path, parts[-1] if parts else path] + ["/".join(parts[:i]) for i in range(1, len(parts))]
+    return any(fnmatchcase(c, pattern) for c in candidates)
+
+
+class ScopedIndex:
+    """``index`` searched over the files ``patterns`` name (see the module docstring).
+
+    Raises:
+        InputError: no pattern, or no indexed file matches them (the message lists some files).
+    """
+
+    def __init__(self, index: Any, patterns: Sequence[str]) -> None:
+        patterns = tuple(p for p in (str(p).strip() for p in patterns) if p)
+        if not patterns:
+            raise InputError("give at least one file, folder or glob to ask over", argument="only")
+        if any(len(p) > MAX_PATTERN for p in patterns):
+            raise InputError(f"a pattern longer than {MAX_PATTERN} characters names no file", argument="only")
+        self.index, self.patterns = index, patterns
+        files: dict[str, bool] = {}
+        inside: set[str] = set()
+        outside: list[str] = []
+        for chunk in index.chunks:
+            path = source_file(chunk)
+            if path not in files:
+                files[path] = any(matches_file(path, p) for p in patterns)
+            (inside.add(chunk.id) if files[path] else outside.append(chunk.id))
+        if not inside:
+            shown = ", ".join(sorted(files)[:8]) + (", …" if len(files) > 8 else "")
+            raise InputError(f"no indexed file matches {', '.join(map(repr, patterns))}; the index has "
+                             f"{len(files)} files: {shown}", argument="only")
+        self.files = sorted(f for f, chosen in files.items() if chosen)
+        self._inside = frozenset(inside)
+        self._outside = tuple(outside)
+        self._catalog: Any = None
+
+    def __repr__(self) -> str:
+        return f"ScopedIndex({self.index!r}, files={len(self.files)}, chunks={len(self._inside)})"
+
+    def __getattr__(self, name: str) -> Any:  # everything but the searches and the catalog: the index's
+        if name == "index":  # not set yet (during __init__): never recurse
+            raise AttributeError(name)
+        return getattr(self.index, name)
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def __contains__(self, chunk_id: object) -> bool:
+        return chunk_id in self.index
+
+    def in_scope(self, chunk_id: str) -> bool:
+        """Whether ``chunk_id`` is a chunk of the chosen files."""
+        return chunk_id in self._inside
+
+    def search(self, query: str, k: int = 5, exclude: Iterable[str] = (), lam: float = 0.4, pool: int = 100) -> list:
+        """:meth:`ragnet.index.Index.search` over the chosen files."""
+        return self.index.search(query, k=k, exclude=self._excluding(exclude), lam=lam, pool=pool)
+
+    def search_batch(self, queries: Sequence[str], k: int = 5, exclude: Sequence[Iterable[str] | None] | None = None,
+                     lam: float = 0.4, pool: int = 100) -> list[list]:
+        """:meth:`ragnet.index.Index.search_batch` over the chosen files."""
+        queries = list(queries)
+        exclude = list(exclude) if exclude is not None else [None] * len(queries)
+        if len(exclude) != len(queries):  # the index names the mismatch
+            return self.index.search_batch(queries, k=k, exclude=exclude, lam=lam, pool=pool)
+        return self.index.search_batch(queries, k=k, lam=lam, pool=pool,
+                                       exclude=[self._excluding(e or ()) for e in exclude])
+
+    def dense_search(self, query: str, k: int = 5) -> list:
+        """Dense-only retrieval over the chosen files."""
+        return [c for c in self.index.dense_search(query, k=k + len(self._outside)) if c.id in self._inside][:k]
+
+    def bm25_search(self, query: str, k: int = 5) -> list:
+        """BM25-only retrieval over the chosen files."""
+        return [c for c in self.index.bm25_search(query, k=k + len(self._outside)) if c.id in self._inside][:k]
+
+    @property
+    def catalog(self) -> Any:
+        """The index's metadata catalog, whose matches (the chunks metadata rules add) are the
+        chosen files' only."""
+        if self._catalog is None:
+            self._catalog = _ScopedCatalog(self.index.catalog, self._inside)
+        return self._catalog
+
+    def _excluding(self, exclude: Iterable[str]) -> tuple[str, ...]:
+        if isinstance(exclude, str):
+            exclude = (exclude,)
+        return (*exclude, *self._outside)
+
+
+class _ScopedCatalog:
+    """A catalog whose ``matches`` keep the chosen chunks; lookups by title stay whole (they say
+    whether a name is a document's title, and only searches, which are scoped, fetch chunks)."""
+
+    def __init__(self, catalog: Any, inside: frozenset[str]) -> None:
+        self._catalog, self._inside = catalog, inside
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("_catalog", "_inside"):
+            raise AttributeError(name)
+        return getattr(self._catalog, name)
+
+    def __len__(self) -> int:
+        return len(self._catalog)
+
+    def __contains__(self, chunk_id: object) -> bool:
+        return chunk_id in self._catalog
+
+    def matches(self, question_meta: Mapping[str, Any]) -> list[tuple[str, int, str]]:
+        return [m for m in self._catalog.matches(question_meta) if m[0] in self._inside]
