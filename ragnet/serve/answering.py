@@ -185,7 +185,7 @@ class Answerer:
             raise
 
     def stream(self, question: str, strategy: str | None = None, budget: int | None = None, *,
-               heartbeat: float = 10.0) -> AsyncIterator[str | None | Answer]:
+               heartbeat: float = 10.0, only: Sequence[str] | None = None) -> AsyncIterator[str | None | Answer]:
         """Answer ``question`` as the reader writes it: an async iterator of the answer's text, in
         pieces as they are generated (:mod:`ragnet.serve.streaming`), then the :class:`Answer`.
         ``None`` comes after each ``heartbeat`` seconds without text. The question takes a slot
@@ -199,7 +199,7 @@ class Answerer:
         loop = asyncio.get_running_loop()
         pieces: asyncio.Queue = asyncio.Queue()
         job = self._submit(question, strategy, budget,
-                           emit=lambda text: loop.call_soon_threadsafe(pieces.put_nowait, text))
+                           emit=lambda text: loop.call_soon_threadsafe(pieces.put_nowait, text), only=only)
         job.future.add_done_callback(lambda _: pieces.put_nowait(_END))  # after every piece it emitted
         return self._pieces(job, pieces, heartbeat)
 

@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ragnet.serve import openai_api
 from ragnet.serve.answering import Answer
 from ragnet.serve.errors import ApiError
-from ragnet.serve.routes import service
+from ragnet.serve.routes import MAX_ONLY, service
 from ragnet.serve.service import Service, cited
 
 __all__ = ["ChatRequest", "router"]
@@ -46,6 +46,13 @@ class Message(BaseModel):
     content: str | list[dict[str, Any]] | None = None
 
 
+class RagnetOptions(BaseModel):
+    """A chat request's own ragnet options (the OpenAI client's ``extra_body={"ragnet": {...}}``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    only: list[str] | None = Field(default=None, max_length=MAX_ONLY)  # files to ask over (Index.scoped)
+
+
 class ChatRequest(BaseModel):
     """``POST /v1/chat/completions``; temperature, max_tokens, user ... are accepted and not used."""
 
@@ -53,6 +60,7 @@ class ChatRequest(BaseModel):
     model: str
     messages: list[Message] = Field(min_length=1)
     stream: bool = False
+    ragnet: RagnetOptions | None = None
 
 
 @router.post("/v1/chat/completions")
@@ -62,13 +70,14 @@ async def chat(body: ChatRequest, state: Service = Depends(service)) -> Any:
         raise ApiError(404, f"the model {body.model!r} does not exist: use 'ragnet-auto' or 'ragnet-<strategy>' "
                             "(GET /v1/models lists them)", "model_not_found", param="model")
     question = state.check_question(openai_api.question_of([m.model_dump() for m in body.messages]))
+    only = body.ragnet.only if body.ragnet is not None else None
     if not body.stream:
-        result = await state.answer(question, strategy, None)
+        result = await state.answer(question, strategy, None, only)
         pred = result.prediction
         citations = cited(pred)
         return openai_api.completion(body.model, openai_api.with_sources(pred.answer, citations), citations,
                                      pred.usage, {"ragnet": _about(result)})
-    items = state.stream(question, strategy)  # a bad spec (400) or a busy server (503) is answered now
+    items = state.stream(question, strategy, only)  # a bad spec or scope (400), a busy server (503): now
     writer = openai_api.chat_chunks(body.model, f"chatcmpl-{uuid.uuid4().hex}", int(time.time()))
     return StreamingResponse(_events(items, writer), media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})

@@ -104,11 +104,12 @@ class Service:
             raise _api_error(exc) from None
         return self._answered(result)
 
-    def stream(self, question: str, strategy: str | None) -> AsyncIterator[str | None | Answer]:
+    def stream(self, question: str, strategy: str | None,
+               only: list[str] | None = None) -> AsyncIterator[str | None | Answer]:
         """:meth:`ragnet.serve.answering.Answerer.stream` with its failures as ApiErrors; a busy
         server raises here, before the first item."""
         try:
-            items = self.answerer.stream(question, strategy)
+            items = self.answerer.stream(question, strategy, only=only)
         except Busy as exc:
             raise _api_error(exc) from None
         return self._checked(items)

@@ -70,6 +70,19 @@ def test_ask_and_search_keep_to_the_files_a_request_names(serve, serve_index):
         assert body["evidence"] and all(c["file"] == "paris.md" for c in body["citations"])
         retrieved = [i for e in body["trace"] if e["step"] == "search" for i in e["retrieved"]]
         assert retrieved and all(i.startswith("paris#") for i in retrieved)
+        # the chat endpoint takes them as the OpenAI client's extra_body={"ragnet": {"only": [...]}}
+        for stream in (False, True):
+            chat = httpx.post(f"{url}/v1/chat/completions", timeout=30, json={
+                "model": "ragnet-basic", "stream": stream, "ragnet": {"only": ["oslo.md"]},
+                "messages": [{"role": "user", "content": "Which river runs through Rome?"}]})
+            assert chat.status_code == 200, chat.text
+            last = (json.loads([ln for ln in chat.text.splitlines() if ln.startswith("data: {")][-1][6:]) if stream
+                    else chat.json())
+            assert last["citations"] and all(c["file"] == "oslo.md" for c in last["citations"])
+        refused = httpx.post(f"{url}/v1/chat/completions", timeout=30, json={
+            "model": "ragnet-basic", "stream": True, "ragnet": {"only": ["lisbon.md"]},
+            "messages": [{"role": "user", "content": "River?"}]})
+        assert refused.status_code == 400 and "no indexed file matches 'lisbon.md'" in refused.json()["error"]["message"]
 
 
 def test_ask_and_chat_return_the_readers_confidence(serve, serve_index):
