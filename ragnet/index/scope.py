@@ -78,16 +78,22 @@ class ScopedIndex:
         files: dict[str, bool] = {}
         inside: set[str] = set()
         outside: list[str] = []
-        for chunk in index.chunks:
+        rows: list[int] = []
+        for row, chunk in enumerate(index.chunks):
             path = source_file(chunk)
             if path not in files:
                 files[path] = any(matches_file(path, p) for p in patterns)
-            (inside.add(chunk.id) if files[path] else outside.append(chunk.id))
+            if files[path]:
+                inside.add(chunk.id)
+                rows.append(row)
+            else:
+                outside.append(chunk.id)
         if not inside:
             shown = ", ".join(sorted(files)[:8]) + (", …" if len(files) > 8 else "")
             raise InputError(f"no indexed file matches {', '.join(map(repr, patterns))}; the index has "
                              f"{len(files)} files: {shown}", argument="only")
         self.files = sorted(f for f, chosen in files.items() if chosen)
+        self.rows_in_scope = tuple(rows)  # rows of ``chunks`` in the chosen files, in index order
         self._inside = frozenset(inside)
         self._outside = tuple(outside)
         self._catalog: Any = None

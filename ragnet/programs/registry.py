@@ -341,8 +341,9 @@ def _local_budget(index: Any) -> int:
 
 def has_sections(index: Any, sample: int = 256) -> bool:
     """Whether most chunks of ``index`` carry a heading path (documents with sections, not plain
-    passages), judged on up to ``sample`` chunks spread evenly over the index so that a large
-    index is not read whole. An index without a chunk store (``index.chunks``) has none.
+    passages), judged on up to ``sample`` chunks spread evenly over the index (over the chosen
+    files of a scoped one, ``rows_in_scope``) so that a large index is not read whole. An index
+    without a chunk store (``index.chunks``) has none.
 
     Example:
         >>> from types import SimpleNamespace
@@ -360,9 +361,12 @@ def has_sections(index: Any, sample: int = 256) -> bool:
         n = len(chunks)
     except TypeError:
         return False
-    if n == 0:
+    pool = getattr(index, "rows_in_scope", None)
+    pool = range(n) if pool is None else pool
+    m = len(pool)
+    if n == 0 or m == 0:
         return False
-    rows = sorted({round(i * (n - 1) / max(min(n, sample) - 1, 1)) for i in range(min(n, sample))})
+    rows = sorted({pool[round(i * (m - 1) / max(min(m, sample) - 1, 1))] for i in range(min(m, sample))})
     sectioned = sum(1 for row in rows if getattr(chunks[row], "headings", ()))
     return 2 * sectioned > len(rows)
 

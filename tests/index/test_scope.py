@@ -137,3 +137,13 @@ def test_ask_only_answers_from_the_chosen_files_and_says_which(manuals, tmp_path
                                    env={"RAGNET_CACHE_DIR": str(tmp_path / "cache")})
     assert shown.exit_code == 0, shown.output
     assert "asked over: gnu/grep.md, gnu/sed.md" in shown.stdout
+
+
+def test_the_local_budget_follows_the_chosen_files(manuals):
+    from ragnet.programs.registry import SECTIONED_LOCAL_BUDGET, has_sections, resolve_strategy
+
+    assert has_sections(manuals) and has_sections(manuals.scoped("gnu"))
+    assert not has_sections(manuals.scoped("notes.txt"))  # plain text: no heading path
+    local = "local:qwen2.5-coder-1.5b"
+    assert resolve_strategy("auto", None, local, manuals.scoped("gnu"))[1] == SECTIONED_LOCAL_BUDGET
+    assert resolve_strategy("auto", None, local, manuals.scoped("notes.txt"))[1] == 1000
