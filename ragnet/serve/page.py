@@ -1,7 +1,7 @@
 """The page ``GET /`` serves: ask a question, read the answer and the passages it cites.
 
 The HTML is fixed text: nothing a document, a question or an LM wrote is ever put into it by the
-server. ``/?q=QUESTION`` (and ``&strategy=SPEC``) asks on load: a link to an answer. The script (``/static/app.js``) builds the answer with ``textContent`` and
+server. ``/?q=QUESTION`` (and ``&strategy=SPEC``, ``&only=FILES``, comma-separated) asks on load: a link to an answer; the Files field asks some files alone (``/ask``'s ``only``). The script (``/static/app.js``) builds the answer with ``textContent`` and
 ``createElement`` only (no ``innerHTML``, ``insertAdjacentHTML``, ``document.write`` or
 ``eval``), so a passage holding ``<script>`` or ``<img onerror=...>`` shows as the text it is; the
 page is sent with a Content-Security-Policy that allows only its own script and style files
@@ -43,6 +43,7 @@ PAGE = """<!doctype html>
 <textarea id="question" rows="3" placeholder="Ask a question about the documents" required></textarea>
 <div class="row">
 <label>Strategy <select id="strategy"><option value="auto">auto</option></select></label>
+<label>Files <input id="only" placeholder="all (or guide.pdf, gnu/*)" autocomplete="off"></label>
 <label id="key-label" hidden>API key <input id="key" type="password" autocomplete="off"></label>
 <button type="submit" id="go">Ask</button>
 <span id="status" role="status"></span>
@@ -105,9 +106,10 @@ SCRIPT = r"""
     }
   }).catch(() => {});
   $("ask").addEventListener("submit", (event) => { event.preventDefault(); ask(); });
-  const given = new URLSearchParams(window.location.search);  // /?q=...&strategy=...: a link that asks
+  const given = new URLSearchParams(window.location.search);  // /?q=...&strategy=...&only=...: a link that asks
   if (given.get("q")) {
     $("question").value = given.get("q");
+    if (given.get("only")) $("only").value = given.get("only");
     if (given.get("strategy")) {
       const option = document.createElement("option");
       option.value = given.get("strategy"); option.textContent = given.get("strategy");
@@ -123,8 +125,10 @@ SCRIPT = r"""
     $("status").className = "";
     $("status").textContent = "answering…";
     try {
-      const reply = await fetch("/ask", {method: "POST", headers: headers(),
-        body: JSON.stringify({question: question, strategy: $("strategy").value})});
+      const request = {question: question, strategy: $("strategy").value};
+      const only = $("only").value.split(",").map((p) => p.trim()).filter((p) => p);  // the files asked
+      if (only.length) request.only = only;
+      const reply = await fetch("/ask", {method: "POST", headers: headers(), body: JSON.stringify(request)});
       const body = await reply.json();
       if (!reply.ok) throw new Error((body.error && body.error.message) || ("HTTP " + reply.status));
       show(body);

@@ -47,3 +47,17 @@ def test_the_page_asks_and_shows_passages_as_text(serve_index, dspy_state, tmp_p
     assert dom.count("<script") == 1 and "<img" not in dom and "<b>" not in dom  # no element made from a document
     assert dom.count("<blockquote>") >= 4 and "hostile.md" in dom
     assert shown in dom  # the reader's confidence, where its LM reports logprobs; a low one is flagged
+
+
+def test_a_link_with_files_asks_those_files_alone(serve_index, dspy_state):
+    from ragnet.serve import create_app
+
+    answer = lambda p, n: {"answer": "a river", "evidence_ids": ["c1"]}  # noqa: E731
+    app = create_app(ServeOptions(index=serve_index.path, reload_every=0), lm=SureProgramLM(0.9, answer=answer).lm())
+    with running(app) as url:
+        dom = rendered(f"{url}/?q={quote('Which river runs through Rome?')}&strategy=basic&only=oslo.md,%20paris.md",
+                       "--dump-dom")
+        bad = rendered(f"{url}/?q={quote('Which river?')}&strategy=basic&only=lisbon.md", "--dump-dom")
+    assert '<p id="answer">a river</p>' in dom
+    assert "rome.md" not in dom and ("oslo.md" in dom or "paris.md" in dom)
+    assert "no indexed file matches 'lisbon.md'" in bad  # the server's refusal, shown as the status
