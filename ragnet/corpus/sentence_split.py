@@ -5,13 +5,17 @@ into the sentences the index stores for sentence-level selection
 (:mod:`ragnet.index.sentence_store`), and to check LM crops. Rule-based and fast: a sentence ends
 at terminal punctuation followed by a capitalised word or a digit (not after common
 abbreviations, initials such as "J. R. R. Tolkien", or "No." before a number), at a blank
-line, and before a Markdown block start. Spans index the original text, so sentences are
+line, and before a Markdown block start (a list marker counts only with text after it on its
+line: a wrapped PDF line that begins with "70." ends the sentence before it, it does not start
+a list). Spans index the original text, so sentences are
 reproduced verbatim. It agrees with HotpotQA's own sentence split on most paragraphs
 (docs/results/README.md).
 
 Example:
     >>> split_sentences("Paris is big. It is old.\\n\\n- a list item")
     ['Paris is big.', 'It is old.', '- a list item']
+    >>> split_sentences("The line length is set to\\n70.\\nSteps:\\n1. read\\n2. write")
+    ['The line length is set to\\n70.', 'Steps:', '1. read', '2. write']
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ __all__ = ["sentence_spans", "split_sentences"]
 _BREAK_RE = re.compile(
     r"""(?<![.!?…])(?P<punct>[.!?…]+["'”’)\]]*)(?P<space>[ \t\u00a0]*\n[ \t]*\n\s*|\s+)
       | (?<![ \t])(?P<para>[ \t]*\n[ \t]*\n\s*)
-      | (?<![ \t])(?P<block>[ \t]*\n(?=[ \t]*(?:\#{1,6}\s|[-*+]\s|\d{1,3}[.)]\s|>|\||```)))""",
+      | (?<![ \t])(?P<block>[ \t]*\n(?=[ \t]*(?:\#{1,6}\s|[-*+][ \t]+\S|\d{1,3}[.)][ \t]+\S|>|\||```)))""",
     re.VERBOSE,
 )
 # A period after these is not a sentence end (compared casefolded, without the period).

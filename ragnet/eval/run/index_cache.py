@@ -33,7 +33,9 @@ from ragnet.errors import IndexFormatError, InputError
 
 __all__ = ["cached_index", "content_key", "index_dir", "index_root"]
 
-KEY_VERSION = 1
+#: Raised when the same documents and settings would give another index: 2 since a wrapped line
+#: that begins with a number and a period ("70.") no longer starts a list in the sentence splitter.
+KEY_VERSION = 2
 _LOCKS: dict[str, threading.Lock] = {}
 _LOCKS_GUARD = threading.Lock()
 
