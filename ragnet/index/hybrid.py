@@ -49,6 +49,9 @@ from ragnet.index.writer import BM25_DIR, CATALOG_DIR, DENSE
 __all__ = ["Index"]
 
 MMAP_BM25_FROM = 200_000  # chunks from which the BM25 matrix is memory-mapped instead of read
+#: Rows of a scope (``search(within=...)``) scored one by one; a larger scope excludes the other
+#: rows instead (its embeddings would be read whole: 20,000 rows are 31 MB at 384 dimensions).
+EXACT_WITHIN = 20_000
 
 
 def _normalise_scores(x: np.ndarray) -> np.ndarray:
@@ -636,6 +639,7 @@ class Index:
         exclude: Iterable[str] = (),
         lam: float = 0.4,
         pool: int = 100,
+        within: np.ndarray | None = None,
     ) -> list[Chunk]:
         """Hybrid search: the ``k`` best chunks for ``query``, best first.
 
@@ -660,6 +664,9 @@ class Index:
                 pool runs dry, every chunk is scored.
             lam: BM25 weight in [0, 1] (0.4 as in ReflectiveRAG).
             pool: candidates taken from each retriever.
+            within: rows (of ``chunks``) the result is drawn from, sorted (a scope:
+                :meth:`scoped`). Up to :data:`EXACT_WITHIN` rows, every one of them is scored
+                and the hybrid score is normalised over them; a larger scope excludes the rest.
 
         Raises:
             InputError: empty query, ``k < 0``, ``pool < 1`` or ``lam`` outside [0, 1].
@@ -670,6 +677,11 @@ class Index:
         """
         _check_search_args(k, lam, pool)
         excluded = self._excluded_rows(exclude)
+        if within is not None and len(within) <= EXACT_WITHIN:
+            return self._rank_within(self.embed_query(query), query, np.asarray(within, dtype=np.int64), k,
+                                     excluded, lam)
+        if within is not None:
+            excluded = np.union1d(excluded, self._outside(within))
         qvec = self.embed_query(query)
         n_pool = self._pool_size(k, pool, excluded)
         ids, cos_all = self._dense_top(qvec[None, :], n_pool)
@@ -682,12 +694,13 @@ class Index:
         exclude: Sequence[Iterable[str] | None] | None = None,
         lam: float = 0.4,
         pool: int = 100,
+        within: np.ndarray | None = None,
     ) -> list[list[Chunk]]:
         """``search`` for many queries, embedding them in one batch.
 
         Args:
             queries: the queries.
-            k, lam, pool: as in ``search``.
+            k, lam, pool, within: as in ``search``.
             exclude: None, or one iterable of ids (or None) per query.
 
         Example:
@@ -711,6 +724,12 @@ class Index:
         qvecs = self.embedder.encode_queries(queries)
         self._check_dimension()
         excluded = [self._excluded_rows(e or ()) for e in exclude]
+        if within is not None and len(within) <= EXACT_WITHIN:
+            rows = np.asarray(within, dtype=np.int64)
+            return [self._rank_within(qvecs[i], q, rows, k, excluded[i], lam) for i, q in enumerate(queries)]
+        if within is not None:
+            outside = self._outside(within)
+            excluded = [np.union1d(e, outside) for e in excluded]
         sizes = [self._pool_size(k, pool, e) for e in excluded]
         ids, cos_all = self._dense_top(qvecs, max(sizes))
         return [
@@ -788,6 +807,27 @@ class Index:
     def _cosines(self, rows: np.ndarray, qvec: np.ndarray) -> np.ndarray:
         """Cosines of a few rows without BLAS (see ``_dense_top`` on thread pools)."""
         return np.einsum("ij,j->i", np.asarray(self._emb[rows], dtype=np.float32), qvec)
+
+    def _outside(self, within: np.ndarray) -> np.ndarray:
+        """The rows not in ``within``."""
+        return np.setdiff1d(np.arange(len(self._chunks), dtype=np.int64), np.asarray(within, dtype=np.int64))
+
+    def _rank_within(self, qvec: np.ndarray, query: str, rows: np.ndarray, k: int, excluded: np.ndarray,
+                     lam: float) -> list[Chunk]:
+        """The ``k`` best of ``rows`` (less ``excluded``), every one scored: exact cosine and BM25,
+        each min-max normalised over them, combined as in :meth:`search`."""
+        self._check_dimension()
+        cands = np.setdiff1d(rows, excluded, assume_unique=True) if excluded.size else rows
+        if cands.size == 0 or k <= 0:
+            return []
+        raw_bm25 = self._sparse.top_and_scores_at(query, 1, cands)[2]
+        cos = self._cosines(cands, qvec)
+        score = lam * _normalise_scores(raw_bm25) + (1.0 - lam) * _normalise_scores(cos)
+        order = np.lexsort((cands, -score))[:k]
+        return [
+            chunk.with_scores(score=float(score[j]), dense_score=float(cos[j]), bm25_score=float(raw_bm25[j]))
+            for chunk, j in zip(self._chunks.take(cands[order]), order)
+        ]
 
     def _rank(
         self,

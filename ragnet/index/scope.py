@@ -12,9 +12,9 @@ A pattern matches a chunk's source file (its path relative to the indexed folder
 document id) when it is that path, the file's name, a folder above it, or a glob of any of
 these (``"gnu/*.pdf"``, ``"sed.pdf"``, ``"gnu"``).
 
-Out-of-scope chunks are excluded at ranking time, so a search over a small scope scores every
-chunk of the index: exact, and as fast as an unscoped search of a flat index; an IVF-PQ index
-of millions of chunks pays for the wider candidate pool.
+A scoped search scores every chunk of the chosen files (exact cosine and BM25, normalised over
+them), whatever the index's size, up to :data:`ragnet.index.hybrid.EXACT_WITHIN` chunks; a larger
+scope is searched as the whole index is, with the other files' chunks excluded.
 
 Example:
     >>> scoped = index.scoped("paris")
@@ -28,6 +28,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from fnmatch import fnmatchcase
 from pathlib import PurePosixPath
 from typing import Any
+
+import numpy as np
 
 from ragnet.errors import InputError
 
@@ -77,7 +79,6 @@ class ScopedIndex:
         self.index, self.patterns = index, patterns
         files: dict[str, bool] = {}
         inside: set[str] = set()
-        outside: list[str] = []
         rows: list[int] = []
         for row, chunk in enumerate(index.chunks):
             path = source_file(chunk)
@@ -86,16 +87,14 @@ class ScopedIndex:
             if files[path]:
                 inside.add(chunk.id)
                 rows.append(row)
-            else:
-                outside.append(chunk.id)
         if not inside:
             shown = ", ".join(sorted(files)[:8]) + (", …" if len(files) > 8 else "")
             raise InputError(f"no indexed file matches {', '.join(map(repr, patterns))}; the index has "
                              f"{len(files)} files: {shown}", argument="only")
         self.files = sorted(f for f, chosen in files.items() if chosen)
         self.rows_in_scope = tuple(rows)  # rows of ``chunks`` in the chosen files, in index order
+        self._rows = np.asarray(rows, dtype=np.int64)
         self._inside = frozenset(inside)
-        self._outside = tuple(outside)
         self._catalog: Any = None
 
     def __repr__(self) -> str:
@@ -118,25 +117,22 @@ class ScopedIndex:
 
     def search(self, query: str, k: int = 5, exclude: Iterable[str] = (), lam: float = 0.4, pool: int = 100) -> list:
         """:meth:`ragnet.index.Index.search` over the chosen files."""
-        return self.index.search(query, k=k, exclude=self._excluding(exclude), lam=lam, pool=pool)
+        return self.index.search(query, k=k, exclude=exclude, lam=lam, pool=pool, within=self._rows)
 
     def search_batch(self, queries: Sequence[str], k: int = 5, exclude: Sequence[Iterable[str] | None] | None = None,
                      lam: float = 0.4, pool: int = 100) -> list[list]:
         """:meth:`ragnet.index.Index.search_batch` over the chosen files."""
-        queries = list(queries)
-        exclude = list(exclude) if exclude is not None else [None] * len(queries)
-        if len(exclude) != len(queries):  # the index names the mismatch
-            return self.index.search_batch(queries, k=k, exclude=exclude, lam=lam, pool=pool)
-        return self.index.search_batch(queries, k=k, lam=lam, pool=pool,
-                                       exclude=[self._excluding(e or ()) for e in exclude])
+        return self.index.search_batch(queries, k=k, exclude=exclude, lam=lam, pool=pool, within=self._rows)
 
     def dense_search(self, query: str, k: int = 5) -> list:
-        """Dense-only retrieval over the chosen files."""
-        return [c for c in self.index.dense_search(query, k=k + len(self._outside)) if c.id in self._inside][:k]
+        """Dense-only retrieval over the chosen files (``score`` = ``dense_score`` = cosine)."""
+        return [c.with_scores(score=c.dense_score, dense_score=c.dense_score)
+                for c in self.index.search(query, k=k, lam=0.0, within=self._rows)]
 
     def bm25_search(self, query: str, k: int = 5) -> list:
-        """BM25-only retrieval over the chosen files."""
-        return [c for c in self.index.bm25_search(query, k=k + len(self._outside)) if c.id in self._inside][:k]
+        """BM25-only retrieval over the chosen files (positive scores; ``score`` = ``bm25_score``)."""
+        return [c.with_scores(score=c.bm25_score, bm25_score=c.bm25_score)
+                for c in self.index.search(query, k=k, lam=1.0, within=self._rows) if (c.bm25_score or 0) > 0]
 
     @property
     def catalog(self) -> Any:
@@ -146,10 +142,6 @@ class ScopedIndex:
             self._catalog = _ScopedCatalog(self.index.catalog, self._inside)
         return self._catalog
 
-    def _excluding(self, exclude: Iterable[str]) -> tuple[str, ...]:
-        if isinstance(exclude, str):
-            exclude = (exclude,)
-        return (*exclude, *self._outside)
 
 
 class _ScopedCatalog:

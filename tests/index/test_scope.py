@@ -147,3 +147,18 @@ def test_the_local_budget_follows_the_chosen_files(manuals):
     local = "local:qwen2.5-coder-1.5b"
     assert resolve_strategy("auto", None, local, manuals.scoped("gnu"))[1] == SECTIONED_LOCAL_BUDGET
     assert resolve_strategy("auto", None, local, manuals.scoped("notes.txt"))[1] == 1000
+
+
+def test_a_scope_is_scored_whole_and_a_large_one_by_exclusion(manuals, monkeypatch):
+    import ragnet.index.hybrid as hybrid
+
+    scoped = manuals.scoped("gnu")
+    exact = scoped.search("which option stops after NUM selected lines", k=10)
+    rows = [r for r, c in enumerate(manuals.chunks) if c.doc_id.startswith("gnu/")]
+    assert sorted(manuals.rows([c.id for c in exact]).tolist()) == rows  # every chunk of the scope, scored
+    assert exact[0].doc_id == "gnu/grep.md" and exact[0].score == 1.0
+    monkeypatch.setattr(hybrid, "EXACT_WITHIN", 1)  # the same scope, searched by excluding the rest
+    excluded = scoped.search("which option stops after NUM selected lines", k=10)
+    assert {c.id for c in excluded} == {c.id for c in exact} and excluded[0].id == exact[0].id
+    batch = scoped.search_batch(["stops after NUM selected lines", "sandbox"], k=2)
+    assert all(c.doc_id.startswith("gnu/") for hits in batch for c in hits)
