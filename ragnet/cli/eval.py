@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, List, Optional
 import typer
 
 from ragnet.cli.common import (
+    ONLY_HELP,
     command_line,
     console,
     data_dir_option,
@@ -84,6 +85,7 @@ def evaluate(
     retry_errors: bool = typer.Option(False, "--retry-errors", help="Re-run questions whose earlier row is an error."),
     no_plots: bool = typer.Option(False, "--no-plots", help="Do not write PNG plots."),
     baseline: Optional[str] = typer.Option(None, help="Strategy the others are compared with, by label or spec (default: basic when it runs)."),
+    only: Optional[List[str]] = typer.Option(None, "--only", help="With --docs: " + ONLY_HELP),
     *,
     lms: LMOptions,
 ) -> None:
@@ -112,10 +114,12 @@ def evaluate(
     if baseline is not None and baseline.strip().casefold() == "auto":
         baseline = recommended_strategy(lms.reader() or lms.lm)[0]  # the spec auto ran as
     choose_baseline([r.label for r in plan], baseline)  # a --baseline that names no strategy fails now, not after the run
+    if only and docs is None:
+        raise InputError("asks some files of a folder of documents: give --docs too", argument="only")
     if docs is not None:
         _evaluate_docs(ctx, docs, data, plan_for, n=n, ids=ids, out=out, fresh=fresh, retry_errors=retry_errors,
                        no_judge=no_judge, judge_lm=judge_lm, threads=threads, no_plots=no_plots, baseline=baseline,
-                       lms=lms)
+                       lms=lms, only=only)
         return
     ev = load_eval_set(data, data_dir=data_dir, split=None if split == "all" else split, n=n, ids=ids, mode=mode)
     target = out or Path(".ragnet-cache") / "eval" / (f"{ev.name}-{split}" + ("" if mode == "pooled" else f"-{mode}"))
@@ -144,7 +148,8 @@ def _eval_lms(lms: LMOptions, judge_lm: Optional[str], no_judge: bool, what: str
 
 def _evaluate_docs(ctx: typer.Context, docs: Path, data: str, plan_for: Any, *, n: Optional[int], ids: Optional[str],
                    out: Optional[Path], fresh: bool, retry_errors: bool, no_judge: bool, judge_lm: Optional[str],
-                   threads: int, no_plots: bool, baseline: Optional[str], lms: LMOptions) -> None:
+                   threads: int, no_plots: bool, baseline: Optional[str], lms: LMOptions,
+                   only: Optional[List[str]] = None) -> None:
     """``ragnet eval --docs FOLDER --data FILE``: the strategies over a folder of documents, scored
     on right answers (primary) and where the evidence and the citations point. ``plan_for(index)``
     plans the strategies once the index is built: ``auto``'s budget depends on the documents."""
@@ -162,6 +167,10 @@ def _evaluate_docs(ctx: typer.Context, docs: Path, data: str, plan_for: Any, *, 
     pin_threads(max(1, (os.cpu_count() or 2) // threads))
     index = docs_index(docs, log=say)
     _check_places(index, questions, data)
+    if only:  # every strategy searches the chosen files alone (Index.scoped)
+        index = index.scoped(*only)
+        say(f"asking {len(index.files)} of the folder's files: {', '.join(index.files[:5])}"
+            + (" …" if len(index.files) > 5 else ""))
     plan = plan_for(index)
     judge, reader = _eval_lms(lms, judge_lm, no_judge, f"{name}: {len(questions)} questions over {docs} "
                               f"({len(index):,} chunks)", plan, target)

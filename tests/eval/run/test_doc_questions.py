@@ -257,3 +257,22 @@ def test_eval_docs_refuses_a_gold_page_past_the_files_last_before_asking_the_lm(
                                       "--lm", "scripted", "--no-judge", "--no-plots", "--out", str(tmp_path / "o")])
     assert result.exit_code == 2, result.output
     assert "line 1 (p1), notes.pdf, p. 9: notes.pdf has pages 1 to 2" in result.stderr
+
+
+def test_eval_docs_only_answers_every_question_from_the_chosen_files(folder, tmp_path, monkeypatch):
+    docs, questions = folder
+    monkeypatch.setenv("RAGNET_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr("ragnet.lm.config.configure", lambda lm=None, **kw: dspy.settings.lm)
+    out = tmp_path / "only"
+    with dspy.context(lm=ProgramLM(answer=_answer).lm(), adapter=dspy.ChatAdapter(use_json_adapter_fallback=False)):
+        result = CliRunner().invoke(app, ["eval", "--docs", str(docs), "--data", str(questions), "--strategies",
+                                          "basic", "--lm", "scripted", "--no-judge", "--no-plots", "--out", str(out),
+                                          "--only", "manual.md"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "asking 1 of the folder's files: manual.md" in result.stderr
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert rows and all(cid.startswith("manual.md#") for r in rows for cid in r["context"])
+    d3 = next(r for r in rows if r["id"] == "d3")
+    assert d3["gold_place_in_context"] == 0.0  # its answer is in the guide, which was not asked
+    bad = CliRunner().invoke(app, ["eval", "--data", str(questions), "--only", "manual.md", "--no-judge"])
+    assert bad.exit_code == 2 and "give --docs too" in bad.stderr
