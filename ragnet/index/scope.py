@@ -77,16 +77,8 @@ class ScopedIndex:
         if any(len(p) > MAX_PATTERN for p in patterns):
             raise InputError(f"a pattern longer than {MAX_PATTERN} characters names no file", argument="only")
         self.index, self.patterns = index, patterns
-        files: dict[str, bool] = {}
-        inside: set[str] = set()
-        rows: list[int] = []
-        for row, chunk in enumerate(index.chunks):
-            path = source_file(chunk)
-            if path not in files:
-                files[path] = any(matches_file(path, p) for p in patterns)
-            if files[path]:
-                inside.add(chunk.id)
-                rows.append(row)
+        files, rows = _rows_from_sources(index, patterns) or _rows_from_chunks(index, patterns)
+        inside = {index.chunks.id_at(row) for row in rows}
         if not inside:
             shown = ", ".join(sorted(files)[:8]) + (", …" if len(files) > 8 else "")
             raise InputError(f"no indexed file matches {', '.join(map(repr, patterns))}; the index has "
@@ -142,6 +134,47 @@ class ScopedIndex:
             self._catalog = _ScopedCatalog(self.index.catalog, self._inside)
         return self._catalog
 
+
+
+def _rows_from_sources(index: Any, patterns: Sequence[str]) -> tuple[dict[str, bool], list[int]] | None:
+    """Which files ``patterns`` name and their rows, read from the index's ``sources.json``
+    (each file's documents and their row ranges) without reading a chunk; None when the index
+    has none, or its rows do not hold the documents it names (the folder is untrusted)."""
+    from ragnet.index.sources import Sources
+
+    path = getattr(index, "path", None)
+    sources = Sources.load(path) if path is not None else None
+    if sources is None or not sources.files:
+        return None
+    store, n = index.chunks, len(index.chunks)
+    files: dict[str, bool] = {}
+    rows: list[int] = []
+    for key, record in sources.files.items():
+        files[key] = any(matches_file(key, p) for p in patterns)
+        if not files[key]:
+            continue
+        for doc_id in record.docs:
+            doc = sources.docs.get(doc_id)
+            if doc is None:
+                continue
+            last = doc.row + doc.chunks - 1
+            if last >= n or not all(store.id_at(r).startswith(f"{doc_id}#") for r in (doc.row, last)):
+                return None
+            rows.extend(range(doc.row, last + 1))
+    return files, sorted(set(rows))
+
+
+def _rows_from_chunks(index: Any, patterns: Sequence[str]) -> tuple[dict[str, bool], list[int]]:
+    """The same, from every chunk's location (an index built from documents made in Python)."""
+    files: dict[str, bool] = {}
+    rows: list[int] = []
+    for row, chunk in enumerate(index.chunks):
+        path = source_file(chunk)
+        if path not in files:
+            files[path] = any(matches_file(path, p) for p in patterns)
+        if files[path]:
+            rows.append(row)
+    return files, rows
 
 
 class _ScopedCatalog:

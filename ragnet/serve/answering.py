@@ -38,7 +38,7 @@ from ragnet.errors import RagnetError
 
 __all__ = ["Answer", "Answerer", "Busy", "Cancelled", "SCOPES_KEPT", "TimedOut"]
 
-#: Scoped views of the served index (``only``) kept for reuse: building one reads every chunk's file.
+#: Scoped views of the served index (``only``) kept for reuse.
 SCOPES_KEPT = 16
 
 

@@ -162,3 +162,26 @@ def test_a_scope_is_scored_whole_and_a_large_one_by_exclusion(manuals, monkeypat
     assert {c.id for c in excluded} == {c.id for c in exact} and excluded[0].id == exact[0].id
     batch = scoped.search_batch(["stops after NUM selected lines", "sandbox"], k=2)
     assert all(c.doc_id.startswith("gnu/") for hits in batch for c in hits)
+
+
+def test_a_scope_reads_its_rows_from_the_sources_file_and_distrusts_a_wrong_one(tmp_path):
+    from ragnet.index.scope import _rows_from_chunks, _rows_from_sources
+    from ragnet.index.sources import SOURCES
+
+    docs = tmp_path / "docs"
+    write(docs / "gnu" / "sed.md", SED)
+    write(docs / "gnu" / "grep.md", GREP)
+    write(docs / "notes.txt", NOTES)
+    built = CliRunner().invoke(app, ["index", str(docs), "--out", str(tmp_path / "idx")])
+    assert built.exit_code == 0, built.output
+    index = Index.load(tmp_path / "idx")
+    from_sources = _rows_from_sources(index, ["gnu/*.md"])
+    assert from_sources is not None and from_sources == _rows_from_chunks(index, ["gnu/*.md"])
+    assert index.scoped("gnu/*.md").files == ["gnu/grep.md", "gnu/sed.md"]
+    # rows that do not hold the documents the file names: the chunks are read instead
+    path = tmp_path / "idx" / SOURCES
+    data = json.loads(path.read_text())
+    data["docs"] = [[i, sha, row + 1, n] for i, sha, row, n in data["docs"]]
+    path.write_text(json.dumps(data))
+    assert _rows_from_sources(index, ["gnu/*.md"]) is None
+    assert index.scoped("gnu/*.md").rows_in_scope == tuple(from_sources[1])
