@@ -20,6 +20,7 @@ STUDIES = (
     "answer_verify_probe",
     "answer_pick_probe",
     "answer_recheck_probe",
+    "best_chunk_whole",
     "bm25_threshold_bench",
     "demo_profile_calls",
     "ingest_pdfs",
