@@ -58,6 +58,20 @@ def _answer(prompt: str, n: int):
     return {"answer": answer, "evidence_ids": cited[:1]}
 
 
+def _eval_docs(folder, tmp_path, monkeypatch, name: str, *args: str):
+    """``ragnet eval --docs`` over the test folder with the scripted reader of :func:`_answer`;
+    returns the CLI result and the run folder."""
+    docs, questions = folder
+    monkeypatch.setenv("RAGNET_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr("ragnet.lm.config.configure", lambda lm=None, **kw: dspy.settings.lm)
+    out = tmp_path / name
+    with dspy.context(lm=ProgramLM(answer=_answer).lm(), adapter=dspy.ChatAdapter(use_json_adapter_fallback=False)):
+        result = CliRunner().invoke(app, ["eval", "--docs", str(docs), "--data", str(questions), "--no-judge",
+                                          "--no-plots", "--out", str(out), *args], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result, out
+
+
 @pytest.fixture
 def folder(tmp_path):
     docs = tmp_path / "docs"
@@ -103,16 +117,7 @@ def test_a_place_matches_its_page_range_and_subsections():
 
 
 def test_eval_docs_scores_right_answers_places_and_citations(folder, tmp_path, monkeypatch):
-    docs, questions = folder
-    monkeypatch.setenv("RAGNET_HOME", str(tmp_path / "home"))
-    monkeypatch.setattr("ragnet.lm.config.configure", lambda lm=None, **kw: dspy.settings.lm)
-    lm = ProgramLM(answer=_answer)
-    out = tmp_path / "out"
-    with dspy.context(lm=lm.lm(), adapter=dspy.ChatAdapter(use_json_adapter_fallback=False)):
-        result = CliRunner().invoke(app, ["eval", "--docs", str(docs), "--data", str(questions), "--strategies",
-                                          "basic,oracle", "--lm", "scripted", "--no-judge", "--no-plots",
-                                          "--out", str(out)], catch_exceptions=False)
-    assert result.exit_code == 0, result.output
+    _, out = _eval_docs(folder, tmp_path, monkeypatch, "out", "--strategies", "basic,oracle", "--lm", "scripted")
     summary = json.loads((out / "summary.json").read_text())
     assert summary["primary_metric"] == "contains"
     basic, oracle = summary["documents"]["basic"], summary["documents"]["oracle"]
@@ -181,15 +186,8 @@ def test_eval_docs_runs_auto_as_ask_does_and_takes_it_as_the_baseline(folder, tm
     """`--strategies basic,auto --baseline auto` with a local reader: auto is oneshot:sentences+hops
     at the budget of documents with sections (the folder's Markdown headings), 2,000 tokens, the
     row every other is compared with."""
-    docs, questions = folder
-    monkeypatch.setenv("RAGNET_HOME", str(tmp_path / "home"))
-    monkeypatch.setattr("ragnet.lm.config.configure", lambda lm=None, **kw: dspy.settings.lm)
-    out = tmp_path / "out"
-    with dspy.context(lm=ProgramLM(answer=_answer).lm(), adapter=dspy.ChatAdapter(use_json_adapter_fallback=False)):
-        result = CliRunner().invoke(app, ["eval", "--docs", str(docs), "--data", str(questions), "--strategies",
-                                          "basic,auto", "--baseline", "auto", "--lm", "local", "--answer-lm", "none",
-                                          "--no-judge", "--no-plots", "--out", str(out)], catch_exceptions=False)
-    assert result.exit_code == 0, result.output
+    _, out = _eval_docs(folder, tmp_path, monkeypatch, "out", "--strategies", "basic,auto", "--baseline", "auto",
+                        "--lm", "local", "--answer-lm", "none")
     summary = json.loads((out / "summary.json").read_text())
     assert list(summary["strategies"]) == ["basic", "oneshot:sentences+hops@2000"]
     assert summary["baseline"] == "oneshot:sentences+hops@2000"
@@ -260,15 +258,9 @@ def test_eval_docs_refuses_a_gold_page_past_the_files_last_before_asking_the_lm(
 
 
 def test_eval_docs_only_answers_every_question_from_the_chosen_files(folder, tmp_path, monkeypatch):
-    docs, questions = folder
-    monkeypatch.setenv("RAGNET_HOME", str(tmp_path / "home"))
-    monkeypatch.setattr("ragnet.lm.config.configure", lambda lm=None, **kw: dspy.settings.lm)
-    out = tmp_path / "only"
-    with dspy.context(lm=ProgramLM(answer=_answer).lm(), adapter=dspy.ChatAdapter(use_json_adapter_fallback=False)):
-        result = CliRunner().invoke(app, ["eval", "--docs", str(docs), "--data", str(questions), "--strategies",
-                                          "basic", "--lm", "scripted", "--no-judge", "--no-plots", "--out", str(out),
-                                          "--only", "manual.md"], catch_exceptions=False)
-    assert result.exit_code == 0, result.output
+    result, out = _eval_docs(folder, tmp_path, monkeypatch, "only", "--strategies", "basic", "--lm", "scripted",
+                             "--only", "manual.md")
+    _, questions = folder
     assert "asking 1 of the folder's files: manual.md" in result.stderr
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert rows and all(cid.startswith("manual.md#") for r in rows for cid in r["context"])
