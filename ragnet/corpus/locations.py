@@ -31,13 +31,14 @@ Example:
 from __future__ import annotations
 
 import bisect
+from pathlib import PurePosixPath
 from typing import Any, Mapping
 
 from ragnet.corpus.limits import cap_title
 from ragnet.corpus.types import Document
 from ragnet.errors import InputError
 
-__all__ = ["Locator", "check_positions", "section_title", "SECTION_SEPARATOR"]
+__all__ = ["Locator", "check_positions", "file_key", "section_title", "SECTION_SEPARATOR"]
 
 #: Joins a section path's parts, in chunk titles and citations ("libtasn1 › 2 Usage › 2.5 Memory").
 SECTION_SEPARATOR = " › "
@@ -46,6 +47,17 @@ TITLE_HEADINGS = 2
 _MAX_HEADING_CHARS = 80
 
 _WHITESPACE = " \t\n\r\f\v"
+
+
+def file_key(path: Any) -> str:
+    """A location's ``file`` as places, scopes and citations compare it: forward slashes, no
+    ``.`` parts.
+
+    Example:
+        >>> file_key("gnu\\sed.pdf"), file_key("./gnu//sed.pdf")
+        ('gnu/sed.pdf', 'gnu/sed.pdf')
+    """
+    return str(PurePosixPath(str(path).replace("\\", "/")))
 
 
 def check_positions(doc: Document) -> None:

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from ragnet.corpus.locations import file_key
 from ragnet.errors import InputError
 
 __all__ = ["MAX_PATTERN", "ScopedIndex", "matches_file", "source_file"]
@@ -45,7 +46,7 @@ def source_file(chunk: Any) -> str:
     meta = getattr(chunk, "metadata", None)
     loc = meta.get("location") if isinstance(meta, Mapping) else None
     path = loc.get("file") if isinstance(loc, Mapping) else None
-    return str(PurePosixPath(str(path or chunk.doc_id).replace("\\", "/")))
+    return file_key(path or chunk.doc_id)
 
 
 def matches_file(path: str, pattern: str) -> bool:

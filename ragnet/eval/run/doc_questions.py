@@ -58,6 +58,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ragnet.corpus.loader import parse_jsonl_record
+from ragnet.corpus.locations import file_key
 from ragnet.errors import InputError
 
 __all__ = ["DocQuestion", "GoldPlace", "PLACE_METRICS", "QUOTE_SHARE", "ROLES", "at_place", "check_places",
@@ -141,10 +142,6 @@ class DocQuestion:
         return tuple(p for p in self.places if p.role == "answer") or self.places
 
 
-def _file_key(path: str) -> str:
-    return str(PurePosixPath(str(path).replace("\\", "/")))
-
-
 def _place(item: Any, where: Path, line: int, i: int) -> GoldPlace:
     def bad(message: str) -> InputError:
         return InputError(f"gold[{i}]: {message}", path=where, line=line)
@@ -165,7 +162,7 @@ def _place(item: Any, where: Path, line: int, i: int) -> GoldPlace:
     role = item.get("role", "answer")
     if role not in ROLES:
         raise bad(f"'role' must be one of {', '.join(ROLES)}, got {role!r}")
-    return GoldPlace(file=_file_key(item["file"]), page=page, section=tuple(section) if section else None,
+    return GoldPlace(file=file_key(item["file"]), page=page, section=tuple(section) if section else None,
                      quote=quote, role=role)
 
 
@@ -244,11 +241,7 @@ def check_places(index: Any, questions: Sequence[DocQuestion], where: str | Path
     Raises:
         InputError: places that match no chunk of the folder (the first five, and how many in all).
     """
-    files: dict[str, list[Mapping[str, Any]]] = {}
-    for chunk in getattr(index, "chunks", ()):
-        loc = chunk.metadata.get("location") if isinstance(chunk.metadata, Mapping) else None
-        if isinstance(loc, Mapping) and loc.get("file"):
-            files.setdefault(_file_key(loc["file"]), []).append(loc)
+    files = _chunks_by_file(index)
     errors: list[str] = []
     warnings: list[str] = []
     for q in questions:
@@ -266,9 +259,10 @@ def check_places(index: Any, questions: Sequence[DocQuestion], where: str | Path
     return warnings
 
 
-def _what_the_file_has(place: GoldPlace, files: Mapping[str, list[Mapping[str, Any]]]) -> str:
-    """Why no chunk lies at ``place``: the file is not indexed, or the pages or top-level sections it has."""
-    locations = files.get(place.file)
+def _what_the_file_has(place: GoldPlace, files: Mapping[str, list[tuple[str, Mapping[str, Any]]]]) -> str:
+    """Why no chunk lies at ``place``: the file is not indexed, or the pages or top-level sections
+    it has (``files``: :func:`_chunks_by_file`)."""
+    locations = [loc for _, loc in files.get(place.file, [])]
     if not locations:
         near = sorted(f for f in files if PurePosixPath(f).name == PurePosixPath(place.file).name)
         hint = f" (did you mean {near[0]}?)" if near else ""
@@ -299,7 +293,7 @@ def at_place(location: Mapping[str, Any] | None, place: GoldPlace) -> bool:
         >>> at_place({"file": "a.pdf", "page": 2}, GoldPlace("a.pdf", page=3))
         False
     """
-    if not isinstance(location, Mapping) or _file_key(location.get("file") or "") != place.file:
+    if not isinstance(location, Mapping) or file_key(location.get("file") or "") != place.file:
         return False
     if place.page is not None:
         first = location.get("page")
@@ -322,6 +316,12 @@ _BY_FILE: "weakref.WeakKeyDictionary[Any, tuple[int, dict[str, list[tuple[str, M
 
 def place_chunk_ids(index: Any, place: GoldPlace) -> list[str]:
     """The ids of ``index``'s chunks located at ``place`` (:func:`at_place`), in index order."""
+    return [cid for cid, loc in _chunks_by_file(index).get(place.file, []) if at_place(loc, place)]
+
+
+def _chunks_by_file(index: Any) -> dict[str, list[tuple[str, Mapping[str, Any]]]]:
+    """``index``'s chunks by source file: ``{file: [(chunk id, location)]}``, in index order,
+    read once per index."""
     try:
         cached = _BY_FILE.get(index)
     except TypeError:
@@ -331,13 +331,13 @@ def place_chunk_ids(index: Any, place: GoldPlace) -> list[str]:
         for chunk in index.chunks:
             loc = chunk.metadata.get("location") if isinstance(chunk.metadata, Mapping) else None
             if isinstance(loc, Mapping) and loc.get("file"):
-                by_file.setdefault(_file_key(loc["file"]), []).append((chunk.id, loc))
+                by_file.setdefault(file_key(loc["file"]), []).append((chunk.id, loc))
         cached = (len(index.chunks), by_file)
         try:
             _BY_FILE[index] = cached
         except TypeError:
             pass
-    return [cid for cid, loc in cached[1].get(place.file, []) if at_place(loc, place)]
+    return cached[1]
 
 
 def _located(index: Any, ids: Sequence[str]) -> list[Mapping[str, Any]]:
