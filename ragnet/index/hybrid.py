@@ -816,12 +816,15 @@ class Index:
                      lam: float) -> list[Chunk]:
         """The ``k`` best of ``rows`` (less ``excluded``), every one scored: exact cosine and BM25,
         each min-max normalised over them, combined as in :meth:`search`."""
-        self._check_dimension()
         cands = np.setdiff1d(rows, excluded, assume_unique=True) if excluded.size else rows
         if cands.size == 0 or k <= 0:
             return []
         raw_bm25 = self._sparse.top_and_scores_at(query, 1, cands)[2]
-        cos = self._cosines(cands, qvec)
+        return self._best(cands, raw_bm25, self._cosines(cands, qvec), lam, k)
+
+    def _best(self, cands: np.ndarray, raw_bm25: np.ndarray, cos: np.ndarray, lam: float, k: int) -> list[Chunk]:
+        """The ``k`` best of the rows ``cands`` by the hybrid score (each signal min-max normalised
+        over ``cands``), ties by row, with their scores."""
         score = lam * _normalise_scores(raw_bm25) + (1.0 - lam) * _normalise_scores(cos)
         order = np.lexsort((cands, -score))[:k]
         return [
@@ -856,12 +859,7 @@ class Index:
             cands = np.setdiff1d(np.arange(n, dtype=np.int64), excluded, assume_unique=True)
             raw_bm25 = self._sparse.scores(query)[cands]
         cos = cos_all[cands] if cos_all is not None else self._cosines(cands, qvec)
-        score = lam * _normalise_scores(raw_bm25) + (1.0 - lam) * _normalise_scores(cos)
-        order = np.lexsort((cands, -score))[:want]
-        return [
-            chunk.with_scores(score=float(score[j]), dense_score=float(cos[j]), bm25_score=float(raw_bm25[j]))
-            for chunk, j in zip(self._chunks.take(cands[order]), order)
-        ]
+        return self._best(cands, raw_bm25, cos, lam, want)
 
 
 # -- helpers ---------------------------------------------------------------------------
