@@ -85,8 +85,7 @@ class ScopedIndex:
             raise InputError(f"no indexed file matches {', '.join(map(repr, patterns))}; the index has "
                              f"{len(files)} files: {shown}", argument="only")
         self.files = sorted(f for f, chosen in files.items() if chosen)
-        self.rows_in_scope = tuple(rows)  # rows of ``chunks`` in the chosen files, in index order
-        self._rows = np.asarray(rows, dtype=np.int64)
+        self.rows_in_scope = np.asarray(rows, dtype=np.int64)  # rows of ``chunks`` in the chosen files, sorted
         self._inside = frozenset(inside)
         self._catalog: Any = None
 
@@ -110,22 +109,22 @@ class ScopedIndex:
 
     def search(self, query: str, k: int = 5, exclude: Iterable[str] = (), lam: float = 0.4, pool: int = 100) -> list:
         """:meth:`ragnet.index.Index.search` over the chosen files."""
-        return self.index.search(query, k=k, exclude=exclude, lam=lam, pool=pool, within=self._rows)
+        return self.index.search(query, k=k, exclude=exclude, lam=lam, pool=pool, within=self.rows_in_scope)
 
     def search_batch(self, queries: Sequence[str], k: int = 5, exclude: Sequence[Iterable[str] | None] | None = None,
                      lam: float = 0.4, pool: int = 100) -> list[list]:
         """:meth:`ragnet.index.Index.search_batch` over the chosen files."""
-        return self.index.search_batch(queries, k=k, exclude=exclude, lam=lam, pool=pool, within=self._rows)
+        return self.index.search_batch(queries, k=k, exclude=exclude, lam=lam, pool=pool, within=self.rows_in_scope)
 
     def dense_search(self, query: str, k: int = 5) -> list:
         """Dense-only retrieval over the chosen files (``score`` = ``dense_score`` = cosine)."""
         return [c.with_scores(score=c.dense_score, dense_score=c.dense_score)
-                for c in self.index.search(query, k=k, lam=0.0, within=self._rows)]
+                for c in self.index.search(query, k=k, lam=0.0, within=self.rows_in_scope)]
 
     def bm25_search(self, query: str, k: int = 5) -> list:
         """BM25-only retrieval over the chosen files (positive scores; ``score`` = ``bm25_score``)."""
         return [c.with_scores(score=c.bm25_score, bm25_score=c.bm25_score)
-                for c in self.index.search(query, k=k, lam=1.0, within=self._rows) if (c.bm25_score or 0) > 0]
+                for c in self.index.search(query, k=k, lam=1.0, within=self.rows_in_scope) if (c.bm25_score or 0) > 0]
 
     @property
     def catalog(self) -> Any:
