@@ -146,7 +146,7 @@ def _rows_from_sources(index: Any, patterns: Sequence[str]) -> tuple[dict[str, b
     sources = Sources.load(path) if path is not None else None
     if sources is None or not sources.files:
         return None
-    store, n = index.chunks, len(index.chunks)
+    store = index.chunks
     files: dict[str, bool] = {}
     rows: list[int] = []
     for key, record in sources.files.items():
@@ -157,10 +157,9 @@ def _rows_from_sources(index: Any, patterns: Sequence[str]) -> tuple[dict[str, b
             doc = sources.docs.get(doc_id)
             if doc is None:
                 continue
-            last = doc.row + doc.chunks - 1
-            if last >= n or not all(store.id_at(r).startswith(f"{doc_id}#") for r in (doc.row, last)):
+            if not doc.held_by(store, doc_id):
                 return None
-            rows.extend(range(doc.row, last + 1))
+            rows.extend(range(doc.row, doc.row + doc.chunks))
     return files, sorted(set(rows))
 
 

@@ -92,6 +92,13 @@ class DocRecord:
     row: int
     chunks: int
 
+    def held_by(self, store: Any, doc_id: str) -> bool:
+        """Whether ``store``'s rows ``row .. row + chunks - 1`` are this document's chunks (their
+        first and last ids): ``sources.json`` comes from an untrusted folder."""
+        last = self.row + self.chunks - 1
+        return (last < len(store) and store.id_at(self.row) == f"{doc_id}#0"
+                and store.id_at(last) == f"{doc_id}#{self.chunks - 1}")
+
 
 @dataclass(frozen=True)
 class FileRecord:

@@ -190,8 +190,7 @@ def _sources_of(old: Any) -> Sources:
     if sources is not None:
         row, ok = 0, True
         for doc_id, rec in sources.docs.items():
-            if rec.row != row or rec.row + rec.chunks > n or store.id_at(rec.row) != f"{doc_id}#0" \
-                    or store.id_at(rec.row + rec.chunks - 1) != f"{doc_id}#{rec.chunks - 1}":
+            if rec.row != row or not rec.held_by(store, doc_id):
                 ok = False
                 break
             row += rec.chunks
