@@ -91,6 +91,12 @@ def test_a_scope_that_matches_no_file_is_refused_naming_the_files(manuals):
     assert "no indexed file matches 'nginx.pdf'" in message and "gnu/grep.md" in message and "notes.txt" in message
     with pytest.raises(InputError, match="at least one file"):
         manuals.scoped(" ")
+    from ragnet.index.scope import MAX_PATTERN
+
+    with pytest.raises(InputError, match="no indexed file matches"):  # the longest pattern taken
+        manuals.scoped("g" * MAX_PATTERN)
+    with pytest.raises(InputError, match=f"longer than {MAX_PATTERN} characters"):
+        manuals.scoped("g" * (MAX_PATTERN + 1))
 
 
 def test_a_program_over_a_scope_reads_and_cites_the_chosen_file_only(manuals):
