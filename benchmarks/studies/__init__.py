@@ -23,6 +23,7 @@ STUDIES = (
     "best_chunk_whole",
     "bm25_threshold_bench",
     "demo_profile_calls",
+    "dense_when_confident",
     "ingest_pdfs",
     "key_lines_probe",
     "layout_per_question",
