@@ -113,19 +113,48 @@ class DenseIndex:
             index.add(vectors)
         return cls(index, kind)
 
-    def search(self, queries: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    def search(self, queries: np.ndarray, n: int, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Top-``n`` inner products for each query row.
 
+        Args:
+            queries: ``(m, d)`` (or ``(d,)``) float32 query vectors.
+            n: how many neighbours.
+            allowed: when given, only these rows can be returned (a scope): FAISS filters them
+                during the search (an ``IDSelectorBitmap`` in the search parameters), so the
+                ``n`` found are the best of the scope, not the survivors of a larger unfiltered
+                top (``hnsw`` and ``ivf`` stay approximate inside it).
+
         Returns:
-            ``(scores, ids)``, each ``(len(queries), n')`` with ``n' = min(n, ntotal)``;
-            ids are ``-1`` where the index found fewer (possible for ``hnsw``/``ivf``).
+            ``(scores, ids)``, each ``(len(queries), n')`` with ``n' = min(n, ntotal)``, or the
+            scope's size; ids are ``-1`` where the index found fewer (possible for ``hnsw``/``ivf``).
+
+        Example:
+            >>> dense = DenseIndex.build(np.eye(4, dtype=np.float32))
+            >>> query = np.array([[0.8, 0.0, 0.0, 0.6]], dtype=np.float32)  # nearest row 0, then row 3
+            >>> dense.search(query, 1)[1].tolist(), dense.search(query, 1, allowed=np.array([1, 3]))[1].tolist()
+            ([[0]], [[3]])
         """
         queries = np.ascontiguousarray(np.atleast_2d(queries), dtype=np.float32)
-        n = min(int(n), self.ntotal)
+        n = min(int(n), self.ntotal if allowed is None else len(allowed))
         if n <= 0:
             empty = np.zeros((len(queries), 0), dtype=np.float32)
             return empty, empty.astype(np.int64)
-        return self.index.search(queries, n)
+        if allowed is None:
+            return self.index.search(queries, n)
+        faiss = _faiss()
+        mask = np.zeros(self.ntotal, dtype=bool)
+        mask[np.asarray(allowed, dtype=np.int64)] = True
+        bits = np.packbits(mask, bitorder="little")  # FAISS reads bit (row & 7) of byte (row >> 3)
+        selector = faiss.IDSelectorBitmap(self.ntotal, faiss.swig_ptr(bits))
+        if self.kind == "hnsw":
+            params = faiss.SearchParametersHNSW(sel=selector, efSearch=int(self.index.hnsw.efSearch))
+        elif self.kind in ("ivf", "ivfpq"):
+            params = faiss.SearchParametersIVF(sel=selector, nprobe=int(faiss.extract_index_ivf(self.index).nprobe))
+        else:
+            params = faiss.SearchParameters(sel=selector)
+        scores, ids = self.index.search(queries, n, params=params)
+        del bits  # the selector reads the bitmap until here
+        return scores, ids
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the index atomically in FAISS's native format."""

@@ -49,8 +49,9 @@ from ragnet.index.writer import BM25_DIR, CATALOG_DIR, DENSE
 __all__ = ["Index"]
 
 MMAP_BM25_FROM = 200_000  # chunks from which the BM25 matrix is memory-mapped instead of read
-#: Rows of a scope (``search(within=...)``) scored one by one; a larger scope excludes the other
-#: rows instead (its embeddings would be read whole: 20,000 rows are 31 MB at 384 dimensions).
+#: Rows of a scope (``search(within=...)``) scored one by one; a larger scope is searched like the
+#: whole index with the other rows filtered out (its embeddings would be read whole: 20,000 rows
+#: are 31 MB at 384 dimensions).
 EXACT_WITHIN = 20_000
 
 
@@ -610,7 +611,8 @@ class Index:
 
         ``vectors`` are the stored chunk vectors (row ``i`` is chunk ``i``); the object made must,
         like :class:`~ragnet.index.dense.DenseIndex`, have ``kind``, ``ntotal``, ``dimension`` and
-        ``search(queries, n) -> (scores, row ids)``. Benchmarks use it to compare an approximate
+        ``search(queries, n) -> (scores, row ids)`` (and ``allowed=rows`` for a scope larger than
+        :data:`EXACT_WITHIN`). Benchmarks use it to compare an approximate
         kind with an exact scan of the same corpus; nothing is written to the folder.
 
         Returns:
@@ -666,7 +668,8 @@ class Index:
             pool: candidates taken from each retriever.
             within: rows (of ``chunks``) the result is drawn from, sorted (a scope:
                 :meth:`scoped`). Up to :data:`EXACT_WITHIN` rows, every one of them is scored
-                and the hybrid score is normalised over them; a larger scope excludes the rest.
+                and the hybrid score is normalised over them; a larger scope gets the pool
+                above from its own rows (FAISS and BM25 filter the others out while searching).
 
         Raises:
             InputError: empty query, ``k < 0``, ``pool < 1`` or ``lam`` outside [0, 1].
@@ -677,15 +680,14 @@ class Index:
         """
         _check_search_args(k, lam, pool)
         excluded = self._excluded_rows(exclude)
+        within = None if within is None else np.asarray(within, dtype=np.int64)
         if within is not None and len(within) <= EXACT_WITHIN:
-            return self._rank_within(self.embed_query(query), query, np.asarray(within, dtype=np.int64), k,
-                                     excluded, lam)
-        if within is not None:
-            excluded = np.union1d(excluded, self._outside(within))
+            return self._rank_within(self.embed_query(query), query, within, k, excluded, lam)
         qvec = self.embed_query(query)
-        n_pool = self._pool_size(k, pool, excluded)
-        ids, cos_all = self._dense_top(qvec[None, :], n_pool)
-        return self._rank(qvec, query, ids[0], k, excluded, lam, n_pool, None if cos_all is None else cos_all[0])
+        n_pool = self._pool_size(k, pool, excluded, within)
+        ids, cos_all = self._dense_top(qvec[None, :], n_pool, within)
+        return self._rank(qvec, query, ids[0], k, excluded, lam, n_pool, None if cos_all is None else cos_all[0],
+                          within)
 
     def search_batch(
         self,
@@ -724,18 +726,15 @@ class Index:
         qvecs = self.embedder.encode_queries(queries)
         self._check_dimension()
         excluded = [self._excluded_rows(e or ()) for e in exclude]
+        within = None if within is None else np.asarray(within, dtype=np.int64)
         if within is not None and len(within) <= EXACT_WITHIN:
-            rows = np.asarray(within, dtype=np.int64)
-            return [self._rank_within(qvecs[i], q, rows, k, excluded[i], lam) for i, q in enumerate(queries)]
-        if within is not None:
-            outside = self._outside(within)
-            excluded = [np.union1d(e, outside) for e in excluded]
-        sizes = [self._pool_size(k, pool, e) for e in excluded]
-        ids, cos_all = self._dense_top(qvecs, max(sizes))
+            return [self._rank_within(qvecs[i], q, within, k, excluded[i], lam) for i, q in enumerate(queries)]
+        sizes = [self._pool_size(k, pool, e, within) for e in excluded]
+        ids, cos_all = self._dense_top(qvecs, max(sizes), within)
         return [
             self._rank(
                 qvecs[i], q, ids[i, : sizes[i]], k, excluded[i], lam, sizes[i],
-                None if cos_all is None else cos_all[i],
+                None if cos_all is None else cos_all[i], within,
             )
             for i, q in enumerate(queries)
         ]
@@ -764,12 +763,13 @@ class Index:
         rows = {r for r in (store.row(i) for i in exclude) if r is not None}
         return np.fromiter(sorted(rows), dtype=np.int64, count=len(rows))
 
-    def _pool_size(self, k: int, pool: int, excluded: np.ndarray) -> int:
-        return min(len(self._chunks), max(pool, k) + excluded.size)
+    def _pool_size(self, k: int, pool: int, excluded: np.ndarray, within: np.ndarray | None = None) -> int:
+        return min(len(self._chunks) if within is None else len(within), max(pool, k) + excluded.size)
 
-    def _dense_top(self, qvecs: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray | None]:
-        """Row ids of the top-``n`` cosines per query (best first), and, for the exact (flat)
-        kind, every cosine.
+    def _dense_top(self, qvecs: np.ndarray, n: int,
+                   within: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+        """Row ids of the top-``n`` cosines per query (best first), among the rows ``within``
+        when given, and, for the exact (flat) kind, every cosine.
 
         A flat index is searched with one matrix product over the stored embeddings (the
         same exact neighbours as FAISS's ``IndexFlatIP``, faster for a few queries), and
@@ -779,18 +779,19 @@ class Index:
         both several-fold. With an ONNX embedder torch is never imported (that alone would
         dominate a cold query), and NumPy does the product.
         """
-        n = min(n, len(self._chunks))
+        n = min(n, len(self._chunks) if within is None else len(within))
         if self._dense.kind != "flat":
-            _, ids = self._dense.search(qvecs, n)
+            _, ids = self._dense.search(qvecs, n) if within is None else self._dense.search(qvecs, n, allowed=within)
             return ids, None
         cos_all = self._all_cosines(qvecs)  # (m, N)
-        if n >= cos_all.shape[1]:
-            ids = np.argsort(-cos_all, axis=1, kind="stable")
+        pick = cos_all if within is None else cos_all[:, within]
+        if n >= pick.shape[1]:
+            ids = np.argsort(-pick, axis=1, kind="stable")
         else:
-            part = np.argpartition(-cos_all, n - 1, axis=1)[:, :n]
-            order = np.argsort(-np.take_along_axis(cos_all, part, axis=1), axis=1, kind="stable")
+            part = np.argpartition(-pick, n - 1, axis=1)[:, :n]
+            order = np.argsort(-np.take_along_axis(pick, part, axis=1), axis=1, kind="stable")
             ids = np.take_along_axis(part, order, axis=1)
-        return ids, cos_all
+        return (ids if within is None else within[ids]), cos_all
 
     def _all_cosines(self, qvecs: np.ndarray) -> np.ndarray:
         qvecs = np.ascontiguousarray(qvecs, dtype=np.float32)
@@ -807,10 +808,6 @@ class Index:
     def _cosines(self, rows: np.ndarray, qvec: np.ndarray) -> np.ndarray:
         """Cosines of a few rows without BLAS (see ``_dense_top`` on thread pools)."""
         return np.einsum("ij,j->i", np.asarray(self._emb[rows], dtype=np.float32), qvec)
-
-    def _outside(self, within: np.ndarray) -> np.ndarray:
-        """The rows not in ``within``."""
-        return np.setdiff1d(np.arange(len(self._chunks), dtype=np.int64), np.asarray(within, dtype=np.int64))
 
     def _rank_within(self, qvec: np.ndarray, query: str, rows: np.ndarray, k: int, excluded: np.ndarray,
                      lam: float) -> list[Chunk]:
@@ -842,21 +839,26 @@ class Index:
         lam: float,
         n_pool: int,
         cos_all: np.ndarray | None = None,
+        within: np.ndarray | None = None,
     ) -> list[Chunk]:
-        n = len(self._chunks)
-        want = min(k, n - excluded.size)
+        if within is None:
+            left = len(self._chunks) - excluded.size
+        else:
+            left = within.size - int(np.isin(excluded, within, assume_unique=True).sum())
+        want = min(k, left)
         if want <= 0:
             return []
         dense_rows = dense_ids[dense_ids >= 0].astype(np.int64)
         # BM25's top pool and its exact scores at the dense candidates, without scoring every chunk
-        sparse_rows, sparse_scores, dense_bm25 = self._sparse.top_and_scores_at(query, n_pool, dense_rows)
+        sparse_rows, sparse_scores, dense_bm25 = self._sparse.top_and_scores_at(query, n_pool, dense_rows, within)
         cands, first = np.unique(np.concatenate([dense_rows, sparse_rows]), return_index=True)
         raw_bm25 = np.concatenate([dense_bm25, sparse_scores])[first]
         if excluded.size:
             keep = ~np.isin(cands, excluded, assume_unique=True)
             cands, raw_bm25 = cands[keep], raw_bm25[keep]
         if cands.size < want:  # pool exhausted (tiny index, HNSW shortfall, huge exclude): score everything
-            cands = np.setdiff1d(np.arange(n, dtype=np.int64), excluded, assume_unique=True)
+            every = np.arange(len(self._chunks), dtype=np.int64) if within is None else within
+            cands = np.setdiff1d(every, excluded, assume_unique=True)
             raw_bm25 = self._sparse.scores(query)[cands]
         cos = cos_all[cands] if cos_all is not None else self._cosines(cands, qvec)
         return self._best(cands, raw_bm25, cos, lam, want)

@@ -277,8 +277,8 @@ class SparseIndex:
         """
         return self._sum(self._columns(query))
 
-    def top_and_scores_at(self, query: str, n: int, rows: np.ndarray | None = None
-                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def top_and_scores_at(self, query: str, n: int, rows: np.ndarray | None = None,
+                          within: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``top(query, n)`` and ``scores(query)[rows]`` in one pass, exact, without selecting
         among every scored document.
 
@@ -292,6 +292,8 @@ class SparseIndex:
             query: the query.
             n: how many top documents (positive score only, best first, ties by lower row).
             rows: documents whose scores are also wanted (e.g. the dense candidates).
+            within: when given, the top is drawn from these documents only (distinct rows: a
+                scope), ranked among them directly.
 
         Returns:
             ``(top rows, top scores, scores at rows)``.
@@ -302,10 +304,16 @@ class SparseIndex:
             >>> top, vals, at = bm25.top_and_scores_at("France", 1, rows=np.array([1, 2]))
             >>> top.tolist(), at.tolist() == bm25.scores("France")[[1, 2]].tolist()
             ([0], True)
+            >>> bm25.top_and_scores_at("France", 1, within=np.array([1, 2]))[0].tolist()
+            [2]
         """
         wanted = np.zeros(0, dtype=np.int64) if rows is None else np.asarray(rows, dtype=np.int64)
         cols = self._columns(query)
         scores = self._sum(cols)
+        if within is not None:
+            within = np.asarray(within, dtype=np.int64)
+            top_rows, top_scores = top_positive(scores[within], n, rows=within)
+            return top_rows, top_scores, scores[wanted]
         threshold = 0.0
         if n > 0:
             probe, cap = np.zeros(0, dtype=np.int64), max(4 * n, 1024)

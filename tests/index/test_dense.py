@@ -27,6 +27,17 @@ def test_kinds_find_exact_neighbours(vectors, kind, tmp_path):
     np.testing.assert_array_equal(loaded.search(vectors[:5], 3)[1], ids)
 
 
+@pytest.mark.parametrize("kind", ["flat", "hnsw", "ivf"])
+def test_a_search_with_allowed_rows_returns_the_best_of_them_only(vectors, kind):
+    index = DenseIndex.build(vectors, kind=kind)
+    allowed = np.arange(1, 500, 7)  # a scope that holds none of the queries' own rows
+    scores, ids = index.search(vectors[:5:2], 4, allowed=allowed)
+    assert np.isin(ids, allowed).all()
+    best = allowed[np.argmax(vectors[:5:2] @ vectors[allowed].T, axis=1)]  # the scope's exact nearest
+    assert ids[:, 0].tolist() == best.tolist()
+    assert index.search(vectors[:1], 50, allowed=allowed[:3])[1].shape == (1, 3)  # no more than the scope
+
+
 def test_auto_switches_at_threshold(vectors):
     assert DenseIndex.build(vectors, kind="auto", threshold=501).kind == "flat"
     assert DenseIndex.build(vectors, kind="auto", threshold=500).kind == "hnsw"

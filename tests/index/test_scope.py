@@ -155,7 +155,7 @@ def test_the_local_budget_follows_the_chosen_files(manuals):
     assert resolve_strategy("auto", None, local, manuals.scoped("notes.txt"))[1] == 1000
 
 
-def test_a_scope_is_scored_whole_and_a_large_one_by_exclusion(manuals, monkeypatch):
+def test_a_scope_is_scored_whole_and_a_large_one_by_a_filtered_search(manuals, monkeypatch):
     import ragnet.index.hybrid as hybrid
 
     scoped = manuals.scoped("gnu")
@@ -163,11 +163,35 @@ def test_a_scope_is_scored_whole_and_a_large_one_by_exclusion(manuals, monkeypat
     rows = [r for r, c in enumerate(manuals.chunks) if c.doc_id.startswith("gnu/")]
     assert sorted(manuals.rows([c.id for c in exact]).tolist()) == rows  # every chunk of the scope, scored
     assert exact[0].doc_id == "gnu/grep.md" and exact[0].score == 1.0
-    monkeypatch.setattr(hybrid, "EXACT_WITHIN", 1)  # the same scope, searched by excluding the rest
-    excluded = scoped.search("which option stops after NUM selected lines", k=10)
-    assert {c.id for c in excluded} == {c.id for c in exact} and excluded[0].id == exact[0].id
+    monkeypatch.setattr(hybrid, "EXACT_WITHIN", 1)  # the same scope, searched with the other files filtered out
+    filtered = scoped.search("which option stops after NUM selected lines", k=10)
+    assert {c.id for c in filtered} == {c.id for c in exact} and filtered[0].id == exact[0].id
     batch = scoped.search_batch(["stops after NUM selected lines", "sandbox"], k=2)
     assert all(c.doc_id.startswith("gnu/") for hits in batch for c in hits)
+
+
+@pytest.mark.parametrize("kind", ["flat", "hnsw", "ivf", "ivfpq"])
+def test_a_large_scope_draws_its_whole_pool_from_its_own_chunks(tmp_path, docs, embedder, monkeypatch, kind):
+    """Past EXACT_WITHIN a scope is searched like the whole index, FAISS and BM25 filtering the other
+    rows out; a pool of 2 still yields k chunks, all in the scope, the best of them first."""
+    import ragnet.index.hybrid as hybrid
+    from ragnet.index import DenseOptions
+    from ragnet.index.ivfpq import IVFPQParams
+
+    dense = DenseOptions(kind=kind, ivfpq=IVFPQParams(nlist=2, m=8, nbits=4, nprobe=2) if kind == "ivfpq" else None)
+    index = Index.build(docs, tmp_path / "idx", embedder=embedder, dense=dense, show_progress=False)
+    scoped = index.scoped("doc1*")  # documents doc10 .. doc19, by id (made in Python: no source file)
+    query = "a string instrument played with a bow"  # the violin, doc19
+    exact = scoped.search(query, k=5)
+    monkeypatch.setattr(hybrid, "EXACT_WITHIN", 1)
+    asked, dense_top = [], index._dense_top
+    monkeypatch.setattr(index, "_dense_top", lambda qvecs, n, within=None: asked.append(n) or dense_top(qvecs, n, within))
+    for hits in (scoped.search(query, k=5, pool=2), scoped.search_batch([query], k=5, pool=2)[0]):
+        assert len(hits) == 5 and all(h.doc_id.startswith("doc1") for h in hits)
+        assert hits[0].doc_id == exact[0].doc_id == "doc19"
+    assert asked == [5, 5]  # max(pool, k): the pool does not grow by the chunks outside the scope
+    assert index.search(query, k=5, pool=2, within=scoped.rows_in_scope,
+                        exclude=[exact[0].id])[0].doc_id != "doc19"  # an excluded chunk stays out
 
 
 def test_a_scope_reads_its_rows_from_the_sources_file_and_distrusts_a_wrong_one(tmp_path):
