@@ -36,6 +36,7 @@ STUDIES = (
     "reader_threads_timing",
     "router_calibration",
     "rows_overlay",
+    "scope_search_timing",
     "served_lm_hang",
     "sufficiency_decomposed_variants",
     "sufficiency_prompt_variants",
