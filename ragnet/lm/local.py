@@ -76,6 +76,7 @@ from dspy.lm15 import (
 
 from ragnet.errors import InputError, MissingDependencyError, RagnetError, require
 from ragnet.lm.call_time import AUTO, CallLimit, Speed, check_timeout
+from ragnet.lm import stop as request_stop
 from ragnet.lm.deadline import LMCallTimeoutError
 from ragnet.lm.models import resolve_model_path
 
@@ -195,7 +196,7 @@ class _Call:
         self.prompt, self.started, self.limit, self.speed = prompt, started, limit, speed
         self.generated = 0
         self.first_token_at = 0.0
-        self.timed_out = self.looped = False
+        self.timed_out = self.looped = self.stopped = False
         self.options: dict[str, Any] = {}
         #: Each generated token's ``(id, logprob, [(id, logprob), ...] alternatives)`` when the request
         #: asked for logprobs (greedy decoding only), else None.
@@ -212,6 +213,9 @@ class _Call:
             self.speed.saw_generation(self.generated - 1, now - self.first_token_at)
         if self.limit.over(now - self.started, generating=True):
             self.timed_out = True
+            return True
+        if request_stop.requested():  # the request is over (ragnet.lm.stop): free the model now
+            self.stopped = True
             return True
         return False
 
@@ -522,6 +526,8 @@ class LlamaCppEngine:
         config = request.config
         llm = loaded.llm
         started = time.monotonic()
+        if request_stop.requested():  # its request ended while it waited for the model
+            raise self._stopped_error(0, 0, 0.0, reading=True)
         rendered = loaded.formatter(messages=messages)
         prompt = llm.tokenize(rendered.prompt.encode("utf-8"), add_bos=not rendered.added_special, special=True)
         if len(prompt) >= self.n_ctx:
@@ -569,8 +575,10 @@ class LlamaCppEngine:
         the prompt (all but its last token; its longest cached prefix is already restored)
         is evaluated here first; the completion call then finds it cached (llama.cpp's prefix
         matching) and only generates. Returns False when the limit passed before the prompt was read.
+        A call whose request can end (:mod:`ragnet.lm.stop`) is read in slices too, and raises
+        :class:`~ragnet.lm.stop.LMCallStopped` between two once it has ended.
         """
-        if not call.limit.bounded:
+        if not call.limit.bounded and not request_stop.active():
             return True
         common = _common_prefix(llm.input_ids[: llm.n_tokens], prompt)
         end = len(prompt) - 1  # generation replays the last prompt token to get fresh logits
@@ -582,6 +590,8 @@ class LlamaCppEngine:
             began = time.monotonic()
             if call.limit.over(began - call.started):
                 return False
+            if request_stop.requested():
+                raise self._stopped_error(len(call.prompt), 0, began - call.started, reading=True)
             piece = prompt[start:min(end, start + step)]
             llm.eval(piece)
             call.speed.saw_read(len(piece), time.monotonic() - began)
@@ -590,6 +600,17 @@ class LlamaCppEngine:
     def _raise_if_late(self, call: "_Call", elapsed: float) -> None:
         if call.timed_out:
             raise self._timeout_error(call, elapsed, reading=False)
+        if call.stopped:
+            raise self._stopped_error(len(call.prompt), call.generated, elapsed, reading=False)
+
+    def _stopped_error(self, prompt_tokens: int, generated: int, elapsed: float, *,
+                       reading: bool) -> request_stop.LMCallStopped:
+        where = "while reading the prompt" if reading else f"after generating {generated} tokens"
+        return request_stop.LMCallStopped(
+            f"local model {self.model_path.name} stopped {where} ({elapsed:.1f}s): the request it answered is over "
+            "(its deadline passed or its client went away)",
+            elapsed=elapsed, prompt_tokens=prompt_tokens, completion_tokens=generated, model=self.model_name,
+        )
 
     def _timeout_error(self, call: "_Call", elapsed: float, *, reading: bool) -> LMCallTimeoutError:
         where = "while reading the prompt" if reading else f"after generating {call.generated} tokens"

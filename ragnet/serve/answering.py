@@ -5,10 +5,10 @@ llama.cpp runs one call at a time, so more workers would only interleave the cal
 answer; the engine's own lock keeps them apart anyway). At most ``queue`` more wait; one more
 gets :class:`Busy` at once (HTTP 503). A question whose deadline passes gets :class:`TimedOut`
 (504), and its program stops at its next LM call or step (:class:`Cancelled`, raised by a DSPy
-callback), so the slot is free again after at most the LM call under way, which the LM's own
-timeout bounds. A streamed question (:meth:`Answerer.stream`) holds its slot the same way, and a
-client that goes away mid-stream frees it as a deadline does, the generation stopping at its
-next token.
+callback); a local LM call under way stops too, between two slices of the prompt it reads or at
+its next token (:mod:`ragnet.lm.stop`), so the slot is free again within one slice of the prompt; a served
+model's call ends at its own timeout. A streamed question (:meth:`Answerer.stream`) holds its slot
+the same way, and a client that goes away mid-stream frees it as a deadline does.
 
 Example:
     >>> import asyncio, dspy
@@ -35,6 +35,7 @@ import dspy
 from dspy.utils.callback import BaseCallback
 
 from ragnet.errors import RagnetError
+from ragnet.lm.stop import stop_when
 
 __all__ = ["Answer", "Answerer", "Busy", "Cancelled", "SCOPES_KEPT", "TimedOut"]
 
@@ -277,7 +278,8 @@ class Answerer:
         settings: dict[str, Any] = {"callbacks": callbacks}
         if self.step_lm is not None:
             settings["lm"] = self.step_lm
-        with dspy.context(**settings):
+        over = lambda: job.stop.is_set() or time.monotonic() > job.deadline  # noqa: E731
+        with dspy.context(**settings), stop_when(over):  # a local call under way stops too (ragnet.lm.stop)
             if emit is None:
                 prediction = program(question=question)
             else:
