@@ -34,6 +34,7 @@ STUDIES = (
     "question_last_summarize",
     "reader_adapter",
     "reader_threads_timing",
+    "request_stop_timing",
     "router_calibration",
     "rows_overlay",
     "scope_search_timing",
