@@ -18,7 +18,7 @@ def serve(
     port: int = typer.Option(8000, help="TCP port."),
     api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="Environment variable holding the key every client must send as 'Authorization: Bearer KEY' (not /health or the page itself)."),
     strategy: str = typer.Option("auto", help="Strategy of model 'ragnet-auto' and of /ask without one (auto: ragnet's recommendation for the reader)."),
-    timeout: float = typer.Option(120.0, help="Seconds a question may take, waiting included; then 504 and the question stops at its next LM call. Also each LM call's limit."),
+    timeout: float = typer.Option(120.0, help="Seconds a question may take, waiting included; then 504 and the question stops (a local LM call under way within a prompt slice or a token). Also each LM call's limit."),
     concurrency: int = typer.Option(1, help="Questions answered at once (1 for a local model: llama.cpp runs one call at a time)."),
     queue: int = typer.Option(32, help="Questions that may wait for a slot; one more gets 503 at once."),
     max_body_bytes: int = typer.Option(64_000, help="Largest request body (413 beyond)."),

@@ -41,7 +41,7 @@ class ServeOptions:
         strategy: the strategy ``auto`` and a bare ``ragnet`` model mean (``auto``: ragnet's
             recommendation for the reader).
         timeout: seconds a question may take, queue wait included; past it the request gets
-            504 and its program stops at its next LM call (the slot is freed).
+            504 and its program stops (a local LM call under way at its next prompt slice or token), freeing the slot.
         concurrency: questions answered at once. 1 for a local model: llama.cpp runs one call at a
             time anyway, so more would only interleave them and slow every answer.
         queue: questions waiting beyond those; one more gets 503 (busy) at once.
