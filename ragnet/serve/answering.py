@@ -173,7 +173,8 @@ class Answerer:
 
         Raises:
             Busy: no slot and the queue is full (nothing was started).
-            TimedOut: the deadline passed (the program stops at its next step, a local LM call under way at its next prompt slice or token).
+            TimedOut: the deadline passed (the program stops at its next step, a local LM call
+                under way at its next prompt slice or token).
             InputError: a bad strategy or budget, or ``only`` names no file of the index.
         """
         job = self._submit(question, strategy, budget, only=only)
