@@ -186,13 +186,10 @@ def _evaluate_docs(ctx: typer.Context, docs: Path, data: str, plan_for: Any, *, 
 def _check_places(index: Any, questions: list, data: str) -> None:
     """Refuse gold places the folder does not have, and say which quotes its text lacks, before
     any LM time is spent (:func:`ragnet.eval.run.doc_questions.check_places`)."""
-    from ragnet.eval.run.doc_questions import check_places
+    from ragnet.eval.run.doc_questions import check_places, place_warning_lines
 
-    warnings = check_places(index, questions, data)
-    for warning in warnings[:5]:
-        say(f"warning: {data}: {warning}; line in context cannot find it there")
-    if len(warnings) > 5:
-        say(f"warning: {data}: {len(warnings) - 5} more quotes are not in the text indexed at their places")
+    for line in place_warning_lines(check_places(index, questions, data), data):
+        say(line)
 
 
 def _short_verdict(summary: dict, label: str) -> str:

@@ -314,10 +314,10 @@ def _compile_whole_program(program_spec: str, q: DevQuestions, c: CompileSetting
 
     index = q.index(log)
     if q.docs is not None:  # a recall metric reads the gold places: refuse those the folder lacks
-        from ragnet.eval.run.doc_questions import check_places
+        from ragnet.eval.run.doc_questions import check_places, place_warning_lines
 
-        for warning in check_places(index, [*train_q, *val_q], q.data):
-            log(f"warning: {q.data}: {warning}")
+        for line in place_warning_lines(check_places(index, [*train_q, *val_q], q.data), q.data):
+            log(line)
     program = build_program(program_spec, index, budget=context_budget)
     metric = program_metric(c.metric or "f1", index=index, judge_lm=judge)
     return compile_program(program, qa_examples(train_q), metric, optimizer=c.optimizer, valset=qa_examples(val_q),

@@ -62,7 +62,7 @@ from ragnet.corpus.locations import file_key
 from ragnet.errors import InputError
 
 __all__ = ["DocQuestion", "GoldPlace", "PLACE_METRICS", "QUOTE_SHARE", "ROLES", "at_place", "check_places",
-           "load_doc_questions", "place_chunk_ids", "place_scores", "quote_shown"]
+           "load_doc_questions", "place_chunk_ids", "place_scores", "place_warning_lines", "quote_shown"]
 
 #: What a gold place is to its question.
 ROLES = ("answer", "link")
@@ -257,6 +257,23 @@ def check_places(index: Any, questions: Sequence[DocQuestion], where: str | Path
         raise InputError(f"{len(errors)} gold place(s) match nothing in the documents folder: "
                          + "; ".join(errors[:5]) + more, path=where)
     return warnings
+
+
+def place_warning_lines(warnings: Sequence[str], where: str | Path, shown: int = 5) -> list[str]:
+    """The lines ``ragnet eval --docs`` and ``ragnet optimize --docs`` print for :func:`check_places`'
+    warnings: the first ``shown``, then how many more.
+
+    Example:
+        >>> place_warning_lines(["a", "b", "c"], "q.jsonl", shown=2)  # doctest: +NORMALIZE_WHITESPACE
+        ['warning: q.jsonl: a; line in context cannot find it there',
+         'warning: q.jsonl: b; line in context cannot find it there',
+         'warning: q.jsonl: 1 more quotes are not in the text indexed at their places']
+    """
+    lines = [f"warning: {where}: {w}; line in context cannot find it there" for w in warnings[:shown]]
+    if len(warnings) > shown:
+        lines.append(f"warning: {where}: {len(warnings) - shown} more quotes are not in the text indexed "
+                     "at their places")
+    return lines
 
 
 def _what_the_file_has(place: GoldPlace, files: Mapping[str, list[tuple[str, Mapping[str, Any]]]]) -> str:
