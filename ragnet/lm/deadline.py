@@ -8,6 +8,10 @@ for served models (:func:`ragnet.lm.config.make_lm`): its calls end at the deadl
 :class:`LMCallTimeoutError`, which ragnet's steps record in the trace like any LM failure and
 ``ragnet ask`` reports in one line naming ``--timeout``.
 
+A synchronous call inside a stop scope (:mod:`ragnet.lm.stop`, what ``ragnet serve`` sets around
+each question) is abandoned the same way as soon as its request is over, raising
+:class:`~ragnet.lm.stop.LMCallStopped`.
+
 How: a synchronous call runs in a worker thread and the caller stops waiting at the deadline;
 the abandoned request ends on its own (the server finishes or stalls past lm15's per-read
 timeout) in a daemon thread that never delays the process's exit. An async call is cancelled
@@ -81,10 +85,18 @@ def _late(lm: dspy.BaseLM, limit: float, elapsed: float) -> LMCallTimeoutError:
         timeout=limit, elapsed=elapsed, model=lm.model, provider=None)
 
 
+#: How often a served call inside a stop scope (:mod:`ragnet.lm.stop`) checks whether its request is over.
+STOP_POLL_S = 0.1
+
+
 def _within(lm: dspy.BaseLM, limit: float | None, call: Callable[[], Any]) -> Any:
     """``call()`` in a daemon thread (with the caller's context variables: DSPy settings, the
-    active call id), waited on for at most ``limit`` seconds."""
-    if limit is None:
+    active call id), waited on for at most ``limit`` seconds, and, inside a stop scope
+    (:mod:`ragnet.lm.stop`), until its request is over."""
+    from ragnet.lm import stop
+
+    scoped = stop.active()
+    if limit is None and not scoped:
         return call()
     started = time.monotonic()
     context = contextvars.copy_context()
@@ -100,8 +112,18 @@ def _within(lm: dspy.BaseLM, limit: float | None, call: Callable[[], Any]) -> An
             done.set()
 
     threading.Thread(target=work, name="ragnet-lm-call", daemon=True).start()
-    if not done.wait(limit):
-        raise _late(lm, limit, time.monotonic() - started)
+    while True:
+        left = None if limit is None else limit - (time.monotonic() - started)
+        wait = left if not scoped else STOP_POLL_S if left is None else min(left, STOP_POLL_S)
+        if done.wait(max(wait, 0.0)):
+            break
+        elapsed = time.monotonic() - started
+        if limit is not None and elapsed >= limit:
+            raise _late(lm, limit, elapsed)
+        if scoped and stop.requested():  # the abandoned call ends on its own, as at a deadline
+            raise stop.LMCallStopped(f"the call to {lm.model} was abandoned after {elapsed:.1f}s: the request it "
+                                     "answered is over (its deadline passed or its client went away)",
+                                     timeout=limit, elapsed=elapsed, model=lm.model, provider=None)
     error = outcome.get("error")
     if error is None:
         return outcome["value"]
@@ -131,8 +153,9 @@ class DeadlineLM(dspy.LM):
     def __call__(self, prompt=None, *, messages=None, **kwargs):
         # A streaming call (dspy.streamify) sends its chunks from the calling thread (an anyio
         # worker), so it runs there, bounded by DSPy's per-operation limits only.
-        limit = None if dspy.settings.send_stream is not None else call_limit(self, kwargs)
-        return _within(self, limit, lambda: _CALL(self, prompt, messages=messages, **kwargs))
+        if dspy.settings.send_stream is not None:
+            return _CALL(self, prompt, messages=messages, **kwargs)
+        return _within(self, call_limit(self, kwargs), lambda: _CALL(self, prompt, messages=messages, **kwargs))
 
     @with_callbacks
     async def acall(self, prompt=None, *, messages=None, **kwargs):

@@ -7,7 +7,8 @@ prompt read, then the whole answer generated. :func:`stop_when` marks the calls 
 (in this thread, and in the threads the local engine starts for it) with a test of whether their
 request is over; the local engine (:mod:`ragnet.lm.local`) checks it when it gets the model,
 between the slices of the prompt it reads, and before each token, and raises
-:class:`LMCallStopped`. A served model's call ends at its own deadline as before.
+:class:`LMCallStopped`; a served model's synchronous call (:class:`ragnet.lm.deadline.DeadlineLM`)
+is abandoned as at its deadline, its HTTP request ending on its own.
 
 Example:
     >>> over = False

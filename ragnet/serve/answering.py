@@ -6,9 +6,10 @@ answer; the engine's own lock keeps them apart anyway). At most ``queue`` more w
 gets :class:`Busy` at once (HTTP 503). A question whose deadline passes gets :class:`TimedOut`
 (504), and its program stops at its next LM call or step (:class:`Cancelled`, raised by a DSPy
 callback); a local LM call under way stops too, between two slices of the prompt it reads or at
-its next token (:mod:`ragnet.lm.stop`), so the slot is free again within one slice of the prompt; a served
-model's call ends at its own timeout. A streamed question (:meth:`Answerer.stream`) holds its slot
-the same way, and a client that goes away mid-stream frees it as a deadline does.
+its next token (:mod:`ragnet.lm.stop`), so the slot is free again within one slice of the prompt,
+and a served model's call is abandoned at once (it ends on its own, as at its timeout). A
+streamed question (:meth:`Answerer.stream`) holds its slot the same way, and a client that goes
+away mid-stream frees it as a deadline does.
 
 Example:
     >>> import asyncio, dspy

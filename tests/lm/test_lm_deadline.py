@@ -118,3 +118,16 @@ def test_a_healthy_server_answers_through_the_deadline_unchanged(dspy_state):
         assert copied(messages=[{"role": "user", "content": "hi"}]) == ["hello"]
     assert server.requests == 3
     assert isinstance(make_lm("openai/test-model", api_key="k", timeout=None), dspy.LM)
+
+
+def test_a_served_call_is_abandoned_once_its_request_is_over(dspy_state):
+    from ragnet.lm.stop import LMCallStopped, stop_when
+
+    with trickle_server() as server:
+        lm = _served(server.url, timeout=TRICKLE_SECONDS)  # its own deadline is far off
+        started = time.monotonic()
+        with stop_when(lambda: time.monotonic() - started > 0.3), pytest.raises(LMCallStopped, match="request"):
+            lm(messages=[{"role": "user", "content": "hi"}])
+        assert time.monotonic() - started < 5  # the request's end, not the 30 s trickle
+    with FaultServer("ok", reply="hello") as server, stop_when(lambda: False):  # polled, and unchanged
+        assert _served(server.url, timeout=30)(messages=[{"role": "user", "content": "hi"}]) == ["hello"]
