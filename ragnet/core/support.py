@@ -3,14 +3,15 @@
 A small reader often cites a neighbour of the chunk that states its answer, and a user who
 checks the citation finds another page. After the answer, ragnet ranks the sentences the reader
 saw by how well they support it: a sentence where the answer occurs (case, spacing, punctuation
-and number formatting aside, as whole words) first, then by the share of the answer's words it
-holds, then of the question's. Scores are plain floats; no DSPy, no numpy.
+and number formatting aside, as whole words) first, one holding it as written (case aside) ahead
+of one holding only its words (``-wget@`` against a mere "wget"), then by the share of the
+answer's words it holds, then of the question's. Scores are plain floats; no DSPy, no numpy.
 
 Example:
     >>> sentences = ["Use -j to run jobs in parallel.", "The default is 2 jobs plus the CPU count.",
     ...              "Jobs are queued."]
     >>> [round(s, 2) for s in support_scores("2", "How many jobs run by default?", sentences)]
-    [0.17, 3.17, 0.08]
+    [0.17, 3.67, 0.08]
     >>> states_answer("1,024 bytes", "The buffer holds 1024 bytes.")
     True
 """
@@ -21,7 +22,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 
-__all__ = ["answer_key", "states_answer", "support_scores"]
+__all__ = ["VERBATIM", "answer_key", "question_share", "states_answer", "support_scores"]
 
 # Words joined by a thousands separator ("1,024") are one number; other punctuation separates words,
 # so an option "-k" or an identifier "ASN1_MEM_ERROR" keeps its letters and underscores.
@@ -66,19 +67,38 @@ def states_answer(answer: str, sentence: str) -> bool:
     return _contains(answer_key(sentence), part)
 
 
+#: What a sentence holding the answer as written (case aside) adds to one that holds only its words.
+VERBATIM = 0.5
+
+
+def _verbatim(answer: str, sentence: str) -> bool:
+    text = unicodedata.normalize("NFKC", answer).casefold().strip()
+    return bool(text) and text in unicodedata.normalize("NFKC", sentence).casefold()
+
+
 def _share(words: set[str], of: list[str]) -> float:
     wanted = {w for w in of if w not in _STOP}
     return len(wanted & words) / len(wanted) if wanted else 0.0
 
 
+def question_share(question: str, text: str) -> float:
+    """The share of ``question``'s content words that ``text`` holds (see :func:`answer_key`).
+
+    Example:
+        >>> question_share("Which version added the minimum version check?", "Available since 1.2: a minimum.")
+        0.25
+    """
+    return _share(set(answer_key(text)), answer_key(question))
+
+
 def support_scores(answer: str, question: str, sentences: Sequence[str]) -> list[float]:
     """How well each sentence supports ``answer`` to ``question``: :data:`STATES_ANSWER` when the
-    answer occurs in it, plus the share of the answer's words it holds, plus a third of the share
-    of the question's content words.
+    answer occurs in it (:data:`VERBATIM` more when as written, case aside), plus the share of the
+    answer's words it holds, plus a third of the share of the question's content words.
 
     Example:
         >>> support_scores("Paris", "Capital of France?", ["Paris is the capital of France.", "Rome is old."])
-        [3.3333333333333335, 0.0]
+        [3.8333333333333335, 0.0]
     """
     answer_words, question_words = answer_key(answer), answer_key(question)
     out = []
@@ -86,5 +106,7 @@ def support_scores(answer: str, question: str, sentences: Sequence[str]) -> list
         words = answer_key(sentence)
         present = set(words)
         score = STATES_ANSWER if states_answer(answer, sentence) else 0.0
+        if score and _verbatim(answer, sentence):
+            score += VERBATIM
         out.append(score + _share(present, answer_words) + _share(present, question_words) / 3)
     return out

@@ -4,7 +4,8 @@
 and its budget), ``trace``, ``usage``).
 
 ``evidence`` names the chunks that support the answer, chosen after it without an LM (those
-whose sentences state it, the reader's own cited ones first). ``citations`` is one plain dict
+whose sentences state it, best-supporting first; see
+:func:`ragnet.programs.citations.supported_evidence`). ``citations`` is one plain dict
 per ``evidence`` id, in that order: the chunk's ``id``, ``doc_id`` and ``title``, where in the
 source it is from when the index knows it (``file``, ``page``, ``page_end``, ``headings``,
 ``line``), and the ``sentences`` of it the reader saw (the selected ones for a sentence-packed

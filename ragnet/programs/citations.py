@@ -21,11 +21,13 @@ program's caller read them without a ragnet type:
     whether that first sentence states the answer (it occurs in it, as whole words).
 
 Which chunks are cited is decided after the answer, without an LM (:func:`supported_evidence`):
-the chunks whose sentences state the answer, the reader's own cited ones first, at most
-:data:`MAX_CITED`; when no sentence states it (a yes/no answer, a paraphrase), the reader's
-cited chunks (all it read when it cited none), best-supporting first. A small reader often
-cites a neighbour of the chunk that holds its answer, and a user who checks the citation
-should find the answer there.
+the chunks whose sentences state the answer, best-supporting first (the reader's own cited ones
+first among equals), at most :data:`MAX_CITED`, and always one of the reader's own among them
+when one of those states it; when no sentence states it (a yes/no answer, a paraphrase), the
+reader's cited chunks (all it read when it cited none), best-supporting first. A small reader
+often cites a neighbour of the chunk that holds its answer, or a chunk where the answer's words
+occur only by chance (a hex dump's ``[50:`` for the answer 50), and a user who checks the first
+citation should find the sentence that states the answer there.
 
 A failed answer has no evidence, so it cites nothing.
 
@@ -48,7 +50,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from ragnet.core.support import STATES_ANSWER, support_scores
+from ragnet.core.support import STATES_ANSWER, question_share, support_scores
 from ragnet.corpus.locations import SECTION_SEPARATOR
 from ragnet.corpus.sentence_split import split_sentences
 from ragnet.corpus.types import Chunk
@@ -166,8 +168,10 @@ def citations(evidence: Sequence[str], context: Sequence[Chunk], answer: str = "
 
 def supported_evidence(answer: str, question: str, context: Sequence[Chunk], cited: Sequence[str]) -> list[str]:
     """The chunk ids an answer cites (see the module docstring): the chunks whose shown sentences
-    state ``answer``, the reader's ``cited`` ones first and then by support, at most
-    :data:`MAX_CITED`; else ``cited`` (all of ``context`` when empty) by support, best first.
+    state ``answer``, by support (their best sentence's, and a tenth of the question-word share of
+    all they show, which only separates near-ties; the reader's ``cited`` ones first among
+    equals), at most :data:`MAX_CITED`, with the best of the reader's own that state it always
+    among them; else ``cited`` (all of ``context`` when empty) by support, best first.
 
     Example:
         >>> chunks = [Chunk(id="a#0", doc_id="a", title="Opts", text="Use -j N to run N jobs.", tokens=9),
@@ -176,17 +180,29 @@ def supported_evidence(answer: str, question: str, context: Sequence[Chunk], cit
         ['a#4']
         >>> supported_evidence("yes", "Can it run jobs?", chunks, cited=[])
         ['a#0', 'a#4']
+        >>> dump = Chunk(id="m#1", doc_id="m", title="Magic", text="Bytes: 4d 49 [50: 0a.", tokens=9)
+        >>> rule = Chunk(id="m#2", doc_id="m", title="Rules", text="The default priority is 50.", tokens=7)
+        >>> supported_evidence("50", "What priority by default?", [dump, rule], cited=["m#1"])
+        ['m#2', 'm#1']
     """
     best: dict[str, float] = {}
     for chunk in context:
         if chunk.id not in best:
-            best[chunk.id] = _supporting_first(shown_sentences(chunk), answer, question)[1]
+            shown = shown_sentences(chunk)
+            # between chunks whose best sentences support the answer alike, the one whose shown
+            # text is more about the question (a tenth of its question-word share breaks the tie)
+            best[chunk.id] = (_supporting_first(shown, answer, question)[1]
+                              + question_share(question, " ".join(shown)) / 10)
     order = {cid: i for i, cid in reversed(list(enumerate(best)))}
     holders = [cid for cid in best if best[cid] >= STATES_ANSWER]
     if holders:
-        own = [cid for cid in dict.fromkeys(cited) if cid in holders]
-        rest = sorted((cid for cid in holders if cid not in own), key=lambda cid: (-best[cid], order[cid]))
-        return (own + rest)[:MAX_CITED]
+        own = set(cited)
+        ranked = sorted(holders, key=lambda cid: (-best[cid], cid not in own, order[cid]))
+        kept = ranked[:MAX_CITED]
+        mine = [cid for cid in ranked if cid in own]
+        if mine and not own.intersection(kept):  # the reader's own reading stays cited, last
+            kept[-1] = mine[0]
+        return kept
     base = [cid for cid in dict.fromkeys(cited) if cid in best] or list(best)
     return sorted(base, key=lambda cid: (-best[cid], order[cid]))
 

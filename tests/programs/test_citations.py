@@ -57,9 +57,10 @@ def _sentences(index, cid):
 def test_whole_chunks_are_cited_in_evidence_order_with_their_location_and_sentences(index, run_with):
     with run_with(ProgramLM(answer=citing("Field notes", "Annual report"))):
         pred = BasicRAG(index, k=3)(question=QUESTION)
-    assert pred.evidence == ["notes#0", "report#0"]
-    assert pred.context.index("report#0") < pred.context.index("notes#0")  # cited order, not context order
-    notes, report = pred.citations
+    # both state the answer; the report's sentence also names what the question asks about, so it
+    # supports the answer best and comes first, though the reader cited the notes first
+    assert pred.evidence == ["report#0", "notes#0"]
+    report, notes = pred.citations
     assert notes == {"id": "notes#0", "doc_id": "notes", "title": "Field notes", "file": "notes.jsonl",
                      "line": 12, "sentences": _sentences(index, "notes#0"), "states_answer": True}
     # the sentence that states the answer comes first, the others in document order after it
@@ -69,6 +70,31 @@ def test_whole_chunks_are_cited_in_evidence_order_with_their_location_and_senten
                       "sentences": [whole[4], *whole[:4], whole[5]], "states_answer": True}
     assert len(report["sentences"]) == 6  # the splitter's sentences of the whole chunk
     assert json.loads(json.dumps(pred.citations)) == pred.citations
+
+
+def test_the_best_supporting_chunks_are_cited_and_one_of_the_readers_own_stays_among_them():
+    from ragnet.corpus.types import Chunk
+    from ragnet.programs.citations import MAX_CITED, supported_evidence
+
+    def chunk(i: int, text: str) -> Chunk:
+        return Chunk(id=f"m#{i}", doc_id="m", title="Manual", text=text, tokens=9)
+
+    question = "What is the default priority?"
+    # four chunks state "50"; the reader cited only the one where it occurs by chance (a hex dump)
+    context = [chunk(0, "Offsets: 4d 49 [50: 0a."), *(chunk(i, f"Rule {i}: the default priority is 50.")
+                                                      for i in (1, 2, 3))]
+    cited = supported_evidence("50", question, context, cited=["m#0"])
+    assert len(cited) == MAX_CITED == 3
+    assert cited[:2] == ["m#1", "m#2"] and cited[-1] == "m#0"  # kept, after the better-supported ones
+    assert supported_evidence("50", question, context, cited=["m#3"])[0] == "m#3"  # among equals, the reader's own
+    # the answer as written outranks its words alone: "-wget@" against a mere "wget"
+    context = [chunk(4, "Run wget with a password for FTP."), chunk(5, "The password defaults to -wget@.")]
+    assert supported_evidence("-wget@", "What FTP password by default?", context, cited=["m#4"])[0] == "m#5"
+    # a sentence shared by two chunks: the chunk whose text is more about the question first
+    context = [chunk(6, "Available since 1.2. Tools list."),
+               chunk(7, "Available since 1.2. A build file may declare the minimum version.")]
+    assert supported_evidence("1.2", "Since which version can a build file declare a minimum version?",
+                              context, cited=["m#6"])[0] == "m#7"
 
 
 def test_a_chunk_without_a_location_cites_its_id_title_and_sentences_only(index, run_with):
