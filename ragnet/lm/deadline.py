@@ -8,8 +8,8 @@ for served models (:func:`ragnet.lm.config.make_lm`): its calls end at the deadl
 :class:`LMCallTimeoutError`, which ragnet's steps record in the trace like any LM failure and
 ``ragnet ask`` reports in one line naming ``--timeout``.
 
-A synchronous call inside a stop scope (:mod:`ragnet.lm.stop`, what ``ragnet serve`` sets around
-each question) is abandoned the same way as soon as its request is over, raising
+A call inside a stop scope (:mod:`ragnet.lm.stop`, what ``ragnet serve`` sets around each
+question) is abandoned the same way as soon as its request is over, raising
 :class:`~ragnet.lm.stop.LMCallStopped`.
 
 How: a synchronous call runs in a worker thread and the caller stops waiting at the deadline;
@@ -85,6 +85,14 @@ def _late(lm: dspy.BaseLM, limit: float, elapsed: float) -> LMCallTimeoutError:
         timeout=limit, elapsed=elapsed, model=lm.model, provider=None)
 
 
+def _stopped(lm: dspy.BaseLM, limit: float | None, elapsed: float) -> LMCallTimeoutError:
+    from ragnet.lm.stop import LMCallStopped
+
+    return LMCallStopped(f"the call to {lm.model} was abandoned after {elapsed:.1f}s: the request it answered "
+                         "is over (its deadline passed or its client went away)",
+                         timeout=limit, elapsed=elapsed, model=lm.model, provider=None)
+
+
 #: How often a served call inside a stop scope (:mod:`ragnet.lm.stop`) checks whether its request is over.
 STOP_POLL_S = 0.1
 
@@ -121,9 +129,7 @@ def _within(lm: dspy.BaseLM, limit: float | None, call: Callable[[], Any]) -> An
         if limit is not None and elapsed >= limit:
             raise _late(lm, limit, elapsed)
         if scoped and stop.requested():  # the abandoned call ends on its own, as at a deadline
-            raise stop.LMCallStopped(f"the call to {lm.model} was abandoned after {elapsed:.1f}s: the request it "
-                                     "answered is over (its deadline passed or its client went away)",
-                                     timeout=limit, elapsed=elapsed, model=lm.model, provider=None)
+            raise _stopped(lm, limit, elapsed)
     error = outcome.get("error")
     if error is None:
         return outcome["value"]
@@ -159,16 +165,29 @@ class DeadlineLM(dspy.LM):
 
     @with_callbacks
     async def acall(self, prompt=None, *, messages=None, **kwargs):
+        from ragnet.lm import stop
+
         limit = call_limit(self, kwargs)
         reply = _ACALL(self, prompt, messages=messages, **kwargs)
-        if limit is None:
+        if limit is None and not stop.active():
             return await reply
         started = time.monotonic()
+        task = asyncio.ensure_future(reply)
         try:
-            return await asyncio.wait_for(reply, limit)
-        except asyncio.TimeoutError as exc:  # the builtin TimeoutError from Python 3.11 on
-            raise _late(self, limit, time.monotonic() - started) from exc
+            while True:
+                left = None if limit is None else limit - (time.monotonic() - started)
+                wait = STOP_POLL_S if stop.active() and (left is None or left > STOP_POLL_S) else left
+                finished, _ = await asyncio.wait({task}, timeout=max(wait, 0.0))
+                if finished:
+                    return task.result()
+                elapsed = time.monotonic() - started
+                if limit is not None and elapsed >= limit:
+                    raise _late(self, limit, elapsed)
+                if stop.requested():
+                    raise _stopped(self, limit, elapsed)
         except Exception as exc:
-            if _is_timeout(exc):
+            if _is_timeout(exc) and not isinstance(exc, LMCallTimeoutError):
                 raise _late(self, limit, time.monotonic() - started) from exc
             raise
+        finally:
+            task.cancel()  # a no-op once it finished; else its connection closes

@@ -131,3 +131,19 @@ def test_a_served_call_is_abandoned_once_its_request_is_over(dspy_state):
         assert time.monotonic() - started < 5  # the request's end, not the 30 s trickle
     with FaultServer("ok", reply="hello") as server, stop_when(lambda: False):  # polled, and unchanged
         assert _served(server.url, timeout=30)(messages=[{"role": "user", "content": "hi"}]) == ["hello"]
+
+
+def test_an_async_served_call_is_abandoned_once_its_request_is_over(dspy_state):
+    from ragnet.lm.stop import LMCallStopped, stop_when
+
+    async def ask(lm, over):
+        with stop_when(over):
+            return await lm.acall(messages=[{"role": "user", "content": "hi"}])
+
+    with trickle_server() as server:
+        started = time.monotonic()
+        with pytest.raises(LMCallStopped):
+            asyncio.run(ask(_served(server.url, timeout=None), lambda: time.monotonic() - started > 0.3))
+        assert time.monotonic() - started < 5
+    with FaultServer("ok", reply="hello") as server:
+        assert asyncio.run(ask(_served(server.url, timeout=30), lambda: False)) == ["hello"]
