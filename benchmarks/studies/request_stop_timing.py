@@ -24,9 +24,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = cli.parse_args(argv)
     from dspy.lm15 import Config, Message, Request
 
+    from ragnet.lm.deadline import LMCallStopped
     from ragnet.lm.local import LlamaCppEngine
     from ragnet.lm.models import default_model_path
-    from ragnet.lm.stop import LMCallStopped, stop_when
+    from ragnet.lm.stop import stop_when
 
     engine = LlamaCppEngine(default_model_path("qwen2.5-coder-1.5b"), timeout=None, n_threads=args.threads)
     lines = " ".join(f"Line {i}: the default value of option number {i} is {i * 7}." for i in range(130))

@@ -10,7 +10,7 @@ for served models (:func:`ragnet.lm.config.make_lm`): its calls end at the deadl
 
 A call inside a stop scope (:mod:`ragnet.lm.stop`, what ``ragnet serve`` sets around each
 question) is abandoned the same way as soon as its request is over, raising
-:class:`~ragnet.lm.stop.LMCallStopped`.
+:class:`LMCallStopped`.
 
 How: a synchronous call runs in a worker thread and the caller stops waiting at the deadline;
 the abandoned request ends on its own (the server finishes or stalls past lm15's per-read
@@ -39,7 +39,7 @@ from dspy.utils.exceptions import LMError
 from ragnet.errors import RagnetError
 from ragnet.lm.usage import _is_timeout
 
-__all__ = ["DeadlineLM", "LMCallTimeoutError", "call_limit"]
+__all__ = ["DeadlineLM", "LMCallStopped", "LMCallTimeoutError", "call_limit"]
 
 
 class LMCallTimeoutError(RagnetError, LMError):
@@ -69,6 +69,14 @@ class LMCallTimeoutError(RagnetError, LMError):
         self.completion_tokens = completion_tokens
 
 
+class LMCallStopped(LMCallTimeoutError):
+    """An LM call stopped because the request it answered was over (its deadline passed or its
+    client went away; :mod:`ragnet.lm.stop`). A kind of :class:`LMCallTimeoutError`, so ragnet's
+    steps record it as any timed-out call, and DSPy does not retry it."""
+
+    default_code = "stopped"
+
+
 def call_limit(lm: dspy.BaseLM, call_kwargs: dict[str, Any]) -> float | None:
     """The deadline of one call in seconds: its own ``timeout`` keyword, else the LM's; None when
     neither is a number (an ``httpx.Timeout`` keeps DSPy's per-operation limits only)."""
@@ -85,9 +93,7 @@ def _late(lm: dspy.BaseLM, limit: float, elapsed: float) -> LMCallTimeoutError:
         timeout=limit, elapsed=elapsed, model=lm.model, provider=None)
 
 
-def _stopped(lm: dspy.BaseLM, limit: float | None, elapsed: float) -> LMCallTimeoutError:
-    from ragnet.lm.stop import LMCallStopped
-
+def _stopped(lm: dspy.BaseLM, limit: float | None, elapsed: float) -> LMCallStopped:
     return LMCallStopped(f"the call to {lm.model} was abandoned after {elapsed:.1f}s: the request it answered "
                          "is over (its deadline passed or its client went away)",
                          timeout=limit, elapsed=elapsed, model=lm.model, provider=None)

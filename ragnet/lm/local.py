@@ -77,7 +77,7 @@ from dspy.lm15 import (
 from ragnet.errors import InputError, MissingDependencyError, RagnetError, require
 from ragnet.lm.call_time import AUTO, CallLimit, Speed, check_timeout
 from ragnet.lm import stop as request_stop
-from ragnet.lm.deadline import LMCallTimeoutError
+from ragnet.lm.deadline import LMCallStopped, LMCallTimeoutError
 from ragnet.lm.models import resolve_model_path
 
 __all__ = ["AsyncLlamaCppEngine", "LlamaCppEngine", "default_threads"]
@@ -576,7 +576,7 @@ class LlamaCppEngine:
         is evaluated here first; the completion call then finds it cached (llama.cpp's prefix
         matching) and only generates. Returns False when the limit passed before the prompt was read.
         A call whose request can end (:mod:`ragnet.lm.stop`) is read in slices too, and raises
-        :class:`~ragnet.lm.stop.LMCallStopped` between two once it has ended.
+        :class:`~ragnet.lm.deadline.LMCallStopped` between two once it has ended.
         """
         if not call.limit.bounded and not request_stop.active():
             return True
@@ -604,9 +604,9 @@ class LlamaCppEngine:
             raise self._stopped_error(len(call.prompt), call.generated, elapsed, reading=False)
 
     def _stopped_error(self, prompt_tokens: int, generated: int, elapsed: float, *,
-                       reading: bool) -> request_stop.LMCallStopped:
+                       reading: bool) -> LMCallStopped:
         where = "while reading the prompt" if reading else f"after generating {generated} tokens"
-        return request_stop.LMCallStopped(
+        return LMCallStopped(
             f"local model {self.model_path.name} stopped {where} ({elapsed:.1f}s): the request it answered is over "
             "(its deadline passed or its client went away)",
             elapsed=elapsed, prompt_tokens=prompt_tokens, completion_tokens=generated, model=self.model_name,

@@ -7,7 +7,7 @@ prompt read, then the whole answer generated. :func:`stop_when` marks the calls 
 (in this thread, and in the threads the local engine starts for it) with a test of whether their
 request is over; the local engine (:mod:`ragnet.lm.local`) checks it when it gets the model,
 between the slices of the prompt it reads, and before each token, and raises
-:class:`LMCallStopped`; a served model's synchronous call (:class:`ragnet.lm.deadline.DeadlineLM`)
+:class:`~ragnet.lm.deadline.LMCallStopped`; a served model's call (:class:`ragnet.lm.deadline.DeadlineLM`)
 is abandoned as at its deadline, its HTTP request ending on its own.
 
 Example:
@@ -26,19 +26,9 @@ import contextlib
 import contextvars
 from collections.abc import Callable, Iterator
 
-from ragnet.lm.deadline import LMCallTimeoutError
-
-__all__ = ["LMCallStopped", "requested", "stop_when"]
+__all__ = ["active", "requested", "stop_when"]
 
 _OVER: contextvars.ContextVar[Callable[[], bool] | None] = contextvars.ContextVar("ragnet_lm_stop", default=None)
-
-
-class LMCallStopped(LMCallTimeoutError):
-    """A local LM call stopped because the request it answered was over (its deadline passed or its
-    client went away). A kind of :class:`~ragnet.lm.deadline.LMCallTimeoutError`, so ragnet's steps
-    record it as any timed-out call, and DSPy does not retry it."""
-
-    default_code = "stopped"
 
 
 @contextlib.contextmanager

@@ -121,7 +121,8 @@ def test_a_healthy_server_answers_through_the_deadline_unchanged(dspy_state):
 
 
 def test_a_served_call_is_abandoned_once_its_request_is_over(dspy_state):
-    from ragnet.lm.stop import LMCallStopped, stop_when
+    from ragnet.lm.deadline import LMCallStopped
+    from ragnet.lm.stop import stop_when
 
     with trickle_server() as server:
         lm = _served(server.url, timeout=TRICKLE_SECONDS)  # its own deadline is far off
@@ -134,7 +135,8 @@ def test_a_served_call_is_abandoned_once_its_request_is_over(dspy_state):
 
 
 def test_an_async_served_call_is_abandoned_once_its_request_is_over(dspy_state):
-    from ragnet.lm.stop import LMCallStopped, stop_when
+    from ragnet.lm.deadline import LMCallStopped
+    from ragnet.lm.stop import stop_when
 
     async def ask(lm, over):
         with stop_when(over):

@@ -10,7 +10,8 @@ import pytest
 
 from ragnet.lm.deadline import LMCallTimeoutError
 from ragnet.lm.local import AsyncLlamaCppEngine, _MODELS
-from ragnet.lm.stop import LMCallStopped, stop_when
+from ragnet.lm.deadline import LMCallStopped
+from ragnet.lm.stop import stop_when
 from tests.lm.test_local_stream import fake, request  # noqa: F401 - the fixture is used by name
 
 pytest.importorskip("llama_cpp")
