@@ -103,6 +103,26 @@ def _stopped(lm: dspy.BaseLM, limit: float | None, elapsed: float) -> LMCallStop
 STOP_POLL_S = 0.1
 
 
+def _next_wait(limit: float | None, started: float, scoped: bool) -> float | None:
+    """Seconds to wait for a call's reply before checking again: to its deadline, and no longer
+    than :data:`STOP_POLL_S` inside a stop scope (None: no limit at all)."""
+    left = None if limit is None else max(0.0, limit - (time.monotonic() - started))
+    if not scoped:
+        return left
+    return STOP_POLL_S if left is None else min(left, STOP_POLL_S)
+
+
+def _raise_if_over(lm: dspy.BaseLM, limit: float | None, started: float, scoped: bool) -> None:
+    """Raise when a call still unanswered is past its deadline, or its request is over."""
+    from ragnet.lm import stop
+
+    elapsed = time.monotonic() - started
+    if limit is not None and elapsed >= limit:
+        raise _late(lm, limit, elapsed)
+    if scoped and stop.requested():  # the abandoned call ends on its own, as at a deadline
+        raise _stopped(lm, limit, elapsed)
+
+
 def _within(lm: dspy.BaseLM, limit: float | None, call: Callable[[], Any]) -> Any:
     """``call()`` in a daemon thread (with the caller's context variables: DSPy settings, the
     active call id), waited on for at most ``limit`` seconds, and, inside a stop scope
@@ -126,16 +146,8 @@ def _within(lm: dspy.BaseLM, limit: float | None, call: Callable[[], Any]) -> An
             done.set()
 
     threading.Thread(target=work, name="ragnet-lm-call", daemon=True).start()
-    while True:
-        left = None if limit is None else limit - (time.monotonic() - started)
-        wait = left if not scoped else STOP_POLL_S if left is None else min(left, STOP_POLL_S)
-        if done.wait(max(wait, 0.0)):
-            break
-        elapsed = time.monotonic() - started
-        if limit is not None and elapsed >= limit:
-            raise _late(lm, limit, elapsed)
-        if scoped and stop.requested():  # the abandoned call ends on its own, as at a deadline
-            raise _stopped(lm, limit, elapsed)
+    while not done.wait(_next_wait(limit, started, scoped)):
+        _raise_if_over(lm, limit, started, scoped)
     error = outcome.get("error")
     if error is None:
         return outcome["value"]
@@ -173,24 +185,18 @@ class DeadlineLM(dspy.LM):
     async def acall(self, prompt=None, *, messages=None, **kwargs):
         from ragnet.lm import stop
 
-        limit = call_limit(self, kwargs)
+        limit, scoped = call_limit(self, kwargs), stop.active()
         reply = _ACALL(self, prompt, messages=messages, **kwargs)
-        if limit is None and not stop.active():
+        if limit is None and not scoped:
             return await reply
         started = time.monotonic()
         task = asyncio.ensure_future(reply)
         try:
             while True:
-                left = None if limit is None else limit - (time.monotonic() - started)
-                wait = STOP_POLL_S if stop.active() and (left is None or left > STOP_POLL_S) else left
-                finished, _ = await asyncio.wait({task}, timeout=max(wait, 0.0))
+                finished, _ = await asyncio.wait({task}, timeout=_next_wait(limit, started, scoped))
                 if finished:
                     return task.result()
-                elapsed = time.monotonic() - started
-                if limit is not None and elapsed >= limit:
-                    raise _late(self, limit, elapsed)
-                if stop.requested():
-                    raise _stopped(self, limit, elapsed)
+                _raise_if_over(self, limit, started, scoped)
         except Exception as exc:
             if _is_timeout(exc) and not isinstance(exc, LMCallTimeoutError):
                 raise _late(self, limit, time.monotonic() - started) from exc

@@ -63,12 +63,12 @@ class TimedOut(RagnetError):
 class _Stop(BaseCallback):
     """Ends a program at its next module, LM call or adapter step once its request is over."""
 
-    def __init__(self, event: threading.Event, deadline: float) -> None:
-        self.event, self.deadline = event, deadline
+    def __init__(self, job: "_Job") -> None:
+        self.job = job
 
     def _check(self, *args: Any, **kwargs: Any) -> None:
-        if self.event.is_set() or time.monotonic() > self.deadline:
-            self.event.set()
+        if self.job.over():
+            self.job.stop.set()
             raise Cancelled()
 
     on_module_start = on_lm_start = on_adapter_format_start = on_tool_start = _check
@@ -99,6 +99,10 @@ class _Job:
     def left(self) -> float:
         """Seconds to the deadline (0 past it)."""
         return max(0.0, self.deadline - time.monotonic())
+
+    def over(self) -> bool:
+        """Whether its request is over: stopped (timed out, client gone) or past its deadline."""
+        return self.stop.is_set() or time.monotonic() > self.deadline
 
 
 class Answerer:
@@ -271,17 +275,16 @@ class Answerer:
         from ragnet.serve.streaming import stream_answer
 
         started = time.monotonic()
-        if job.stop.is_set() or started > job.deadline:  # its time ran out in the queue
+        if job.over():  # its time ran out in the queue
             job.stop.set()
             raise Cancelled()
         snap = self.holder.current  # one index for the whole question
         program = build_program(spec, self.scope(snap, only), budget=budget, reader=self.reader)
-        callbacks = [*(dspy.settings.get("callbacks", None) or []), _Stop(job.stop, job.deadline)]
+        callbacks = [*(dspy.settings.get("callbacks", None) or []), _Stop(job)]
         settings: dict[str, Any] = {"callbacks": callbacks}
         if self.step_lm is not None:
             settings["lm"] = self.step_lm
-        over = lambda: job.stop.is_set() or time.monotonic() > job.deadline  # noqa: E731
-        with dspy.context(**settings), stop_when(over):  # a local call under way stops too (ragnet.lm.stop)
+        with dspy.context(**settings), stop_when(job.over):  # an LM call under way stops too (ragnet.lm.stop)
             if emit is None:
                 prediction = program(question=question)
             else:
