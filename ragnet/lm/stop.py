@@ -1,4 +1,4 @@
-"""Stop a local LM call once the request it answers is over.
+"""Stop an LM call once the request it answers is over.
 
 A server gives each question a deadline (``ragnet serve --timeout``) and frees its slot when the
 deadline passes or the client goes away. DSPy's callbacks stop a program before its next step or
@@ -33,8 +33,8 @@ _OVER: contextvars.ContextVar[Callable[[], bool] | None] = contextvars.ContextVa
 
 @contextlib.contextmanager
 def stop_when(over: Callable[[], bool]) -> Iterator[None]:
-    """Within this block, local LM calls stop as soon as ``over()`` is true (see the module
-    docstring); ``over`` must be cheap and safe to call from any thread."""
+    """Within this block, LM calls stop as soon as ``over()`` is true (see the module docstring);
+    ``over`` must be cheap and safe to call from any thread."""
     token = _OVER.set(over)
     try:
         yield
