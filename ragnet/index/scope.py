@@ -137,7 +137,6 @@ class ScopedIndex:
         return self._catalog
 
 
-
 def _rows_from_sources(index: Any, patterns: Sequence[str]) -> tuple[dict[str, bool], list[int]] | None:
     """Which files ``patterns`` name and their rows, read from the index's ``sources.json``
     (each file's documents and their row ranges) without reading a chunk; None when the index
