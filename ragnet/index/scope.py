@@ -15,8 +15,8 @@ these (``"gnu/*.pdf"``, ``"sed.pdf"``, ``"gnu"``).
 A scoped search scores every chunk of the chosen files (exact cosine and BM25, normalised over
 them), whatever the index's size, up to :data:`ragnet.index.hybrid.EXACT_WITHIN` chunks; a larger
 scope is searched as the whole index is, its candidate pool drawn from its own chunks: FAISS (an ID
-selector) and BM25 filter the other files' chunks out while they search, so a scope of 50,000 chunks
-in an index of millions costs about what an unscoped search does.
+selector) and BM25 filter the other files' chunks out while they search, so a large scope in a huge
+index costs about what an unscoped search does (docs/results/scale).
 
 Example:
     >>> scoped = index.scoped("paris")
