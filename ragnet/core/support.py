@@ -28,6 +28,11 @@ __all__ = ["VERBATIM", "answer_key", "question_share", "states_answer", "support
 # so an option "-k" or an identifier "ASN1_MEM_ERROR" keeps its letters and underscores.
 _THOUSANDS = re.compile(r"(?<=\d)[,\u202f\u00a0'](?=\d{3}\b)")
 _WORD = re.compile(r"\w+")
+# Spelled-out numbers a manual writes where an answer gives digits ("defaults to three"). "one" is
+# left out: it is a pronoun at least as often ("the one that ...").
+_NUMBER_WORDS = {word: str(n) for n, word in enumerate(
+    "zero _ two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty".split()) if word != "_"}
 _STOP = frozenset("a an the of to in on at by for and or is are was were be what which who how when where why "
                   "does do did it its this that with as from".split())
 #: What a sentence that states the answer scores above any that does not.
@@ -36,14 +41,14 @@ STATES_ANSWER = 2.0
 
 def answer_key(text: str) -> list[str]:
     """The words of ``text`` as support matching compares them: Unicode-normalised, case-folded,
-    thousands separators dropped, split at punctuation.
+    thousands separators dropped, split at punctuation, numbers from zero to twenty (but one) as digits.
 
     Example:
-        >>> answer_key("The `--log-file` option (1,024 KB)")
-        ['the', 'log', 'file', 'option', '1024', 'kb']
+        >>> answer_key("The `--log-file` option (1,024 KB)"), answer_key("It defaults to three.")
+        (['the', 'log', 'file', 'option', '1024', 'kb'], ['it', 'defaults', 'to', '3'])
     """
     text = unicodedata.normalize("NFKC", str(text)).casefold()
-    return _WORD.findall(_THOUSANDS.sub("", text))
+    return [_NUMBER_WORDS.get(word, word) for word in _WORD.findall(_THOUSANDS.sub("", text))]
 
 
 def _contains(words: list[str], part: list[str]) -> bool:

@@ -168,9 +168,9 @@ def citations(evidence: Sequence[str], context: Sequence[Chunk], answer: str = "
 
 def supported_evidence(answer: str, question: str, context: Sequence[Chunk], cited: Sequence[str]) -> list[str]:
     """The chunk ids an answer cites (see the module docstring): the chunks whose shown sentences
-    state ``answer``, by support (their best sentence's, and a tenth of the question-word share of
-    all they show, which only separates near-ties; the reader's ``cited`` ones first among
-    equals), at most :data:`MAX_CITED`, with the best of the reader's own that state it always
+    state ``answer``, by support (their best sentence's, plus a third of the question-word share
+    of their section path and all they show: a short "The default is 0." is about what its
+    neighbours and headings name; the reader's ``cited`` ones first among equals), at most :data:`MAX_CITED`, with the best of the reader's own that state it always
     among them; else ``cited`` (all of ``context`` when empty) by support, best first.
 
     Example:
@@ -189,10 +189,10 @@ def supported_evidence(answer: str, question: str, context: Sequence[Chunk], cit
     for chunk in context:
         if chunk.id not in best:
             shown = shown_sentences(chunk)
-            # between chunks whose best sentences support the answer alike, the one whose shown
-            # text is more about the question (a tenth of its question-word share breaks the tie)
+            # the chunk's question share, headings included, weighs as much as its best sentence's
+            # own (support_scores), never as much as stating the answer as written (VERBATIM)
             best[chunk.id] = (_supporting_first(shown, answer, question)[1]
-                              + question_share(question, " ".join(shown)) / 10)
+                              + question_share(question, " ".join([*chunk.headings, *shown])) / 3)
     order = {cid: i for i, cid in reversed(list(enumerate(best)))}
     holders = [cid for cid in best if best[cid] >= STATES_ANSWER]
     if holders:

@@ -95,6 +95,20 @@ def test_the_best_supporting_chunks_are_cited_and_one_of_the_readers_own_stays_a
                chunk(7, "Available since 1.2. A build file may declare the minimum version.")]
     assert supported_evidence("1.2", "Since which version can a build file declare a minimum version?",
                               context, cited=["m#6"])[0] == "m#7"
+    # ... and a chunk's section path says what its sentences are about: "The default is '0'." under
+    # "Startup File" answers a question about the startup file before the same words under "HTTP Options"
+    # (the reader's own, which would lead among equals)
+    def placed(i: int, text: str, *headings: str) -> Chunk:
+        return Chunk(id=f"w#{i}", doc_id="w", title="wget", text=text, tokens=9,
+                     metadata={"location": {"file": "wget.pdf", "headings": list(headings)}})
+
+    context = [placed(8, "The default is '0'.", "2 Invoking", "2.7 HTTP Options"),
+               placed(9, "The default is '0'.", "6 Startup File", "6.3 Wgetrc Commands")]
+    assert supported_evidence("0", "How many backups does the startup file setting keep by default?",
+                              context, cited=["w#8"])[0] == "w#9"
+    # a number the manual spells out states a digit answer
+    context = [chunk(10, "Context lines are shown around each change."), chunk(11, "When not given, it defaults to three.")]
+    assert supported_evidence("3", "How many context lines by default?", context, cited=["m#10"])[0] == "m#11"
 
 
 def test_a_chunk_without_a_location_cites_its_id_title_and_sentences_only(index, run_with):
