@@ -1,9 +1,12 @@
 """Evaluation indexes cached by content hash, so a corpus is embedded once per machine.
 
-The key is a SHA-256 over every document's ``(id, title, text, metadata)`` in order, plus the
-embedder name, the chunk settings and the gazetteer. The index lives in
+The key is a SHA-256 over every document's hash in order (everything chunking reads from it:
+id, title, text, metadata, and where its parts sit, such as pages and section headings;
+:func:`ragnet.index.sources.document_hash`), plus the embedder name, the chunk settings, the
+gazetteer and the fingerprint of ragnet's reading and chunking code
+(:func:`ragnet.index.sources.code_fingerprint`), as ``ragnet index`` updates compare them. The index lives in
 ``$RAGNET_HOME/indexes/<name>-<key[:12]>`` (``RAGNET_HOME`` defaults to ``~/.cache/ragnet``):
-a changed corpus, embedder or chunking gets a new folder instead of a stale index, and the
+a changed corpus, reading of it, embedder or chunking gets a new folder instead of a stale index, and the
 same corpus under any other name or path finds the one already built.
 
 Example:
@@ -30,12 +33,15 @@ from typing import Any
 from ragnet.corpus.outputs import INDEX_MANIFEST
 from ragnet.corpus.types import Document
 from ragnet.errors import IndexFormatError, InputError
+from ragnet.index.sources import code_fingerprint, document_hash
 
 __all__ = ["cached_index", "content_key", "index_dir", "index_root"]
 
-#: Raised when the same documents and settings would give another index: 2 since a wrapped line
-#: that begins with a number and a period ("70.") no longer starts a list in the sentence splitter.
-KEY_VERSION = 2
+#: Raised when the same documents, settings and reading code would give another index (a change
+#: outside the code :func:`ragnet.index.sources.code_fingerprint` covers); 3 since that code and
+#: the documents' places are in the key: a .txt whose numbered headings became sections had kept
+#: its index without them.
+KEY_VERSION = 3
 _LOCKS: dict[str, threading.Lock] = {}
 _LOCKS_GUARD = threading.Lock()
 
@@ -69,6 +75,8 @@ def content_key(
         >>> d = [Document(id="a", title="A", text="x")]
         >>> content_key(d) == content_key(list(d)), content_key(d) == content_key(d, chunk_tokens=128)
         (True, False)
+        >>> content_key(d) == content_key([Document(id="a", title="A", text="x", positions=((0, {"page": 1}),))])
+        False
     """
     digest = hashlib.sha256()
     settings = {
@@ -77,12 +85,11 @@ def content_key(
         "chunk_tokens": int(chunk_tokens),
         "overlap": int(overlap),
         "gazetteer": sorted(gazetteer.names) if gazetteer is not None else None,
+        "code": code_fingerprint(),
     }
     digest.update(json.dumps(settings, sort_keys=True).encode("utf-8"))
     for d in docs:
-        record = [d.id, d.title, d.text, d.metadata or {}]
-        digest.update(json.dumps(record, ensure_ascii=False, sort_keys=True).encode("utf-8"))
-        digest.update(b"\n")
+        digest.update(document_hash(d).encode("ascii") + b"\n")
     return digest.hexdigest()
 
 

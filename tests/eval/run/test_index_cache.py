@@ -15,10 +15,18 @@ DOCS = [Document(id="a", title="Alpha", text="Alpha is the first letter."),
         Document(id="b", title="Beta", text="Beta comes second in the Greek alphabet.")]
 
 
-def test_key_depends_on_content_embedder_and_chunking_only():
+def test_key_depends_on_content_its_places_the_reading_code_embedder_and_chunking_only(monkeypatch):
     key = content_key(DOCS)
     assert key == content_key([Document(id=d.id, title=d.title, text=d.text, source="elsewhere") for d in DOCS])
     assert key != content_key([DOCS[0], Document(id="b", title="Beta", text="changed")])
+    # the same text read with sections (a .txt whose numbered headings became them) is another index
+    sectioned = Document(id="b", title="Beta", text=DOCS[1].text, positions=((0, {"headings": ["1 Beta"]}),))
+    assert key != content_key([DOCS[0], sectioned])
+    assert key != content_key([DOCS[0], Document(id="b", title="Beta", text=DOCS[1].text, location={"file": "b.txt"})])
+    # and so is the same corpus read by other reading or chunking code
+    monkeypatch.setattr("ragnet.eval.run.index_cache.code_fingerprint", lambda: "0" * 64)
+    assert key != content_key(DOCS)
+    monkeypatch.undo()
     assert key != content_key(list(reversed(DOCS)))
     assert key != content_key(DOCS, chunk_tokens=128)
     assert key != content_key(DOCS, overlap=0)
