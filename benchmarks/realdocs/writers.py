@@ -1,4 +1,5 @@
-"""Parsed info manuals written as PDF (with or without an outline) and as DOCX, deterministically.
+"""Parsed info manuals written as PDF (with or without an outline), as DOCX and as plain text,
+deterministically.
 
 The PDF is laid out like a printed GNU manual: a title page, chapters on new pages, numbered
 headings in bold, body text reflowed in Helvetica, examples in Courier, the manual's title as a
@@ -19,7 +20,7 @@ from typing import Callable, Optional
 
 from benchmarks.realdocs.info import Block, Manual, resolve_xrefs
 
-__all__ = ["write_pdf", "write_docx", "FIXED_DATE"]
+__all__ = ["write_pdf", "write_docx", "write_text", "FIXED_DATE"]
 
 #: The date written into every generated file (creation and modification), for reproducible bytes.
 FIXED_DATE = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
@@ -252,6 +253,41 @@ def write_docx(manual: Manual) -> bytes:
     buffer = io.BytesIO()
     document.save(buffer)
     return _fixed_zip(buffer.getvalue())
+
+
+#: Underline characters by heading level, as ``makeinfo --plaintext`` draws them.
+_UNDERLINES = "*=-."
+
+
+def write_text(manual: Manual, width: int = 72) -> bytes:
+    """The manual as plain text (UTF-8), laid out as ``makeinfo --plaintext`` lays a manual out:
+    the title, then each heading on a line of its own, underlined by level, prose reflowed to
+    ``width`` columns, list items and table descriptions indented, examples kept as they are."""
+    import textwrap
+
+    out = [_head(manual), "*" * len(_head(manual)), ""]
+
+    def text(value: str) -> str:
+        return resolve_xrefs(value, manual, lambda node: None)
+
+    def add(block: Block) -> None:
+        indent = " " * (5 if block.indent >= 5 else 0)
+        if block.kind == "pre":
+            out.extend(indent + "     " + line for line in text(block.text).split("\n"))
+        elif block.kind == "item":
+            out.extend(textwrap.wrap(text(block.text), width, initial_indent=indent + "   ",
+                                     subsequent_indent=indent + "     "))
+        else:
+            out.extend(textwrap.wrap(text(block.text), width, initial_indent=indent, subsequent_indent=indent))
+        out.append("")
+
+    for block in manual.front:
+        add(block)
+    for section in manual.sections:
+        out.extend(["", section.title, _UNDERLINES[min(section.level, 3)] * len(section.title), ""])
+        for block in section.blocks:
+            add(block)
+    return ("\n".join(out).rstrip() + "\n").encode("utf-8")
 
 
 def _fixed_zip(data: bytes) -> bytes:

@@ -30,6 +30,7 @@ STUDIES = (
     "llama_settings",
     "onnx_fusion_experiment",
     "openvino_experiment",
+    "plain_text_manuals",
     "question_last_probe",
     "question_last_summarize",
     "reader_adapter",

@@ -217,6 +217,31 @@ def test_the_docx_writer_is_deterministic_with_heading_styles(demo_manual, tmp_p
     assert ["Demo Tool", "1 Running demo", "1.1 Limits"] in places.sections(doc)
 
 
+def test_the_text_writer_lays_out_numbered_headings_that_the_loader_reads_as_sections(demo_manual, tmp_path):
+    import ragnet
+
+    data = writers.write_text(demo_manual)
+    assert data == writers.write_text(demo_manual)
+    text = data.decode("utf-8")
+    assert text.startswith("Demo Tool\n*********\n") and "\n1.1 Limits\n==========\n" in text
+    assert "(see Section 1.1 [Limits])" in text and "\n          demo -k input.txt\n" in text
+    (tmp_path / "demo.txt").write_bytes(data)
+    doc = ragnet.load_documents(tmp_path / "demo.txt")[0]
+    assert doc.title == "Demo Tool"
+    assert [place["headings"] for _, place in doc.positions] == [["1 Running demo"], ["1 Running demo", "1.1 Limits"]]
+
+
+def test_the_plain_text_study_moves_gold_places_to_the_text_files():
+    from benchmarks.studies.plain_text_manuals import text_questions
+
+    q = {"id": "q", "question": "?", "answers": ["2"], "gold": [
+        {"file": "gnu/grep.docx", "section": ["grep", "2 Invoking"], "quote": "It is 2."},
+        {"file": "gnu/wget.pdf", "page": 9, "quote": "See it.", "role": "link"}]}
+    [moved] = text_questions([q, {**q, "gold": [{"file": "man/tar.md", "section": ["tar"]}]}, {**q, "gold": []}])
+    assert moved["gold"] == [{"file": "gnu/grep.txt", "quote": "It is 2.", "role": "answer"},
+                             {"file": "gnu/wget.txt", "quote": "See it.", "role": "link"}]
+
+
 # --- the real folder ----------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")

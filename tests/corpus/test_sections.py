@@ -142,3 +142,48 @@ def test_printed_page_numbers_are_kept_beside_the_page_and_cited(tmp_path):
     loc = last.metadata["location"]
     assert (loc["page"], loc.get("page_end"), loc["page_label"], loc.get("page_label_end")) == (3, 4, "1", "2")
     assert source_line(citation(last)).endswith("p. 1–2")
+
+
+RFC = ("Network Working Group                                        J. Doe\n"
+       "Request for Comments: 9999                                   Example\n\n"
+       "                 The Example Transfer Protocol\n\n"
+       "Table of Contents\n\n"
+       "   1.  Introduction ....................................... 2\n"
+       "   2.  Commands ........................................... 2\n\n"
+       "1.  Introduction\n\n"
+       "   The protocol moves files between hosts. Setup takes three steps:\n\n"
+       "   1. Install the server.\n   2. Open port 9999.\n   3. Start it.\n\n"
+       "Doe                          Informational                     [Page 1]\n\f"
+       "RFC 9999                 Example Transfer Protocol            May 2026\n\n"
+       "2.  Commands\n\n"
+       "2.1.  GET\n\n   The GET command fetches a file.\n\n"
+       "2.2.  PUT\n\n   The PUT command stores a file. The default timeout is 30 seconds.\n")
+
+
+def test_a_plain_text_manual_gets_its_numbered_sections(tmp_path):
+    """An RFC-like .txt: numbered headings (across a form feed) give each chunk its section path;
+    the contents lines, a numbered list and the page header are not headings, and the title stays
+    the first line, its spaced-out columns joined."""
+    write(tmp_path / "rfc.txt", RFC.encode())
+    [doc] = load_documents([tmp_path])
+    assert doc.title == "Network Working Group J. Doe"
+    paths = [place["headings"] for _, place in doc.positions]
+    assert paths == [["1 Introduction"], ["2 Commands"], ["2 Commands", "2.1 GET"], ["2 Commands", "2.2 PUT"]]
+    for offset, place in doc.positions:  # each starts at its heading's line, form feed counted
+        assert doc.text[offset:].startswith(place["headings"][-1].split(" ", 1)[0])
+    chunks = chunk_documents([doc], chunk_tokens=64, overlap=8)
+    put = next(c for c in chunks if "default timeout" in c.text)
+    assert put.title == "Network Working Group J. Doe › 2 Commands › 2.2 PUT"
+    assert put.metadata["location"]["headings"] == ["2 Commands", "2.2 PUT"]
+
+
+@pytest.mark.parametrize("text", [
+    "Steps:\n\n1. Download it\n2. Unpack it\n3. Run it\n",  # a numbered list: one block
+    "Notes\n\n1 Overview\n\nThe tool copies files.\n",  # a single numbered line is not a structure
+    "Plain prose with no headings at all. " * 20,
+])
+def test_plain_text_without_numbered_sections_has_none(tmp_path, text):
+    write(tmp_path / "notes.txt", text.encode())
+    [doc] = load_documents([tmp_path])
+    assert doc.positions == ()
+    assert {c.title for c in chunk_documents([doc], chunk_tokens=64, overlap=8)} == {doc.title}
