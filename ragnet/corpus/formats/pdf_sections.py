@@ -25,7 +25,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["MAX_SECTIONS", "MAX_TITLE_CHARS", "numbered_headings", "outline_entries", "section_marks"]
+__all__ = ["MAX_SECTIONS", "MAX_TITLE_CHARS", "numbered_heading_lines", "numbered_headings", "outline_entries",
+           "section_marks"]
 
 #: Most sections read from one PDF (an outline or numbered headings beyond it are ignored).
 MAX_SECTIONS = 5000
@@ -123,10 +124,22 @@ def numbered_headings(pages: list[str]) -> list[tuple[int, int, str]]:
         >>> numbered_headings(["1 Scope\\nThe rules.\\n1. Read them.", "2 Terms\\n2.1 Keys\\nA key is."])
         [(0, 1, '1 Scope'), (1, 1, '2 Terms'), (1, 2, '2.1 Keys')]
     """
-    out: list[tuple[int, int, str]] = []
+    return [(page, level, title) for page, _, level, title in numbered_heading_lines(pages)]
+
+
+def numbered_heading_lines(pages: list[str]) -> list[tuple[int, int, int, str]]:
+    """:func:`numbered_headings` with where each heading is: ``(page index, line index, level,
+    title)``, the line index counting the page's ``str.splitlines()``.
+
+    Example:
+        >>> numbered_heading_lines(["Intro\\n\\n1 Scope\\nThe rules."])
+        [(0, 2, 1, '1 Scope')]
+    """
+    out: list[tuple[int, int, int, str]] = []
     last: tuple[int, ...] = ()
     for page_no, page in enumerate(pages):
-        lines = [line.strip() for line in page.splitlines() if line.strip()]
+        kept = [(at, line.strip()) for at, line in enumerate(page.splitlines()) if line.strip()]
+        lines = [line for _, line in kept]
         found = []
         for i, line in enumerate(lines):
             m = _NUMBERED.match(line)
@@ -139,12 +152,12 @@ def numbered_headings(pages: list[str]) -> list[tuple[int, int, str]]:
                     or not any(ch.isalpha() for ch in title)
                     or any(0 <= j < len(lines) and lines[j].split(None, 1)[0] == lead for j in (i - 1, i + 1))):
                 continue
-            found.append((_number(m.group(1)), f"{m.group(1).rstrip('.')} {title}"))
+            found.append((_number(m.group(1)), kept[i][0], f"{m.group(1).rstrip('.')} {title}"))
         if len(found) >= 8 and len(found) * 2 > len(lines):  # a table of contents or an index
             continue
-        for number, title in found:
+        for number, at, title in found:
             if _follows(number, last):
-                out.append((page_no, len(number), _title(title)))
+                out.append((page_no, at, len(number), _title(title)))
                 last = number
                 if len(out) >= MAX_SECTIONS:
                     return out

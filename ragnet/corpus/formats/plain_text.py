@@ -17,7 +17,8 @@ shape Markdown's headings take (:mod:`ragnet.corpus.formats.markdown`), so plain
 carry a section path in prompts, search and citations as the other formats' do.
 
 Example:
-    >>> text = "Example Protocol\\n\\n1.  Introduction\\n\\nIt moves files.\\n\\n2.  Commands\\n\\n2.1.  GET\\n\\nFetches."
+    >>> text = ("Example Protocol\\n\\n1.  Introduction\\n\\nIt moves files.\\n\\n"
+    ...         "2.  Commands\\n\\n2.1.  GET\\n\\nFetches.")
     >>> [(offset, place["headings"]) for offset, place in numbered_heading_positions(text)]
     [(18, ['1 Introduction']), (53, ['2 Commands']), (67, ['2 Commands', '2.1 GET'])]
     >>> numbered_heading_positions("Steps:\\n\\n1. Download it\\n2. Unpack it\\n3. Run it")
@@ -26,9 +27,10 @@ Example:
 
 from __future__ import annotations
 
+from itertools import accumulate
 from typing import Any
 
-from ragnet.corpus.formats.pdf_sections import numbered_headings
+from ragnet.corpus.formats.pdf_sections import numbered_heading_lines
 
 __all__ = ["MIN_HEADINGS", "numbered_heading_positions"]
 
@@ -39,43 +41,33 @@ MIN_HEADINGS = 2
 _NOT_A_HEADING = "\u00b7 "
 
 
-def _block_starts_only(page: str) -> str:
-    """``page`` with every line that does not start a block prefixed so it cannot match a heading."""
-    lines = page.split("\n")
-    return "\n".join(line if i == 0 or not lines[i - 1].strip() or not line.strip() else _NOT_A_HEADING + line
-                     for i, line in enumerate(lines))
-
-
-def _heading_line(line: str) -> str:
-    """A heading line as :func:`numbered_headings` titles it: ``"2.1.  GET"`` -> ``"2.1 GET"``."""
-    number, _, title = line.strip().partition(" ")
-    return f"{number.rstrip('.')} {' '.join(title.split())}"
+def _block_starts_only(lines: list[str]) -> str:
+    """The page of ``lines`` (``splitlines(keepends=True)``) with every line that does not start
+    a block prefixed so it cannot match a heading."""
+    return "".join(line if i == 0 or not lines[i - 1].strip() or not line.strip() else _NOT_A_HEADING + line
+                   for i, line in enumerate(lines))
 
 
 def numbered_heading_positions(text: str) -> tuple[tuple[int, dict[str, Any]], ...]:
     """``(offset, {"headings": path})`` where each numbered section of ``text`` starts (at its
-    heading's line, found in order after the previous one's, so a contents line naming it
-    earlier is passed over), in text order; ``()`` when fewer than :data:`MIN_HEADINGS` are found."""
-    pages = text.split("\f")
-    entries = numbered_headings([_block_starts_only(page) for page in pages])
+    heading line's first character), in text order; ``()`` when fewer than :data:`MIN_HEADINGS`
+    are found."""
+    pages = [page.splitlines(keepends=True) for page in text.split("\f")]
+    entries = numbered_heading_lines([_block_starts_only(lines) for lines in pages])
     if len(entries) < MIN_HEADINGS:
         return ()
-    by_page: dict[int, list[tuple[int, str]]] = {}
-    for page, level, title in entries:
-        by_page.setdefault(page, []).append((level, title))
+    line_starts, at_text = {}, 0  # each line's offset in text, for the pages that have headings
+    with_headings = {page for page, *_ in entries}
+    for number, lines in enumerate(pages):
+        if number in with_headings:
+            line_starts[number] = list(accumulate(map(len, lines), initial=at_text))
+        at_text += sum(map(len, lines)) + 1  # the form feed
     out: list[tuple[int, dict[str, Any]]] = []
     path: list[tuple[int, str]] = []
-    start = 0
-    for number, page in enumerate(pages):
-        wanted = by_page.get(number, [])
-        offset, lines = start, page.split("\n")
-        for i, line in enumerate(lines):
-            if wanted and (i == 0 or not lines[i - 1].strip()) and _heading_line(line) == wanted[0][1]:
-                level, title = wanted.pop(0)
-                while path and path[-1][0] >= level:
-                    path.pop()
-                path.append((level, title))
-                out.append((offset + len(line) - len(line.lstrip()), {"headings": [t for _, t in path]}))
-            offset += len(line) + 1
-        start += len(page) + 1  # the form feed
+    for page, at, level, title in entries:
+        while path and path[-1][0] >= level:
+            path.pop()
+        path.append((level, title))
+        line = pages[page][at]
+        out.append((line_starts[page][at] + len(line) - len(line.lstrip()), {"headings": [t for _, t in path]}))
     return tuple(out)
