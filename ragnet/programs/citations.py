@@ -170,8 +170,9 @@ def supported_evidence(answer: str, question: str, context: Sequence[Chunk], cit
     """The chunk ids an answer cites (see the module docstring): the chunks whose shown sentences
     state ``answer``, by support (their best sentence's, plus a third of the question-word share
     of their section path and all they show: a short "The default is 0." is about what its
-    neighbours and headings name; the reader's ``cited`` ones first among equals), at most :data:`MAX_CITED`, with the best of the reader's own that state it always
-    among them; else ``cited`` (all of ``context`` when empty) by support, best first.
+    neighbours and headings name; the reader's ``cited`` ones first among equals), at most
+    :data:`MAX_CITED`, with the best of the reader's own that state it always among them; else
+    ``cited`` (all of ``context`` when empty) by support, best first.
 
     Example:
         >>> chunks = [Chunk(id="a#0", doc_id="a", title="Opts", text="Use -j N to run N jobs.", tokens=9),

@@ -185,7 +185,8 @@ def test_a_large_scope_draws_its_whole_pool_from_its_own_chunks(tmp_path, docs, 
     exact = scoped.search(query, k=5)
     monkeypatch.setattr(hybrid, "EXACT_WITHIN", 1)
     asked, dense_top = [], index._dense_top
-    monkeypatch.setattr(index, "_dense_top", lambda qvecs, n, within=None: asked.append(n) or dense_top(qvecs, n, within))
+    monkeypatch.setattr(index, "_dense_top",
+                        lambda qvecs, n, within=None: asked.append(n) or dense_top(qvecs, n, within))
     for hits in (scoped.search(query, k=5, pool=2), scoped.search_batch([query], k=5, pool=2)[0]):
         assert len(hits) == 5 and all(h.doc_id.startswith("doc1") for h in hits)
         assert hits[0].doc_id == exact[0].doc_id == "doc19"

@@ -107,7 +107,8 @@ def test_the_best_supporting_chunks_are_cited_and_one_of_the_readers_own_stays_a
     assert supported_evidence("0", "How many backups does the startup file setting keep by default?",
                               context, cited=["w#8"])[0] == "w#9"
     # a number the manual spells out states a digit answer
-    context = [chunk(10, "Context lines are shown around each change."), chunk(11, "When not given, it defaults to three.")]
+    context = [chunk(10, "Context lines are shown around each change."),
+               chunk(11, "When not given, it defaults to three.")]
     assert supported_evidence("3", "How many context lines by default?", context, cited=["m#10"])[0] == "m#11"
 
 
