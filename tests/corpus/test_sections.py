@@ -187,3 +187,14 @@ def test_plain_text_without_numbered_sections_has_none(tmp_path, text):
     [doc] = load_documents([tmp_path])
     assert doc.positions == ()
     assert {c.title for c in chunk_documents([doc], chunk_tokens=64, overlap=8)} == {doc.title}
+
+
+def test_a_plain_text_appendix_heading_and_the_headings_after_it_are_sections():
+    from ragnet.corpus.formats.plain_text import numbered_heading_positions
+
+    text = "Guide\n\n1 Intro\n\nText.\n\nAppendix A. Copying\n\nTerms.\n\nA.1 Licence\n\nMore terms."
+    positions = numbered_heading_positions(text)
+    assert [place["headings"] for _, place in positions] == [
+        ["1 Intro"], ["Appendix A Copying"], ["Appendix A Copying", "A.1 Licence"]]
+    assert [text[offset:].split("\n", 1)[0] for offset, _ in positions] == ["1 Intro", "Appendix A. Copying",
+                                                                           "A.1 Licence"]
