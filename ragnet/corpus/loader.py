@@ -21,7 +21,7 @@ Supported inputs:
   with no text once its boilerplate is removed, is a problem like any other.
 - Every document records where it came from (``Document.location``: ``file``, and ``line``
   for a JSONL record) and, for PDF pages and HTML, DOCX and Markdown headings (and a plain
-  text's numbered headings, :mod:`ragnet.corpus.formats.plain_text`), where each part
+  text's numbered or outline headings, :mod:`ragnet.corpus.formats.plain_text`), where each part
   of its text sits (``Document.positions``), which chunking turns into each chunk's
   ``metadata["location"]`` (:mod:`ragnet.corpus.locations`).
 - Folders are searched recursively in sorted order for those suffixes (hidden files and
@@ -64,7 +64,7 @@ from typing import Any, Iterable, Union
 
 from ragnet._printable import printable_name
 from ragnet.corpus.formats.markdown import heading_positions, strip_inline_data
-from ragnet.corpus.formats.plain_text import numbered_heading_positions
+from ragnet.corpus.formats.plain_text import heading_positions as text_heading_positions, man_page_parts
 from ragnet.corpus.limits import DEFAULT_MAX_FILE_MB, FileBounds, cap_positions, cap_title
 from ragnet.corpus.outputs import ragnet_output
 from ragnet.corpus.types import Document
@@ -751,12 +751,15 @@ def _read_text(source: _Source, text: str, *, markdown: bool) -> Document:
         text = strip_inline_data(text)  # an image's base64 bytes are not text
         if not text.strip():
             raise InputError("file has front matter but no text", path=source.display)
-    headings = heading_positions(text) if markdown else numbered_heading_positions(text)
+        headings, named = heading_positions(text), None
+    else:
+        text, named = man_page_parts(text)  # a man page saved as text: its running head and foot out
+        headings = text_heading_positions(text)
     title = metadata.pop("title", None)
     if not isinstance(title, str) or not title.strip():
         # a Markdown file's first heading (ragnet.corpus.formats.markdown decides what is one); a
-        # plain text's first line (its first numbered heading is a section, "1 Introduction")
-        first = headings[0][1]["headings"][0] if headings and markdown else None
+        # man page's NAME line; else a plain text's first line (its first heading is a section)
+        first = headings[0][1]["headings"][0] if headings and markdown else named
         title = first or _title(text, markdown) or source.path.stem
     positions = cap_positions(headings)
     return Document(id=source.rel_id, title=cap_title(title), text=text, metadata=metadata, source=source.display,

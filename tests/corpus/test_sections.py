@@ -198,3 +198,55 @@ def test_a_plain_text_appendix_heading_and_the_headings_after_it_are_sections():
         ["1 Intro"], ["Appendix A Copying"], ["Appendix A Copying", "A.1 Licence"]]
     assert [text[offset:].split("\n", 1)[0] for offset, _ in positions] == ["1 Intro", "Appendix A. Copying",
                                                                            "A.1 Licence"]
+
+
+MAN_PAGE = ("CP(1)                          User Commands                         CP(1)\n\n"
+            "NAME\n       cp - copy files and directories\n\n"
+            "SYNOPSIS\n       cp [OPTION]... SOURCE DEST\n\n"
+            "DESCRIPTION\n       Copy SOURCE to DEST, or multiple SOURCE(s) to DIRECTORY.\n\n"
+            "   Backups\n       A backup is made of each existing destination file before it is\n"
+            "       overwritten, named with the suffix that SIMPLE_BACKUP_SUFFIX sets.\n\n"
+            "       -b     like --backup but does not accept an argument\n\n"
+            "EXIT STATUS\n       0      Success, every file was copied to its place.\n\n"
+            "       1      Some files could not be copied, and the rest were.\n\n"
+            "GNU coreutils 9.1              September 2022                        CP(1)\n")
+
+
+def test_a_man_page_saved_as_text_gets_its_sections_and_its_name_as_title(tmp_path):
+    """``man cp > cp.txt``: the sections at column 0 and subsections at column 3 give the chunks
+    their path; the running head and foot leave the text; the NAME line titles it. The exit
+    statuses ("1      Some files…", numbered lines in the body) are not sections."""
+    write(tmp_path / "cp.txt", MAN_PAGE.encode())
+    [doc] = load_documents([tmp_path])
+    assert doc.title == "cp - copy files and directories"
+    assert "User Commands" not in doc.text and "September 2022" not in doc.text
+    assert [place["headings"] for _, place in doc.positions] == [
+        ["NAME"], ["SYNOPSIS"], ["DESCRIPTION"], ["DESCRIPTION", "Backups"], ["EXIT STATUS"]]
+    for offset, place in doc.positions:
+        assert doc.text[offset:].startswith(place["headings"][-1])
+    chunks = chunk_documents([doc], chunk_tokens=48, overlap=0)
+    backup = next(c for c in chunks if "SIMPLE_BACKUP_SUFFIX" in c.text)
+    assert backup.title == "cp - copy files and directories › DESCRIPTION › Backups"
+
+
+@pytest.mark.parametrize("text", [
+    # flush-left prose with short lines: its body is column 0, so nothing sits left of it
+    "Notes\n\nThe tool copies every file it is given.\n\nUsage\n\nRun it with the files to copy.\n" * 3,
+    # an indented quotation in a letter: one short flush-left line is not an outline
+    "Dear team,\n\n    The tool copies every file it is given, and keeps its mode.\n"
+    "    It never follows a symbolic link unless it is told to.\n\nRegards\n",
+])
+def test_text_that_is_not_an_outline_gets_no_outline_sections(tmp_path, text):
+    from ragnet.corpus.formats.plain_text import outline_heading_positions
+
+    assert outline_heading_positions(text) == ()
+    write(tmp_path / "notes.txt", text.encode())
+    [doc] = load_documents([tmp_path])
+    assert doc.positions == () and doc.text.startswith(text.split("\n", 1)[0])
+
+
+def test_a_text_that_only_looks_like_a_man_page_keeps_its_lines():
+    from ragnet.corpus.formats.plain_text import man_page_parts
+
+    text = "CP(1) and LS(1) are both documented below.\n\nNAME\n    cp\n"
+    assert man_page_parts(text) == (text, None)
