@@ -64,7 +64,7 @@ from typing import Any, Iterable, Union
 
 from ragnet._printable import printable_name
 from ragnet.corpus.formats.markdown import heading_positions, strip_inline_data
-from ragnet.corpus.formats.plain_text import heading_positions as text_heading_positions, man_page_parts
+from ragnet.corpus.formats.plain_text import text_structure
 from ragnet.corpus.limits import DEFAULT_MAX_FILE_MB, FileBounds, cap_positions, cap_title
 from ragnet.corpus.outputs import ragnet_output
 from ragnet.corpus.types import Document
@@ -752,9 +752,8 @@ def _read_text(source: _Source, text: str, *, markdown: bool) -> Document:
         if not text.strip():
             raise InputError("file has front matter but no text", path=source.display)
         headings, named = heading_positions(text), None
-    else:
-        text, named = man_page_parts(text)  # a man page saved as text: its running head and foot out
-        headings = text_heading_positions(text)
+    else:  # its running lines out, and a man page's NAME line as its title
+        text, named, headings = text_structure(text)
     title = metadata.pop("title", None)
     if not isinstance(title, str) or not title.strip():
         # a Markdown file's first heading (ragnet.corpus.formats.markdown decides what is one); a

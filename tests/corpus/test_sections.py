@@ -164,17 +164,42 @@ def test_a_plain_text_manual_gets_its_numbered_sections(tmp_path):
     """An RFC-like .txt: numbered headings (across a form feed) give each chunk its section path;
     the contents lines, a numbered list and the page header are not headings, and the title stays
     the first line, its spaced-out columns joined."""
+    from ragnet.corpus.formats.plain_text import heading_positions
+
     write(tmp_path / "rfc.txt", RFC.encode())
     [doc] = load_documents([tmp_path])
     assert doc.title == "Network Working Group J. Doe"
-    paths = [place["headings"] for _, place in doc.positions]
+    headings = heading_positions(doc.text)
+    paths = [place["headings"] for _, place in headings]
     assert paths == [["1 Introduction"], ["2 Commands"], ["2 Commands", "2.1 GET"], ["2 Commands", "2.2 PUT"]]
-    for offset, place in doc.positions:  # each starts at its heading's line, form feed counted
+    for offset, place in headings:  # each starts at its heading's line, form feed counted
         assert doc.text[offset:].startswith(place["headings"][-1].split(" ", 1)[0])
+    assert {k: v for _, place in doc.positions for k, v in place.items() if k == "headings"} == {"headings": paths[-1]}
     chunks = chunk_documents([doc], chunk_tokens=64, overlap=8)
     put = next(c for c in chunks if "default timeout" in c.text)
     assert put.title == "Network Working Group J. Doe › 2 Commands › 2.2 PUT"
     assert put.metadata["location"]["headings"] == ["2 Commands", "2.2 PUT"]
+    assert put.metadata["location"]["page"] == 2  # the form feed starts page 2
+
+
+def test_a_paged_plain_text_loses_its_running_lines_and_cites_its_pages(tmp_path):
+    """An RFC's header and footer ("RFC 9999 … May 2026", "Doe … [Page 3]") on every page leave
+    the text, so no chunk carries them; chunks cite the pages their text is on."""
+    body = ["1.  Introduction\n\n   The protocol moves files between two hosts.\n",
+            "   It runs over TCP and\n",
+            "   needs no login. The default port is 9999.\n\n2.  Commands\n\n   GET fetches a file.\n",
+            "   PUT stores a file.\n"]
+    pages = [(f"RFC 9999                 Example Protocol                 May 2026\n\n" if n > 1 else "")
+             + text + f"\nDoe                          Informational                     [Page {n}]\n"
+             for n, text in enumerate(body, start=1)]
+    write(tmp_path / "rfc9999.txt", "\f\n".join(pages).encode())
+    [doc] = load_documents([tmp_path])
+    assert "[Page" not in doc.text and "May 2026" not in doc.text
+    chunks = chunk_documents([doc], chunk_tokens=24, overlap=0)
+    port = next(c for c in chunks if "default port" in c.text)
+    assert (port.metadata["location"]["page"], port.metadata["location"]["headings"]) == (3, ["1 Introduction"])
+    get = next(c for c in chunks if "GET fetches" in c.text)
+    assert (get.metadata["location"]["page"], get.metadata["location"]["headings"]) == (3, ["2 Commands"])
 
 
 @pytest.mark.parametrize("text", [

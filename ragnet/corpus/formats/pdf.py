@@ -47,7 +47,7 @@ from ragnet.corpus.formats.pdf_sections import numbered_headings, outline_entrie
 from ragnet.corpus.limits import FileBounds
 from ragnet.errors import InputError
 
-__all__ = ["read_pdf", "running_head", "strip_running_lines", "ENGINES"]
+__all__ = ["read_pdf", "running_head", "running_line_indexes", "strip_running_lines", "ENGINES"]
 
 #: PDF text engines ``read_pdf`` knows.
 ENGINES = ("pypdf", "pdfminer")
@@ -224,8 +224,20 @@ def strip_running_lines(pages: list[str]) -> list[str]:
     if len(pages) < 2:
         return pages
     split = [page.splitlines() for page in pages]
+    out = []
+    for page, (lines, drop) in enumerate(zip(split, running_line_indexes(split))):
+        kept = "\n".join(line for i, line in enumerate(lines) if i not in drop).strip()
+        out.append(kept if kept else pages[page])
+    return out
+
+
+def running_line_indexes(pages: list[list[str]]) -> list[set[int]]:
+    """For each page (its lines), the indexes of its running head and footer lines, as
+    :func:`strip_running_lines` finds them (none when there are fewer than two pages)."""
+    if len(pages) < 2:
+        return [set() for _ in pages]
     counts: dict[tuple, int] = {}
-    for page, lines in enumerate(split):
+    for page, lines in enumerate(pages):
         for key in {k for i in _edges(lines) for k in _running_keys(lines[i], page)}:
             counts[key] = counts.get(key, 0) + 1
 
@@ -233,12 +245,7 @@ def strip_running_lines(pages: list[str]) -> list[str]:
         return any(counts.get(k, 0) >= (_RUNNING_MIN_PAGES if k[0] == "text" else 2)
                    for k in _running_keys(line, page))
 
-    out = []
-    for page, lines in enumerate(split):
-        drop = {i for i in _edges(lines) if running(lines[i], page)}
-        kept = "\n".join(line for i, line in enumerate(lines) if i not in drop).strip()
-        out.append(kept if kept else pages[page])
-    return out
+    return [{i for i in _edges(lines) if running(lines[i], page)} for page, lines in enumerate(pages)]
 
 
 # A word broken at a line end: letters, a hyphen (or a soft hyphen some writers extract), the line

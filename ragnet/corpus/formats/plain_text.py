@@ -15,7 +15,10 @@ plain text needs, since nothing but the line itself marks a heading there:
 * in an indented text a heading sits left of the body, so a man page's indented "1  Some files
   differ." (an exit status) is not a section.
 
-Form feeds (``\\f``) separate pages, as they do in RFCs and printed text exports.
+Form feeds (``\\f``) separate pages, as they do in RFCs and printed text exports: each page's
+running head and foot ("RFC 9999   Example Protocol   May 2026", "Doe   [Page 3]") leave the text
+as they do a PDF's (:func:`ragnet.corpus.formats.pdf.running_line_indexes`), and chunks cite the
+page ("p. 3"). :func:`text_structure` puts it all together.
 
 A text without numbered headings may still be an outline: a man page saved as text (``man ssh
 > ssh.txt``) sets its sections ("DESCRIPTION", "EXIT STATUS") at column 0 and its subsections at
@@ -43,10 +46,11 @@ from collections import Counter
 from itertools import accumulate
 from typing import Any, Iterable
 
+from ragnet.corpus.formats.pdf import running_line_indexes
 from ragnet.corpus.formats.pdf_sections import numbered_heading_lines
 
 __all__ = ["MIN_HEADINGS", "heading_positions", "man_page_parts", "numbered_heading_positions",
-           "outline_heading_positions"]
+           "outline_heading_positions", "text_structure"]
 
 #: Fewest heading lines for a plain text to count as sectioned.
 MIN_HEADINGS = 2
@@ -202,3 +206,63 @@ def man_page_parts(text: str) -> tuple[str, str | None]:
             title = next((" ".join(line.split()) for line in lines[n + 1:] if line.strip()), None)
             break
     return "\n".join(lines), title
+
+
+Positions = tuple[tuple[int, dict[str, Any]], ...]
+
+
+def text_structure(text: str) -> tuple[str, str | None, Positions]:
+    """A plain ``text`` as ragnet indexes it: ``(text, title, positions)``.
+
+    A saved man page loses its running head and foot and is titled by its NAME line
+    (:func:`man_page_parts`; ``title`` is ``None`` for other texts); a text in pages (form feeds)
+    loses each page's running lines, and its positions say each part's page; the section path
+    comes from :func:`heading_positions`.
+
+    Example:
+        >>> pages = ["1  Files\\n\\nIt reads files.\\n", "It reads links.\\n", "2  Folders\\n\\nIt reads folders.\\n"]
+        >>> paged = "\\f".join(f"{page}\\nDoe   [Page {n}]\\n" for n, page in enumerate(pages, start=1))
+        >>> text, title, positions = text_structure(paged)
+        >>> text.split("\\f")[1], title
+        ('It reads links.\\n\\n', None)
+        >>> [(text[at:at + 9], place) for at, place in positions]  # doctest: +NORMALIZE_WHITESPACE
+        [('1  Files\\n', {'page': 1, 'headings': ['1 Files']}), ('It reads ', {'page': 2, 'headings': ['1 Files']}),
+         ('2  Folder', {'page': 3, 'headings': ['2 Folders']})]
+    """
+    text, title = man_page_parts(text)
+    text, page_starts = _without_running_lines(text)
+    return text, title, _with_pages(heading_positions(text), page_starts)
+
+
+def _without_running_lines(text: str) -> tuple[str, list[tuple[int, int]]]:
+    """``text`` without its pages' running lines, and ``(offset, page number)`` where each page
+    with text starts (``[]`` for a text without form feeds)."""
+    if "\f" not in text:
+        return text, []
+    pages = [page.split("\n") for page in text.split("\f")]
+    kept = ["\n".join(line for i, line in enumerate(lines) if i not in drop)
+            for lines, drop in zip(pages, running_line_indexes(pages))]
+    starts = accumulate((len(page) + 1 for page in kept), initial=0)
+    return "\f".join(kept), [(at, n) for n, (at, page) in enumerate(zip(starts, kept), start=1) if page.strip()]
+
+
+def _with_pages(headings: Positions, page_starts: list[tuple[int, int]]) -> Positions:
+    """``headings`` positions merged with page starts: every place names its page and the
+    section path in force."""
+    if not page_starts:
+        return headings
+    events = sorted([(at, 0, n) for at, n in page_starts] + [(at, 1, place["headings"]) for at, place in headings],
+                    key=lambda e: (e[0], e[1]))
+    out: list[tuple[int, dict[str, Any]]] = []
+    page, path = page_starts[0][1], None
+    for at, kind, value in events:
+        if kind == 0:
+            page = value
+        else:
+            path = value
+        place: dict[str, Any] = {"page": page, **({"headings": path} if path else {})}
+        if out and out[-1][0] == at:
+            out[-1] = (at, place)
+        else:
+            out.append((at, place))
+    return tuple(out)
