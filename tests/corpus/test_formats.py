@@ -462,6 +462,24 @@ def test_pdf_running_headers_and_page_numbers_are_not_indexed(tmp_path):
     assert covered == [1, 2, 3, 4]  # the page positions still line up with the text once the lines are gone
 
 
+def test_pdf_sentence_running_across_a_page_break_stays_one_sentence(tmp_path):
+    """A sentence cut by a page break ("…starting with" / "the tenth, use '10~5'") was two: pages
+    were joined by a blank line, a paragraph break to sentence splitting, so chunking and the
+    sentence pack could keep its halves apart. A page that ends a sentence still starts a new
+    paragraph."""
+    from ragnet.corpus.sentence_split import sentence_spans
+
+    write(tmp_path / "sed.pdf", pdf_bytes(["Addresses. To pick every fifth line starting with",
+                                           "the tenth, use 10~5 as the address.", "Ranges come next."]))
+    [doc] = load_documents(tmp_path / "sed.pdf")
+    assert doc.text == ("Addresses. To pick every fifth line starting with\nthe tenth, use 10~5 as the address."
+                        "\n\nRanges come next.")
+    sentences = [doc.text[a:b] for a, b in sentence_spans(doc.text)]
+    assert "To pick every fifth line starting with\nthe tenth, use 10~5 as the address." in sentences
+    assert [place["page"] for _, place in doc.positions] == [1, 2, 3]
+    assert doc.text[doc.positions[1][0]:].startswith("the tenth")
+
+
 def test_pdf_line_repeated_on_two_pages_without_a_page_number_is_kept(tmp_path):
     # two pages are too few to tell a repeated line from a running head, unless it carries the page number
     write(tmp_path / "memo.pdf", pdf_bytes(["Budget memo\nRoads first.", "Budget memo\nSchools next."]))

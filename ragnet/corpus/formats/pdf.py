@@ -2,7 +2,8 @@
 
 One document per file. Running heads and footers (a title or page number printed on every page:
 :func:`strip_running_lines`) are removed, words hyphenated across a line break are joined
-(:func:`join_hyphenated`), pages are joined by a blank line, and ``positions``
+(:func:`join_hyphenated`), pages are joined by a blank line (a line break where a sentence runs
+on across the break: :func:`page_separator`), and ``positions``
 holds each page's offset as ``{"page": n}`` (1-based); a page without text adds no text and no
 position. Where the PDF has sections (its outline, else numbered heading lines:
 :mod:`ragnet.corpus.formats.pdf_sections`), each place also holds the heading path in force,
@@ -47,7 +48,7 @@ from ragnet.corpus.formats.pdf_sections import numbered_headings, outline_entrie
 from ragnet.corpus.limits import FileBounds
 from ragnet.errors import InputError
 
-__all__ = ["read_pdf", "running_head", "running_line_indexes", "strip_running_lines", "ENGINES"]
+__all__ = ["read_pdf", "page_separator", "running_head", "running_line_indexes", "strip_running_lines", "ENGINES"]
 
 #: PDF text engines ``read_pdf`` knows.
 ENGINES = ("pypdf", "pdfminer")
@@ -187,6 +188,8 @@ def _pages_summary(numbers: list[int]) -> str:
 
 
 _DIGITS = re.compile(r"\d+")
+# how a page's text ends when its last sentence does not run on to the next page
+_SENTENCE_END = (".", "!", "?", ":")
 _RUNNING_MIN_PAGES = 3
 
 
@@ -283,6 +286,23 @@ def join_hyphenated(pages: list[str]) -> list[str]:
     return [_BROKEN.sub(join, page) for page in pages]
 
 
+def page_separator(before: str, page: str) -> str:
+    """What joins a page's text to the text before it: a blank line, a paragraph break to
+    chunking and sentence splitting; a line break when a sentence runs on across the page break
+    (``before`` ends without ``.``, ``!``, ``?`` or ``:`` and ``page`` starts with a lower-case
+    letter), so that the sentence stays whole for chunking, selection and the reader.
+
+    Example:
+        >>> page_separator("to pick every fifth line starting with", "the tenth, use '10~5'")
+        '\\n'
+        >>> page_separator("It ends here.", "the next page"), page_separator("", "first page")
+        ('\\n\\n', '\\n\\n')
+    """
+    runs_on = bool(before) and before.rstrip()[-1:] not in _SENTENCE_END and page[:1].islower()
+    return "\n" if runs_on else "\n\n"
+
+
+
 def running_head(pages: list[str]) -> str:
     """The line printed at the top of at least half the pages (three at least), numbers aside: in
     a document whose information dictionary has no title, usually its title ("" when none).
@@ -325,7 +345,7 @@ def read_pdf(data: bytes, where: str, engine: str = "pypdf", bounds: FileBounds 
         bounds: what reading it may cost (:class:`ragnet.corpus.limits.FileBounds`; pypdf only).
 
     Returns:
-        The text (pages joined by a blank line), title, ``author``/``date``/``year`` metadata
+        The text (pages joined by a blank line, or a line break mid-sentence), title, ``author``/``date``/``year`` metadata
         when declared and ``pages`` (the page count), page positions, and a note naming pages without text when some lack it.
 
     Raises:
@@ -342,9 +362,13 @@ def read_pdf(data: bytes, where: str, engine: str = "pypdf", bounds: FileBounds 
     sections = info.get("outline") or numbered_headings(pages)
     builder = TextBuilder()
     labels = info.get("labels") or []
-    empty = [n for n, (page, marks) in enumerate(zip(pages, section_marks(pages, sections)), start=1)
-             if not builder.add(page, _place(n, marks[0][1], labels),
-                                marks=tuple((at, _place(n, path, labels)) for at, path in marks[1:]))]
+    empty, before = [], ""
+    for n, (page, marks) in enumerate(zip(pages, section_marks(pages, sections)), start=1):
+        if builder.add(page, _place(n, marks[0][1], labels), separator=page_separator(before, page),
+                       marks=tuple((at, _place(n, path, labels)) for at, path in marks[1:])):
+            before = page
+        else:
+            empty.append(n)
     if len(empty) == len(pages):
         what = "its page has" if len(pages) == 1 else f"none of its {len(pages)} pages has"
         raise InputError(f"no text layer: {what} extractable text (a scan or images only?); run OCR first "
