@@ -28,10 +28,14 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterable
 
-__all__ = ["contains_match", "exact_match", "f1", "normalize_answer", "token_f1"]
+__all__ = ["contains_match", "exact_match", "f1", "normalize_answer", "strict_contains_match", "token_f1"]
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCT = set(string.punctuation)
+# what separates words for the strict match: whitespace, list and clause punctuation, brackets, quotes
+_STRICT_SPLIT = re.compile(r"[\s,;:()\[\]{}!?\"'`‘’“”]+")
+# minus signs and hyphens that are a dash to a reader: the strict match reads them as "-"
+_DASHES = str.maketrans({"\u2212": "-", "\u2010": "-", "\u2011": "-", "\u2013": "-"})
 # quotes a reader may put around a verbatim answer ("'||'"), stripped before a punctuation-only gold is compared
 _QUOTES = "'\"`‘’“”"
 
@@ -109,3 +113,34 @@ def contains_match(prediction: str, golds: Iterable[str]) -> float:
         return bool(normalize_answer(gold)) and f" {normalize_answer(gold)} " in pred
 
     return float(any(found(g) for g in golds))
+
+
+def _strict_words(text: str) -> list[str]:
+    """``text``'s words for :func:`strict_contains_match`: lower case, articles out, split at
+    whitespace, brackets, quotes and ``, ; : ! ?``, a sentence's closing ``.`` dropped; a sign, a
+    leading dash and an inner point stay ("-1", "--sandbox", "1.6", "10~5")."""
+    text = unicodedata.normalize("NFKC", str(text)).translate(_DASHES).lower()
+    words = (w.rstrip(".") for w in _STRICT_SPLIT.split(text))
+    return [w for w in words if w and not _ARTICLES.fullmatch(w)]
+
+
+def strict_contains_match(prediction: str, golds: Iterable[str]) -> float:
+    """1.0 when any gold answer's words occur in order in the prediction's, read strictly: the
+    lenient :func:`contains_match` drops punctuation, so "1" contains "-1" and "s" contains "-s";
+    here a sign, an option's dashes and a number's point must match too, while case, quotes and a
+    sentence's punctuation still do not count.
+
+    Example:
+        >>> strict_contains_match("The default is -1.", ["-1"]), strict_contains_match("1", ["-1"])
+        (1.0, 0.0)
+        >>> strict_contains_match("Use the '--sandbox' option", ["--sandbox"]), contains_match("s", ["-s"])
+        (1.0, 1.0)
+        >>> strict_contains_match("s", ["-s"]), strict_contains_match("A NUM of \u22121 is infinity", ["-1"])
+        (0.0, 1.0)
+    """
+    pred = _strict_words(prediction)
+    for gold in golds:
+        want = _strict_words(gold)
+        if want and any(pred[i:i + len(want)] == want for i in range(len(pred) - len(want) + 1)):
+            return 1.0
+    return 0.0

@@ -109,7 +109,9 @@ def _accuracy_lines(summary: dict[str, Any], labels: Sequence[str], pname: str) 
 
 def _documents_lines(docs: dict[str, dict[str, Any]], labels: Sequence[str]) -> list[str]:
     lines = ["### Over your documents", "",
-             ("Right = a gold answer occurs in the answer (case, punctuation and number formatting aside). Cited = "
+             ("Right = a gold answer occurs in the answer (case, punctuation and number formatting aside); "
+              "strict = the same with a sign, an option's dashes and a number's point kept (\"1\" is not "
+              "\"-1\", \"s\" not \"-s\"). Cited = "
               "a citation (the first citation) is at the page or section that states the answer, of the right "
               "answers. Line in context = the line that states the answer (its quote) was among the sentences "
               "the reader saw, of the questions with a quote. Misses with the gold place = the reader had a chunk "
@@ -120,14 +122,15 @@ def _documents_lines(docs: dict[str, dict[str, Any]], labels: Sequence[str]) -> 
         d = docs.get(lb)
         if d is None:
             continue
-        table.append([lb, str(d["n"]), f"{d['right_count']} ({percent(d['right'])})", percent(d["f1"]),
+        strict = "–" if d.get("right_strict") is None else f"{d['right_strict_count']} ({percent(d['right_strict'])})"
+        table.append([lb, str(d["n"]), f"{d['right_count']} ({percent(d['right'])})", strict, percent(d["f1"]),
                       _count_of(d["two_part_right"], d["two_part"]), percent(d["cited_of_right"]),
                       percent(d["cited_first_of_right"]), percent(d["gold_place_in_context"]),
                       percent(d.get("line_in_context")),
                       f"{_count_of(d['misses_with_gold_place'], d['misses'])} "
                       f"({_count_of(d['misses_with_answer_shown'], d['misses'])})",
                       _count_of(d.get("misses_with_line_shown"), d.get("quoted_misses", 0))])
-    lines += markdown_table(["strategy", "n", "right", "F1", "two-part right", "cited", "cited first",
+    lines += markdown_table(["strategy", "n", "right", "right, strict", "F1", "two-part right", "cited", "cited first",
                              "gold place in context", "line in context",
                              "misses with the gold place (answer shown)", "misses with the line"], table)
     sure = [f"- {lb}: AUROC {number(d['confidence_auroc'], 2)}; the surer half of its answers (confidence "

@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ragnet.errors import InputError
+from ragnet.eval.metrics.answer_match import strict_contains_match
 from ragnet.eval.metrics.stats import aggregate, call_prices, paired_comparison, priced_latency
 from ragnet.eval.run.oracle import MODES as ORACLE_MODES
 
@@ -121,7 +122,8 @@ TWO_PART = "two-part"
 
 def documents_figures(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """What a team asks of ragnet over its own documents, for one strategy's rows (``ragnet eval
-    --docs``, :mod:`ragnet.eval.run.doc_questions`): right answers, and of the two-part questions;
+    --docs``, :mod:`ragnet.eval.run.doc_questions`): right answers (and with the strict match,
+    :func:`ragnet.eval.metrics.answer_match.strict_contains_match`), and of the two-part questions;
     how often a right answer's citation (its first citation) is at the place that states it;
     how often the line that states the answer was shown (of the questions whose place has a
     quote); and of the misses, how many had the answer's place (the answer itself, its line) in
@@ -136,11 +138,14 @@ def documents_figures(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         >>> d = documents_figures(rows)
         >>> d["right"], d["two_part_right"], d["cited_of_right"], d["misses_with_gold_place"]
         (0.5, 0.0, 1.0, 1.0)
+        >>> documents_figures([{**rows[0], "answer": "1", "answers": ["-1"]}])["right_strict_count"]
+        0
     """
     scored = [r for r in rows if r.get("error_kind") != "lm"]
     right = [r for r in scored if (r.get("contains") or 0) >= 1]
     missed = [r for r in scored if (r.get("contains") or 0) < 1]
     two = [r for r in scored if r.get("type") == TWO_PART]
+    strict = sum(strict_contains_match(str(r.get("answer") or ""), r.get("answers") or ()) for r in scored)
 
     def share(part: Sequence[dict[str, Any]], key: str | None = None) -> float | None:
         return None if not part else round(sum(float(r.get(key) or 0) if key else 1.0 for r in part) / len(part), 6)
@@ -151,6 +156,7 @@ def documents_figures(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
     return {
         "n": len(scored), "right": share(scored, "contains"), "right_count": len(right),
+        "right_strict": round(strict / len(scored), 6) if scored else None, "right_strict_count": int(strict),
         "f1": share(scored, "f1"), "em": share(scored, "em"),
         "two_part": len(two), "two_part_right": share(two, "contains"),
         "cited_of_right": share(right, "gold_cited"), "cited_first_of_right": share(right, "gold_cited_first"),

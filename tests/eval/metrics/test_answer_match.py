@@ -69,3 +69,20 @@ def test_punctuation_only_gold_answers_are_compared_as_written(answer, golds, em
     assert exact_match(answer, golds) == em
     assert contains_match(answer, golds) == contains
     assert f1(answer, golds) == em
+
+
+@pytest.mark.parametrize("answer, golds, strict", [
+    # the dev set's answers the lenient match takes and a reader's user would not
+    ("depth", ["-depth"], 0.0), ("t", ["-t", "--no-time-strict"], 0.0), ("wget@", ["-wget@"], 0.0),
+    ("0", ["-1"], 0.0), ("1", ["-1"], 0.0), ("16", ["1.6"], 0.0),
+    # and the ones it should keep: quotes, case, a sentence around the answer, a Unicode minus
+    ("The '--sandbox' option rejects such scripts.", ["--sandbox"], 1.0), ("-T", ["-t"], 1.0),
+    ("A NUM of \u22121 is treated as infinity", ["\u22121", "-1"], 1.0), ("Since: 1.6.", ["1.6"], 1.0),
+    ("'$d;N'", ["$d;N"], 1.0), ("Use || here", ["||"], 1.0), ("the ~/.ssh/config file.", ["~/.ssh/config"], 1.0),
+    ("file name, line number, byte offset", ["file name, line number, and byte offset"], 0.0),
+])
+def test_the_strict_match_keeps_signs_dashes_and_points(answer, golds, strict):
+    from ragnet.eval.metrics.answer_match import strict_contains_match
+
+    assert strict_contains_match(answer, golds) == strict
+    assert strict <= contains_match(answer, golds)  # strict never takes an answer the lenient match refuses

@@ -140,7 +140,8 @@ def test_eval_docs_scores_right_answers_places_and_citations(folder, tmp_path, m
     cells = [c.strip() for c in next(line for line in report.splitlines()
                                      if line.startswith("| basic |") and " of " in line).split("|")[1:-1]]
     # shares of a few questions are shown as counts: "1 of 1", never "100.0 of 1"
-    assert cells[4] == "1 of 1" and cells[8] == "100.0" and cells[-2].startswith("1 of 1 (") and cells[-1] == "–"
+    assert cells[5] == "1 of 1" and cells[9] == "100.0" and cells[-2].startswith("1 of 1 (") and cells[-1] == "–"
+    assert cells[3].split(" ")[0] == str(basic["right_strict_count"])  # the strict match beside the lenient one
     # a scripted LM reports no logprobs: no confidence in the rows, the summary or the report
     assert d1["confidence"] is None and "confidence_auroc" not in basic and "AUROC" not in report
 
