@@ -275,3 +275,21 @@ def test_a_text_that_only_looks_like_a_man_page_keeps_its_lines():
 
     text = "CP(1) and LS(1) are both documented below.\n\nNAME\n    cp\n"
     assert man_page_parts(text) == (text, None)
+
+
+def test_a_paged_text_whose_pages_are_all_running_lines_is_kept_whole():
+    """Slides saved as text, a title and a page number a page: every line looks running, and
+    removing them would leave nothing, so each page is kept whole (as a PDF's is) and cited."""
+    from ragnet.corpus.formats.plain_text import text_structure
+
+    text = "\f".join(f"Roadmap\n{n}\n" for n in range(1, 5))
+    kept, title, positions = text_structure(text)
+    assert kept == text and title is None
+    assert [place["page"] for _, place in positions] == [1, 2, 3, 4]
+
+
+def test_a_huge_first_line_is_not_read_as_a_man_page_head():
+    from ragnet.corpus.formats.plain_text import man_page_parts
+
+    text = "CP(1)" + " " * 100_000 + "x CP(1)\n\nNAME\n       cp - copy\n\nmore\n"
+    assert man_page_parts(text) == (text, None)

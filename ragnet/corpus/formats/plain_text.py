@@ -69,6 +69,7 @@ _MAX_INDENT = 256  # leading whitespace read to measure a line's indentation
 _WIDE_GAP = re.compile(r"\S {4,}\S")
 # a rendered man page's running head: "SSH(1)   General Commands Manual   SSH(1)"
 _MAN_HEAD = re.compile(r"^([^\s()]+)\((\w+)\) {4,}.* {4,}\1\(\2\)$")
+_MAN_HEAD_CHARS = 200  # a longer first line is not a man page's head (and the pattern backtracks on it)
 
 
 def _block_starts_only(lines: list[str], body: int) -> str:
@@ -195,7 +196,8 @@ def man_page_parts(text: str) -> tuple[str, str | None]:
     """
     lines = text.split("\n")
     filled = [n for n, line in enumerate(lines) if line.strip()]
-    if len(filled) < 3 or not _MAN_HEAD.match(lines[filled[0]].strip()):
+    head = lines[filled[0]].strip() if filled else ""
+    if len(filled) < 3 or len(head) > _MAN_HEAD_CHARS or not _MAN_HEAD.match(head):
         return text, None
     lines[filled[0]] = ""
     if _WIDE_GAP.search(lines[filled[-1]].strip()):
@@ -240,8 +242,10 @@ def _without_running_lines(text: str) -> tuple[str, list[tuple[int, int]]]:
     if "\f" not in text:
         return text, []
     pages = [page.split("\n") for page in text.split("\f")]
-    kept = ["\n".join(line for i, line in enumerate(lines) if i not in drop)
-            for lines, drop in zip(pages, running_line_indexes(pages))]
+    kept = []
+    for lines, drop in zip(pages, running_line_indexes(pages)):
+        rest = "\n".join(line for i, line in enumerate(lines) if i not in drop)
+        kept.append(rest if rest.strip() else "\n".join(lines))  # a page is never emptied (a title page)
     starts = accumulate((len(page) + 1 for page in kept), initial=0)
     return "\f".join(kept), [(at, n) for n, (at, page) in enumerate(zip(starts, kept), start=1) if page.strip()]
 
