@@ -98,14 +98,25 @@ def numbered_heading_positions(text: str) -> tuple[tuple[int, dict[str, Any]], .
         if number in with_headings:
             line_starts[number] = list(accumulate(map(len, lines), initial=at_text))
         at_text += sum(map(len, lines)) + 1  # the form feed
+    return _section_paths((line_starts[page][at] + _lead(pages[page][at]), level, title)
+                          for page, at, level, title in entries)
+
+
+def _lead(line: str) -> int:
+    """Characters of ``line``'s leading whitespace: a heading's offset is its first character's."""
+    return len(line) - len(line.lstrip())
+
+
+def _section_paths(headings: Iterable[tuple[int, int, str]]) -> tuple[tuple[int, dict[str, Any]], ...]:
+    """``(offset, {"headings": path})`` for ``(offset, level, title)`` headings in text order: each
+    heading's path is the titles of the headings it sits under, and its own."""
     out: list[tuple[int, dict[str, Any]]] = []
     path: list[tuple[int, str]] = []
-    for page, at, level, title in entries:
+    for offset, level, title in headings:
         while path and path[-1][0] >= level:
             path.pop()
         path.append((level, title))
-        line = pages[page][at]
-        out.append((line_starts[page][at] + len(line) - len(line.lstrip()), {"headings": [t for _, t in path]}))
+        out.append((offset, {"headings": [t for _, t in path]}))
     return tuple(out)
 
 
@@ -160,8 +171,8 @@ def outline_heading_positions(text: str) -> tuple[tuple[int, dict[str, Any]], ..
         at = indents[n]
         if at is None:
             continue
-        starts = n == 0 or indents[n - 1] is None or indents[n - 1] < at  # a block, or under its parent
-        if at < body and deeper is not None and deeper > at and starts:
+        opens = n == 0 or indents[n - 1] is None or indents[n - 1] < at  # a block, or under its parent
+        if at < body and deeper is not None and deeper > at and opens:
             title = " ".join(lines[n].split())
             if (title[-1] not in ".,;" and len(title.split()) <= MAX_OUTLINE_WORDS
                     and not _WIDE_GAP.search(lines[n].strip())):
@@ -169,17 +180,9 @@ def outline_heading_positions(text: str) -> tuple[tuple[int, dict[str, Any]], ..
         deeper = at
     if len(found) < MIN_HEADINGS:
         return ()
-    found.reverse()
     levels = {at: rank for rank, at in enumerate(sorted({at for _, at, _ in found}), start=1)}
     starts = list(accumulate((len(line) + 1 for line in lines), initial=0))
-    out: list[tuple[int, dict[str, Any]]] = []
-    path: list[tuple[int, str]] = []
-    for n, at, title in found:
-        while path and path[-1][0] >= levels[at]:
-            path.pop()
-        path.append((levels[at], title))
-        out.append((starts[n] + len(lines[n]) - len(lines[n].lstrip()), {"headings": [t for _, t in path]}))
-    return tuple(out)
+    return _section_paths((starts[n] + _lead(lines[n]), levels[at], title) for n, at, title in reversed(found))
 
 
 def man_page_parts(text: str) -> tuple[str, str | None]:
