@@ -116,7 +116,7 @@ def test_llm_match_skips_the_judge_on_exact_matches_and_asks_it_otherwise():
 def test_unknown_metric_is_refused():
     with pytest.raises(InputError) as err:
         program_metric("bleu")
-    assert err.value.argument == "metric" and "f1, em, llm_match, recall" in str(err.value)
+    assert err.value.argument == "metric" and "f1, em, strict, llm_match, recall" in str(err.value)
 
 
 def test_the_family_is_shared_with_ragnet_eval():

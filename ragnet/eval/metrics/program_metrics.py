@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragnet.errors import InputError
-from ragnet.eval.metrics.answer_match import contains_match, exact_match, f1
+from ragnet.eval.metrics.answer_match import contains_match, exact_match, f1, strict_contains_match
 from ragnet.eval.metrics.gold_evidence import STAGES, context_redundancy, gold_chunks, gold_recall, stage_retention
 from ragnet.eval.metrics.row_scores import COST_KEYS
 from ragnet.eval.run.records import get_field, gold_answers
@@ -52,7 +52,7 @@ from ragnet.eval.run.records import get_field, gold_answers
 __all__ = ["METRIC_NAMES", "PROGRAM_METRICS", "Metric", "evidence_recall", "program_metric"]
 
 #: Metrics worth compiling a whole program against (``ragnet optimize --metric``).
-PROGRAM_METRICS = ("f1", "em", "llm_match", "recall")
+PROGRAM_METRICS = ("f1", "em", "strict", "llm_match", "recall")
 #: Every name :func:`program_metric` knows, besides ``recall@STAGE``.
 METRIC_NAMES = (*PROGRAM_METRICS, "contains", "gold_all", "redundancy", *COST_KEYS)
 
@@ -207,6 +207,9 @@ def program_metric(name: str, *, index: Any = None, judge_lm: Any = None,
                       feedback=_answer_feedback)
     if name == "contains":
         return Metric("contains", lambda ex, pred: contains_match(_answer(pred), gold_answers(ex)),
+                      threshold=limit(1.0), feedback=_answer_feedback)
+    if name == "strict":  # a manual's answers: an option's dashes and a number's sign count
+        return Metric("strict", lambda ex, pred: strict_contains_match(_answer(pred), gold_answers(ex)),
                       threshold=limit(1.0), feedback=_answer_feedback)
     if name == "llm_match":
         return Metric("llm_match", _llm_match(judge_lm), threshold=limit(1.0), feedback=_answer_feedback)

@@ -86,3 +86,16 @@ def test_the_strict_match_keeps_signs_dashes_and_points(answer, golds, strict):
 
     assert strict_contains_match(answer, golds) == strict
     assert strict <= contains_match(answer, golds)  # strict never takes an answer the lenient match refuses
+
+
+def test_optimize_can_compile_against_the_strict_match():
+    import dspy
+
+    from ragnet.eval.metrics.program_metrics import PROGRAM_METRICS, program_metric
+
+    metric = program_metric("strict")
+    gold = dspy.Example(question="Default of --max-count?", answers=["-1"]).with_inputs("question")
+    assert "strict" in PROGRAM_METRICS and metric.name == "strict"
+    assert metric(gold, dspy.Prediction(answer="It is -1.")) == 1.0
+    one = dspy.Prediction(answer="1")
+    assert metric(gold, one) == 0.0 and program_metric("contains")(gold, one) == 1.0
