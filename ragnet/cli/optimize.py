@@ -32,8 +32,9 @@ def optimize(
                                         "file as `ragnet eval --docs` reads it (id, question, answers, gold places with "
                                         "quotes). Step cases come from the gold quotes; whole programs search the folder's index."),
     split: str = typer.Option("dev", help="Question split to compile on (dev; acceptance is refused)."),
-    metric: Optional[str] = typer.Option(None, help="f1 | em | strict | llm_match | recall (default f1; strict: the answer with its "
-                                               "signs and an option's dashes); with --step, the step's own."),
+    metric: Optional[str] = typer.Option(None, help="f1 | em | strict | llm_match | recall (default f1; "
+                                         "strict: the answer with its signs and an option's dashes); "
+                                         "with --step, the step's own."),
     optimizer: str = typer.Option("bootstrap", help="bootstrap | mipro | gepa"),
     effort: str = typer.Option("light", "--effort", help="light | medium | heavy: how much the optimizer searches."),
     teacher_lm: Optional[str] = typer.Option(None, "--teacher-lm", help="LM that bootstraps demos, proposes instructions (mipro), reflects (gepa), judges (llm_match)."),

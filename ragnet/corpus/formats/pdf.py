@@ -302,7 +302,6 @@ def page_separator(before: str, page: str) -> str:
     return "\n" if runs_on else "\n\n"
 
 
-
 def running_head(pages: list[str]) -> str:
     """The line printed at the top of at least half the pages (three at least), numbers aside: in
     a document whose information dictionary has no title, usually its title ("" when none).
@@ -345,8 +344,9 @@ def read_pdf(data: bytes, where: str, engine: str = "pypdf", bounds: FileBounds 
         bounds: what reading it may cost (:class:`ragnet.corpus.limits.FileBounds`; pypdf only).
 
     Returns:
-        The text (pages joined by a blank line, or a line break mid-sentence), title, ``author``/``date``/``year`` metadata
-        when declared and ``pages`` (the page count), page positions, and a note naming pages without text when some lack it.
+        The text (pages joined by a blank line, or a line break mid-sentence), title,
+        ``author``/``date``/``year`` metadata when declared and ``pages`` (the page count),
+        page positions, and a note naming pages without text when some lack it.
 
     Raises:
         InputError: not a PDF, truncated, encrypted, unparsable, or no page has text.
