@@ -293,3 +293,43 @@ def test_a_huge_first_line_is_not_read_as_a_man_page_head():
 
     text = "CP(1)" + " " * 100_000 + "x CP(1)\n\nNAME\n       cp - copy\n\nmore\n"
     assert man_page_parts(text) == (text, None)
+
+
+def _sized_pdf(blocks: list[list[tuple[int, str]]]) -> bytes:
+    """A PDF without an outline or numbered headings: each page's ``(type size, text)`` blocks."""
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.set_title("Widget Manual")
+    for page in blocks:
+        pdf.add_page()
+        for size, text in page:
+            pdf.set_font("Helvetica", size=size)
+            pdf.multi_cell(0, size * 0.6, text, new_x="LMARGIN", new_y="NEXT")
+    return bytes(pdf.output())
+
+
+def test_a_pdf_without_outline_or_numbers_takes_its_sections_from_type_sizes(tmp_path):
+    """Headings set larger than the body ("Installation" at 14 pt over 11 pt text) are sections,
+    the largest size level 1; the title, set once at the largest size, is not one."""
+    body = "Run the installer and follow the steps it shows on the screen. " * 3
+    write(tmp_path / "widget.pdf", _sized_pdf([
+        [(20, "Widget Manual"), (14, "Installation"), (11, body), (13, "Requirements"),
+         (11, "It needs two gigabytes of memory and a network. " * 2)],
+        [(14, "Configuration"), (11, "The default port is 8080. Change it in widget.conf. " * 3)]]))
+    [doc] = load_documents([tmp_path])
+    assert doc.metadata["sections"] == "type sizes"
+    assert [place.get("headings") for _, place in doc.positions] == [
+        None, ["Installation"], ["Installation", "Requirements"], ["Configuration"]]
+    port = next(c for c in chunk_documents([doc], chunk_tokens=64, overlap=0) if "8080" in c.text)
+    assert port.title == "Widget Manual › Configuration" and port.metadata["location"]["page"] == 2
+
+
+def test_larger_type_that_is_not_a_heading_gives_no_sections(tmp_path):
+    """One larger line (a title alone) is no structure, and a larger line printed on every page
+    is a running head, not a section."""
+    body = "The default port is 8080 and it can be changed in the file. " * 3
+    write(tmp_path / "title.pdf", _sized_pdf([[(20, "Widget Manual"), (11, body)], [(11, body)]]))
+    write(tmp_path / "running.pdf", _sized_pdf([[(14, "Widget news"), (11, body)]] * 3))
+    for doc in load_documents([tmp_path]):
+        assert "sections" not in doc.metadata and all("headings" not in p for _, p in doc.positions), doc.id

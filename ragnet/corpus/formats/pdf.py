@@ -5,8 +5,8 @@ One document per file. Running heads and footers (a title or page number printed
 (:func:`join_hyphenated`), pages are joined by a blank line (a line break where a sentence runs
 on across the break: :func:`page_separator`), and ``positions``
 holds each page's offset as ``{"page": n}`` (1-based); a page without text adds no text and no
-position. Where the PDF has sections (its outline, else numbered heading lines:
-:mod:`ragnet.corpus.formats.pdf_sections`), each place also holds the heading path in force,
+position. Where the PDF has sections (its outline, else numbered heading lines, else lines set
+larger than its body text: :mod:`ragnet.corpus.formats.pdf_sections`), each place also holds the heading path in force,
 ``{"page": 8, "headings": ["2 Usage", "2.5 Memory management"]}``, and a section that starts
 mid-page gets a position of its own at its heading. The author and creation date come from the document information dictionary
 (``/Author``, ``/CreationDate``, kept as ``date``: see :func:`ragnet.corpus.formats.date_metadata`
@@ -39,12 +39,13 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
+import math
 import re
 import warnings
 from typing import Any, Iterator
 
 from ragnet.corpus.formats import Extracted, TextBuilder, date_metadata, require_reader
-from ragnet.corpus.formats.pdf_sections import numbered_headings, outline_entries, section_marks
+from ragnet.corpus.formats.pdf_sections import numbered_headings, outline_entries, section_marks, type_size_headings
 from ragnet.corpus.limits import FileBounds
 from ragnet.errors import InputError
 
@@ -121,7 +122,8 @@ def _pypdf_pages(data: bytes, where: str, bounds: FileBounds | None = None) -> t
                     raise InputError("encrypted PDF (it needs a password); save a copy without encryption and "
                                      "index that", path=where)
             (bounds if bounds is not None else FileBounds()).check_pdf(reader, where)  # before any text is read
-            pages = [page.extract_text() or "" for page in reader.pages]
+            read = [_sized_text(page) for page in reader.pages]
+            pages = [text for text, _ in read]
             damage = next((m for m in problems if _DAMAGE.search(m)), None)
             if damage is not None:
                 raise InputError(f"damaged PDF: parts of it are missing (pypdf: {' '.join(damage.split())[:120]}); "
@@ -145,11 +147,42 @@ def _pypdf_pages(data: bytes, where: str, bounds: FileBounds | None = None) -> t
         except Exception:
             info = {}
         info["outline"] = outline_entries(reader)
+        info["type_sizes"] = [lines for _, lines in read]
         try:  # the page numbers the document prints ("iv", "16"), when they are not the page's index
             info["labels"] = [str(label)[:16] for label in reader.page_labels[:len(pages)]]
         except Exception:
             info["labels"] = []
     return pages, info
+
+
+def _sized_text(page: Any) -> tuple[str, list[tuple[str, float]]]:
+    """A pypdf page's text, and its lines each with the largest type size set on it (the font
+    size times the text and page matrices' scale, as printed), read in one pass: the sizes give
+    sections to a PDF with neither an outline nor numbered headings, for about 5% more time."""
+    lines: list[tuple[str, float]] = []
+    line: list[str] = []
+    largest = 0.0
+
+    def visit(text: str, cm: Any, tm: Any, font: Any, font_size: Any) -> None:
+        nonlocal line, largest
+        for i, part in enumerate(str(text).split("\n")):
+            if i:
+                lines.append(("".join(line), largest))
+                line, largest = [], 0.0
+            line.append(part)
+            if part.strip():
+                try:
+                    largest = max(largest, float(font_size or 0) * _scale(tm) * _scale(cm))
+                except (TypeError, ValueError, IndexError):  # a malformed matrix: no size, the text stays
+                    pass
+
+    text = page.extract_text(visitor_text=visit) or ""
+    return text, [*lines, ("".join(line), largest)]
+
+
+def _scale(matrix: Any) -> float:
+    """How much a PDF transformation matrix ``[a, b, c, d, e, f]`` enlarges what it draws."""
+    return math.sqrt(abs(matrix[0] * matrix[3] - matrix[1] * matrix[2]))
 
 
 def _pdfminer_pages(data: bytes, where: str) -> tuple[list[str], dict[str, Any]]:
@@ -360,6 +393,8 @@ def read_pdf(data: bytes, where: str, engine: str = "pypdf", bounds: FileBounds 
     head = running_head(pages)
     pages = [TextBuilder.clean(page) for page in join_hyphenated(strip_running_lines(pages))]
     sections = info.get("outline") or numbered_headings(pages)
+    sized = not sections and type_size_headings(info.get("type_sizes") or [])
+    sections = sections or sized or []
     builder = TextBuilder()
     labels = info.get("labels") or []
     empty, before = [], ""
@@ -388,6 +423,6 @@ def read_pdf(data: bytes, where: str, engine: str = "pypdf", bounds: FileBounds 
     metadata.update(date_metadata(info.get("created")))
     metadata["pages"] = len(pages)
     if sections:
-        metadata["sections"] = "outline" if info.get("outline") else "numbered headings"
+        metadata["sections"] = "outline" if info.get("outline") else "type sizes" if sized else "numbered headings"
     return Extracted(text=builder.text(), title=title, metadata=metadata, positions=builder.positions(),
                      notes=notes)

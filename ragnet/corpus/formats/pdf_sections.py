@@ -1,4 +1,5 @@
-"""Where a PDF's sections start: its outline (bookmarks), or else its numbered heading lines.
+"""Where a PDF's sections start: its outline (bookmarks), else its numbered heading lines, else
+the lines it sets larger than its body text.
 
 A manual's chunks, prompts and citations should say where they are ("2.5 Memory management,
 p. 8"), not repeat the document's title. A PDF that carries an outline names its sections and
@@ -6,8 +7,11 @@ the page each starts on (:func:`outline_entries`); the heading's own line is the
 that page, so a section that starts mid-page starts at its heading. A PDF without an outline
 often still numbers its headings ("2.5. MEMORY MANAGEMENT"): :func:`numbered_headings` takes
 those lines, skipping table-of-contents pages and numbers that do not advance (a numbered list
-item inside a section). :func:`section_marks` turns either into ``(offset, heading path)``
-marks per page, which the reader records as the document's positions.
+item inside a section). A PDF with neither (a report with plain "Installation" headings) still
+sets its headings larger than its body text: :func:`type_size_headings` takes short lines at
+least :data:`LARGER_THAN_BODY` times the body's size. :func:`section_marks` turns any of these
+into ``(offset, heading path)`` marks per page, which the reader records as the document's
+positions.
 
 Both walks are iterative (a crafted outline cannot exhaust the stack), and both are bounded:
 at most :data:`MAX_SECTIONS` sections, each title cut to :data:`MAX_TITLE_CHARS`.
@@ -25,8 +29,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["MAX_SECTIONS", "MAX_TITLE_CHARS", "numbered_heading_lines", "numbered_headings", "outline_entries",
-           "section_marks"]
+__all__ = ["LARGER_THAN_BODY", "MAX_SECTIONS", "MAX_TITLE_CHARS", "numbered_heading_lines", "numbered_headings",
+           "outline_entries", "section_marks", "type_size_headings"]
 
 #: Most sections read from one PDF (an outline or numbered headings beyond it are ignored).
 MAX_SECTIONS = 5000
@@ -40,7 +44,13 @@ _NUMBERED = re.compile(r"^(Appendix[ \t]+[A-Z]|[A-Z](?:\.\d{1,2}){1,3}|\d{1,2}(?
                        r"([A-Za-z'‘’\"“`(][^\n]{0,98})$")
 _APPENDIX = 100  # appendix letters number after every chapter: A is 100, B 101, ...
 _TOC_LINE = re.compile(r"(?:\.\s*){3,}\d*$|\s\d{1,4}$")  # dot leaders or a trailing page number
+_DOT_LEADERS = re.compile(r"(?:\.\s*){3,}\d*$")
 _MAX_HEADING_WORDS = 12
+#: How much larger than the body text a line must be set to be a heading, for a PDF with neither an
+#: outline nor numbered headings (a 12-point heading over 10-point text is 1.2).
+LARGER_THAN_BODY = 1.15
+_TYPE_LEVELS = 4  # heading sizes told apart; smaller ones share the last level
+_RUNNING = 3  # a "heading" printed on this many pages is a running head
 
 
 def _title(text: Any) -> str:
@@ -162,6 +172,52 @@ def numbered_heading_lines(pages: list[str]) -> list[tuple[int, int, int, str]]:
                 if len(out) >= MAX_SECTIONS:
                     return out
     return out
+
+
+def type_size_headings(page_lines: list[list[tuple[str, float]]]) -> list[tuple[int, int, str]]:
+    """``(page index, level, title)`` of the lines set larger than the body text, for a PDF with
+    neither an outline nor numbered headings; ``page_lines`` is each page's ``(line, type size)``.
+
+    The body's size is the one most characters are set in. A heading is a line at least
+    :data:`LARGER_THAN_BODY` times that, of at most a dozen words with a letter, that does not
+    end like a sentence or a contents line and is not printed on three pages or more (a running
+    head); the largest size is level 1. A size found once, above every other heading's, is the
+    document's title, not a section. At least two headings are needed.
+
+    Example:
+        >>> body = [("The tool copies files between hosts.", 10.0)] * 4
+        >>> pages = [[("Widget Manual", 20.0), ("Installation", 14.0), *body],
+        ...          [("Configuration", 14.0), ("Ports", 12.0), *body]]
+        >>> type_size_headings(pages)
+        [(0, 1, 'Installation'), (1, 1, 'Configuration'), (1, 2, 'Ports')]
+    """
+    chars: dict[float, int] = {}
+    for lines in page_lines:
+        for text, size in lines:
+            chars[round(size * 2) / 2] = chars.get(round(size * 2) / 2, 0) + len(text.strip())
+    body = max(chars, key=chars.__getitem__, default=0.0)
+    if body <= 0:
+        return []
+    found = [(page, round(size * 2) / 2, _title(text)) for page, lines in enumerate(page_lines)
+             for text, size in lines if size >= LARGER_THAN_BODY * body and _heading_like(" ".join(text.split()))]
+    pages_of: dict[str, set[int]] = {}
+    for page, _, title in found:
+        pages_of.setdefault(title, set()).add(page)
+    found = [f for f in found if len(pages_of[f[2]]) < _RUNNING]
+    sizes = sorted({size for _, size, _ in found}, reverse=True)
+    if len(sizes) > 1 and sum(size == sizes[0] for _, size, _ in found) == 1:
+        found = [f for f in found if f[1] != sizes[0]]  # the title
+        sizes = sizes[1:]
+    if len(found) < 2:
+        return []
+    level = {size: min(rank, _TYPE_LEVELS) for rank, size in enumerate(sizes, start=1)}
+    return [(page, level[size], title) for page, size, title in found][:MAX_SECTIONS]
+
+
+def _heading_like(line: str) -> bool:
+    """A short line with a letter that does not end like a sentence or a contents line."""
+    return (0 < len(line.split()) <= _MAX_HEADING_WORDS and any(c.isalpha() for c in line)
+            and line[-1] not in ".,;" and not _DOT_LEADERS.search(line))
 
 
 def _find(title: str, text: str, start: int) -> tuple[int, int]:
