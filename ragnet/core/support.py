@@ -31,8 +31,8 @@ _WORD = re.compile(r"\w+")
 # Spelled-out numbers a manual writes where an answer gives digits ("defaults to three"). "one" is
 # left out: it is a pronoun at least as often ("the one that ...").
 _NUMBER_WORDS = {word: str(n) for n, word in enumerate(
-    "zero _ two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-    "seventeen eighteen nineteen twenty".split()) if word != "_"}
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty".split()) if word != "one"}
 _STOP = frozenset("a an the of to in on at by for and or is are was were be what which who how when where why "
                   "does do did it its this that with as from".split())
 #: What a sentence that states the answer scores above any that does not.

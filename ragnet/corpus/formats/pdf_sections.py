@@ -27,6 +27,7 @@ Example:
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Any
 
 __all__ = ["LARGER_THAN_BODY", "MAX_SECTIONS", "MAX_TITLE_CHARS", "numbered_heading_lines", "numbered_headings",
@@ -191,14 +192,14 @@ def type_size_headings(page_lines: list[list[tuple[str, float]]]) -> list[tuple[
         >>> type_size_headings(pages)
         [(0, 1, 'Installation'), (1, 1, 'Configuration'), (1, 2, 'Ports')]
     """
-    chars: dict[float, int] = {}
+    chars: Counter[float] = Counter()
     for lines in page_lines:
         for text, size in lines:
-            chars[round(size * 2) / 2] = chars.get(round(size * 2) / 2, 0) + len(text.strip())
+            chars[_half_points(size)] += len(text.strip())
     body = max(chars, key=chars.__getitem__, default=0.0)
     if body <= 0:
         return []
-    found = [(page, round(size * 2) / 2, _title(text)) for page, lines in enumerate(page_lines)
+    found = [(page, _half_points(size), _title(text)) for page, lines in enumerate(page_lines)
              for text, size in lines if size >= LARGER_THAN_BODY * body and _heading_like(" ".join(text.split()))]
     pages_of: dict[str, set[int]] = {}
     for page, _, title in found:
@@ -212,6 +213,11 @@ def type_size_headings(page_lines: list[list[tuple[str, float]]]) -> list[tuple[
         return []
     level = {size: min(rank, _TYPE_LEVELS) for rank, size in enumerate(sizes, start=1)}
     return [(page, level[size], title) for page, size, title in found][:MAX_SECTIONS]
+
+
+def _half_points(size: float) -> float:
+    """A type size to the nearest half point: sizes a PDF's scaling leaves a hair apart are one."""
+    return round(size * 2) / 2
 
 
 def _heading_like(line: str) -> bool:

@@ -137,7 +137,7 @@ def _body_indent(lines: Iterable[str]) -> int:
 def _indent(line: str) -> int | None:
     """Columns of leading whitespace (tabs to 8; a run past :data:`_MAX_INDENT` characters
     counts as that many), ``None`` for a blank line."""
-    lead = len(line) - len(line.lstrip())
+    lead = _lead(line)
     if lead == len(line):
         return None
     return len(line[:min(lead, _MAX_INDENT)].expandtabs())
