@@ -69,7 +69,9 @@ def evaluate(
                                         "(indexed once, cached by content); --data is then a questions file with "
                                         "gold places (file, page or section): right answers, gold page in context "
                                         "and cited are reported."),
-    split: str = typer.Option("dev", help="dev (develop/tune here) | acceptance (final measurement only) | all."),
+    split: str = typer.Option("dev", help="dev (develop/tune here) | acceptance (final measurement only) | all. "
+                              "With --docs: tune (choose changes here) | check (accept them here) | all, or a file "
+                              "of question ids; a question's split is a hash of its id."),
     n: Optional[int] = typer.Option(None, "-n", help="At most this many questions (file order)."),
     ids: Optional[str] = typer.Option(None, help="Question ids: comma list or @file."),
     strategies: str = typer.Option("basic,oneshot", help="Comma-separated strategies; presets compose with '+' (oneshot:no-filter, oneshot:sentences+qlast). auto: what `ragnet ask` runs for the reader (at its budget unless --budget is given). oracle: the reader given only each question's gold sentences (else its gold documents), the ceiling beside the others."),
@@ -102,7 +104,8 @@ def evaluate(
 
     if threads < 1:
         raise InputError(f"must be at least 1, got {threads}", argument="threads")
-    _check_split(split, ("dev", "acceptance", "all"))
+    if docs is None:
+        _check_split(split, ("dev", "acceptance", "all"))
     spec_list = [s.strip() for s in strategies.split(",") if s.strip()]
     programs = parse_program_args(program, spec_list)
     def plan_for(index: Any = None) -> list:  # auto's budget follows the collection (resolve_strategy)
@@ -117,7 +120,7 @@ def evaluate(
     if only and docs is None:
         raise InputError("asks some files of a folder of documents: give --docs too", argument="only")
     if docs is not None:
-        _evaluate_docs(ctx, docs, data, plan_for, n=n, ids=ids, out=out, fresh=fresh, retry_errors=retry_errors,
+        _evaluate_docs(ctx, docs, data, plan_for, n=n, ids=ids, split=split, out=out, fresh=fresh, retry_errors=retry_errors,
                        no_judge=no_judge, judge_lm=judge_lm, threads=threads, no_plots=no_plots, baseline=baseline,
                        lms=lms, only=only)
         return
@@ -147,7 +150,7 @@ def _eval_lms(lms: LMOptions, judge_lm: Optional[str], no_judge: bool, what: str
 
 
 def _evaluate_docs(ctx: typer.Context, docs: Path, data: str, plan_for: Any, *, n: Optional[int], ids: Optional[str],
-                   out: Optional[Path], fresh: bool, retry_errors: bool, no_judge: bool, judge_lm: Optional[str],
+                   split: str, out: Optional[Path], fresh: bool, retry_errors: bool, no_judge: bool, judge_lm: Optional[str],
                    threads: int, no_plots: bool, baseline: Optional[str], lms: LMOptions,
                    only: Optional[List[str]] = None) -> None:
     """``ragnet eval --docs FOLDER --data FILE``: the strategies over a folder of documents, scored
@@ -160,8 +163,12 @@ def _evaluate_docs(ctx: typer.Context, docs: Path, data: str, plan_for: Any, *, 
     from ragnet.eval.run.qa_evaluator import run_eval
     from ragnet.eval.run.run_folder import claim_folder
 
-    questions = load_doc_questions(Path(data), ids=parse_ids(ids), limit=n)
-    name = f"{Path(docs).name}-{Path(data).stem}"
+    split = "all" if split == "dev" else split  # dev is the flag's default for the benchmark sets
+    if split == "acceptance":
+        raise InputError("a questions file over documents splits into tune, check or all (or give a file of "
+                         "question ids)", argument="split")
+    questions = load_doc_questions(Path(data), ids=parse_ids(ids), limit=n, split=split)
+    name = f"{Path(docs).name}-{Path(data).stem}" + ("" if split == "all" else f"-{Path(split).stem}")
     target = out or Path(".ragnet-cache") / "eval" / name
     claim_folder(target)  # before any index or LM work
     pin_threads(max(1, (os.cpu_count() or 2) // threads))

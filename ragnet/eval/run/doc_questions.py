@@ -60,6 +60,7 @@ from typing import Any
 from ragnet.corpus.loader import parse_jsonl_record
 from ragnet.corpus.locations import file_key
 from ragnet.errors import InputError
+from ragnet.eval.run.question_splits import split_ids, split_of
 
 __all__ = ["DocQuestion", "GoldPlace", "PLACE_METRICS", "QUOTE_SHARE", "ROLES", "at_place", "check_places",
            "load_doc_questions", "place_chunk_ids", "place_scores", "place_warning_lines", "quote_shown"]
@@ -136,6 +137,7 @@ class DocQuestion:
     context: Any = None
     gold_paragraph_idxs: Any = None
     line: int | None = None  # its line in the questions file, for messages about it
+    split: str | None = None  # tune or check (ragnet.eval.run.question_splits), or None for a split file's
 
     def answer_places(self) -> tuple[GoldPlace, ...]:
         """The places that state the answer (all places when none is marked ``"answer"``)."""
@@ -166,13 +168,16 @@ def _place(item: Any, where: Path, line: int, i: int) -> GoldPlace:
                      quote=quote, role=role)
 
 
-def load_doc_questions(path: str | Path, *, ids: Sequence[str] | None = None, limit: int | None = None) -> list[DocQuestion]:
+def load_doc_questions(path: str | Path, *, ids: Sequence[str] | None = None, limit: int | None = None,
+                       split: str = "all") -> list[DocQuestion]:
     """The questions of a questions file over documents (see the module docstring), in file order.
 
     Args:
         path: the JSONL file.
         ids: keep only these question ids (an unknown one is an error).
-        limit: at most this many questions (after ``ids``).
+        limit: at most this many questions (after ``ids`` and ``split``).
+        split: ``tune``, ``check``, ``all`` or a file of question ids
+            (:mod:`ragnet.eval.run.question_splits`); each question records its split.
 
     Raises:
         InputError: a missing file, malformed JSON or fields, a duplicate id (naming file and line).
@@ -210,7 +215,10 @@ def load_doc_questions(path: str | Path, *, ids: Sequence[str] | None = None, li
         out.append(DocQuestion(id=qid, question=question.strip(), answers=[str(a) for a in answers],
                                places=tuple(_place(item, where, lineno, i) for i, item in enumerate(gold)),
                                type=str(kind) if kind is not None else None, level=rec.get("level"),
-                               line=lineno))
+                               line=lineno, split=split_of(qid)))
+    if split != "all":
+        keep = set(split_ids([q.id for q in out], split))
+        out = [q for q in out if q.id in keep]
     if ids is not None:
         wanted = [str(i) for i in ids]
         unknown = [i for i in wanted if i not in seen]

@@ -108,7 +108,8 @@ def _record_fields(record: Any) -> dict[str, Any]:
 
     # the gold labels go with each row so report.html can show what evidence the reader missed
     return {"id": str(record.id), "type": get_field(record, "type"), "level": get_field(record, "level"),
-            "question": record.question, "answers": list(get_field(record, "answers", [])), "gold": row_gold(record)}
+            "split": get_field(record, "split"), "question": record.question,
+            "answers": list(get_field(record, "answers", [])), "gold": row_gold(record)}
 
 
 def _describe_layout(layout: dict[str, Any]) -> str:

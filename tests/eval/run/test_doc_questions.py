@@ -269,3 +269,34 @@ def test_eval_docs_only_answers_every_question_from_the_chosen_files(folder, tmp
     assert d3["gold_place_in_context"] == 0.0  # its answer is in the guide, which was not asked
     bad = CliRunner().invoke(app, ["eval", "--data", str(questions), "--only", "manual.md", "--no-judge"])
     assert bad.exit_code == 2 and "give --docs too" in bad.stderr
+
+
+def test_a_questions_split_is_a_hash_of_its_id_and_a_file_of_ids_selects_its_own(folder, tmp_path):
+    from ragnet.eval.run.question_splits import split_of
+
+    _, path = folder
+    every = load_doc_questions(path)
+    assert [q.split for q in every] == [split_of(q.id) for q in every]
+    tune, check = load_doc_questions(path, split="tune"), load_doc_questions(path, split="check")
+    assert sorted(q.id for q in tune + check) == ["d1", "d2", "d3"] and not {q.id for q in tune} & {q.id for q in check}
+    # adding questions never moves one between splits: 60% of a thousand ids fall in tune, give or take
+    shares = [split_of(f"q-{i}") == "tune" for i in range(1000)]
+    assert 0.55 < sum(shares) / 1000 < 0.65 and split_of("d1") == split_of("d1")
+    listed = tmp_path / "mine.txt"
+    listed.write_text("# my split\nd3\n\nd1  # two of them\n", encoding="utf-8")
+    assert [q.id for q in load_doc_questions(path, split=str(listed))] == ["d1", "d3"]
+    listed.write_text("d9\n", encoding="utf-8")
+    with pytest.raises(InputError, match="unknown question id.*d9"):
+        load_doc_questions(path, split=str(listed))
+    with pytest.raises(InputError, match="no such split file"):
+        load_doc_questions(path, split="tunes")
+
+
+def test_eval_docs_runs_one_split_and_every_row_says_its_split(folder, tmp_path, monkeypatch):
+    from ragnet.eval.run.question_splits import split_of
+
+    _, out = _eval_docs(folder, tmp_path, monkeypatch, "out", "--strategies", "basic", "--lm", "scripted",
+                        "--split", "check")
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert rows and {r["id"] for r in rows} == {q for q in ("d1", "d2", "d3") if split_of(q) == "check"}
+    assert {r["split"] for r in rows} == {"check"}
