@@ -5,7 +5,8 @@
 The folder (default ``$RAGNET_HOME/realdocs-dev``, ``RAGNET_HOME`` defaulting to
 ``~/.cache/ragnet``) holds:
 
-* ``pdf/``: two real PDF manuals, copied as they are (libtasn1, the shared MIME-info spec);
+* ``pdf/``: real PDF manuals, copied as they are: libtasn1 and the shared MIME-info spec, and those of
+  Debian documentation packages listed in ``packaged/*.json`` (installed with ``apt-get`` when missing);
 * ``gnu/``: GNU info manuals turned into documents: ``sed.pdf``, ``diffutils.pdf`` and
   ``wget.pdf`` with an outline (bookmarks), ``find.pdf`` and ``bc.pdf`` without one (their
   numbered headings are only in the text), ``grep.docx`` with ``Heading`` styles;
@@ -25,10 +26,12 @@ them) are never read here.
 from __future__ import annotations
 
 import argparse
+import gzip
 import hashlib
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -37,7 +40,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Callable
 
-__all__ = ["SOURCES", "build", "default_out", "missing_sources"]
+__all__ = ["SOURCES", "build", "default_out", "install_packages", "missing_sources"]
 
 DOC = Path("/usr/share/doc")
 INFO = Path("/usr/share/info")
@@ -53,12 +56,29 @@ class Source:
         out: the path in the folder.
         kind: ``copy``, ``pdf`` (info manual with outline), ``pdf-flat`` (without outline),
             ``docx`` (info manual) or ``man`` (man page as Markdown).
-        src: the source file, or the man page's name for ``man``.
+        src: the source file, or the man page's name for ``man``; a ``.gz`` file is unpacked.
+        package: the Debian package that installs ``src`` when it is not installed by default.
     """
 
     out: str
     kind: str
     src: str
+    package: str | None = None
+
+
+PACKAGED = Path(__file__).with_name("packaged")
+
+
+def _packaged_pdfs() -> list[Source]:
+    """Real PDF manuals from Debian documentation packages, listed by producer in ``packaged/*.json``.
+
+    Each file is a JSON list of ``{"out": "pdf/NAME.pdf", "src": "/usr/share/doc/...", "package": "..."}``.
+    """
+    sources = []
+    for listing in sorted(PACKAGED.glob("*.json")):
+        for entry in json.loads(listing.read_text(encoding="utf-8")):
+            sources.append(Source(entry["out"], "copy", entry["src"], entry["package"]))
+    return sources
 
 
 _LIBFFI = ["index", "Introduction", "Using-libffi", "The-Basics", "Simple-Example", "Types", "Primitive-Types",
@@ -86,6 +106,7 @@ SOURCES: tuple[Source, ...] = (
     Source("man/ssh.md", "man", "ssh"),
     Source("man/less.md", "man", "less"),
     Source("man/journalctl.md", "man", "journalctl"),
+    *_packaged_pdfs(),
 )
 
 
@@ -116,13 +137,26 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def install_packages(sources: tuple[Source, ...] = SOURCES, log: Callable[[str], None] = print) -> None:
+    """``apt-get install`` the documentation packages whose files this machine lacks (as root; else a no-op)."""
+    wanted = sorted({s.package for s in sources if s.package and not Path(s.src).is_file()})
+    if not wanted or os.geteuid() != 0 or not shutil.which("apt-get"):
+        return
+    log(f"installing {', '.join(wanted)} (apt-get)")
+    command = ["apt-get", "install", "-y", "-q", "--no-install-recommends", *wanted]
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    if subprocess.run(command, env=env, capture_output=True).returncode != 0:
+        subprocess.run(["apt-get", "update", "-q"], env=env, capture_output=True)
+        subprocess.run(command, env=env, capture_output=True)
+
+
 def missing_sources() -> list[str]:
     """The sources this machine lacks (empty when the folder can be built)."""
     missing = []
     for source in SOURCES:
         try:
             if not _source_path(source).is_file():
-                missing.append(source.src)
+                missing.append(f"{source.src} (apt-get install {source.package})" if source.package else source.src)
         except Exception:  # man -w fails: no such page, or no man at all
             missing.append(source.src)
     return missing
@@ -134,6 +168,8 @@ def _make(source: Source) -> tuple[bytes, int | None]:
 
     if source.kind == "copy":
         data = Path(source.src).read_bytes()
+        if source.src.endswith(".gz"):
+            data = gzip.decompress(data)
         return data, writers.page_count(data) if source.out.endswith(".pdf") else None
     if source.kind in ("pdf", "pdf-flat"):
         return writers.write_pdf(info.read_manual(Path(source.src)), outline=source.kind == "pdf")
@@ -180,6 +216,7 @@ def build(out: Path, log: Callable[[str], None] = print) -> dict:
     Raises:
         FileNotFoundError: a source is missing on this machine.
     """
+    install_packages(log=log)
     missing = missing_sources()
     if missing:
         raise FileNotFoundError(f"missing sources: {', '.join(missing)}")
