@@ -48,12 +48,15 @@ def ask(
     Exit status: 0 answered, 2 bad input, 3 the LM failed and the answer is a fallback
     (the cause is printed on stderr; --json still prints the prediction).
     """
+    from ragnet._secrets import redact, redact_logs
+    from ragnet.errors import LMUnavailableError
     from ragnet.index import Index
     from ragnet.lm.failures import answer_failure
     from ragnet.programs.persist import load_program
     from ragnet.programs.registry import build_program, resolve_strategy
 
-    lms.connection()  # bad connection options fail before the index loads
+    lms.connection()  # bad connection options fail before the index loads (and its key is remembered)
+    redact_logs()  # a library's warning that quotes the key prints it as ***
     index = Index.load(index_dir)
     if only:
         index = index.scoped(*only)
@@ -63,15 +66,18 @@ def ask(
     program = build_program(strategy, index, budget=budget, reader=reader)
     if program_file is not None:
         load_program(program, program_file)
-    pred = program(question=question)
+    try:
+        pred = program(question=question)
+    except LMUnavailableError as err:  # its text may quote the LM's error, and that the key
+        raise LMUnavailableError(redact(str(err))) from None
     failure = answer_failure(pred.trace)
     if as_json:
-        typer.echo(printable_json({k: pred[k] for k in pred.keys()}, indent=2, default=str))
+        typer.echo(redact(printable_json({k: pred[k] for k in pred.keys()}, indent=2, default=str)))
     else:
         _print(pred, show_trace, strategy=strategy, budget=getattr(program, "budget", None), failed=bool(failure),
                files=getattr(index, "files", None))
     if failure:
-        typer.secho(f"error: no answer: {failure}", fg=typer.colors.RED, err=True)
+        typer.secho(f"error: no answer: {redact(failure)}", fg=typer.colors.RED, err=True)
         raise typer.Exit(code=EXIT_LM_FAILED)
 
 

@@ -4,7 +4,8 @@ While a command runs, ``sys.stdout`` and ``sys.stderr`` are :class:`SafeStream` 
 real streams: whatever reaches them (typer's echo, rich tables, tqdm's bars, warnings, a
 library's ``print`` to stderr, the one-line error) has its control characters, escape sequences
 and bidirectional controls shown escaped, but for the command's own colours and a progress bar's
-carriage return. Names embedded in messages are escaped where the message is made
+carriage return; and every secret ragnet was given (an LM's API key, a server URL's password) is
+shown ``***`` (:func:`ragnet._secrets.redact`). Names embedded in messages are escaped where the message is made
 (:func:`ragnet._printable.printable_name`), so that a newline in a file name shows as ``\n``
 rather than starting a line; JSON output keeps its data as JSON escapes
 (:func:`ragnet._printable.printable_json`).
@@ -25,6 +26,7 @@ import sys
 from typing import Any, Iterator, TextIO
 
 from ragnet._printable import printable_stream
+from ragnet._secrets import redact
 
 __all__ = ["SafeStream", "filtered_output"]
 
@@ -38,7 +40,7 @@ class SafeStream:
 
     def write(self, text: Any) -> int:
         if isinstance(text, str):
-            self._raw.write(printable_stream(text))
+            self._raw.write(printable_stream(redact(text)))
             return len(text)
         return self._raw.write(text)  # bytes probes (click's) go through untouched
 

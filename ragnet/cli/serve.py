@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 import typer
 
@@ -28,34 +28,59 @@ def serve(
     answer_lm: Optional[str] = answer_lm_option("auto"),
     api_base: Optional[str] = api_base_option(),
     lm_api_key_env: Optional[str] = typer.Option(None, "--lm-api-key-env", help="Environment variable holding the key of the LM's server (--lm openai/... --api-base ...)."),
+    allowed_host: Optional[List[str]] = typer.Option(
+        None, "--allowed-host", help="Another name clients may reach this server by (repeatable): a reverse proxy's "
+                                     "host. Besides the bound address and localhost, other Host headers get 421, and "
+                                     "POSTs from pages of other origins 403; '*' allows any."),
+    read_timeout: float = typer.Option(10.0, help="Seconds a client has to send a request's headers, and again its "
+                                                  "body; then the connection is closed."),
 ) -> None:
     """Serve an index over HTTP: OpenAI-compatible /v1/chat/completions, /ask, /search, /health and a web page.
 
     The index and the LMs load once; `ragnet index` on the same folder while it runs is picked
     up between requests (or at POST /reload, or on SIGHUP).
+
+    Exit status: 2 bad input, a port in use included (one line naming it).
     """
     import uvicorn
 
     from ragnet.lm.config import LMOptions
     from ragnet.serve import ServeOptions, create_app
+    from ragnet.serve.listen import bind, server_config
 
-    key = None
-    if api_key_env is not None:
-        key = os.environ.get(api_key_env)
-        if not key:
-            raise InputError(f"environment variable {api_key_env} is not set or empty", argument="api-key-env")
+    key = _server_key(api_key_env)
     lms = LMOptions(lm=lm, answer_lm=answer_lm, api_base=api_base, api_key_env=lm_api_key_env, timeout=timeout)
     options = ServeOptions(index=index_dir, host=host, port=port, api_key=key, lm=lms, strategy=strategy,
                            timeout=timeout, concurrency=concurrency, queue=queue, max_body_bytes=max_body_bytes,
-                           max_question_chars=max_question_chars, reload_every=reload_every)
-    app = create_app(options)
+                           max_question_chars=max_question_chars, reload_every=reload_every,
+                           allowed_hosts=tuple(allowed_host or ()), read_timeout=read_timeout)
+    sock = bind(host, port)  # a port in use: one line and exit 2, before the index loads
+    try:
+        app = create_app(options)
+    except BaseException:
+        sock.close()
+        raise
     inner = getattr(app, "app", app)
     snap, health_spec = inner.state.holder.current, inner.state.answerer.resolve(None, None)
     if host not in ("127.0.0.1", "localhost", "::1") and key is None:
         say(f"warning: serving on {host} with no API key: anyone who can reach this port can ask (give --api-key-env)")
     say(f"ragnet serve: http://{host}:{port}/  (index {index_dir}: {len(snap.index):,} chunks; "
         f"strategy {health_spec[0]}{f' at {health_spec[1]:,} tokens' if health_spec[1] else ''})")
-    uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=5)).run()
+    config = server_config(app, host, port, read_timeout, timeout_graceful_shutdown=5)
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+def _server_key(api_key_env: str | None) -> str | None:
+    """The key clients must send (``--api-key-env``), remembered so that no reply or log shows it."""
+    from ragnet._secrets import remember
+
+    if api_key_env is None:
+        return None
+    key = os.environ.get(api_key_env)
+    if not key:
+        raise InputError(f"environment variable {api_key_env} is not set or empty", argument="api-key-env")
+    remember(key)
+    return key
 
 
 def register(app: typer.Typer) -> None:

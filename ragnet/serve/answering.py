@@ -182,6 +182,7 @@ class Answerer:
                 under way at its next prompt slice or token).
             InputError: a bad strategy or budget, or ``only`` names no file of the index.
         """
+        await self.check_scope(only)
         job = self._submit(question, strategy, budget, only=only)
         try:
             return await asyncio.wait_for(asyncio.shield(job.future), job.left())
@@ -190,6 +191,13 @@ class Answerer:
         except asyncio.CancelledError:  # the client went away
             job.stop.set()
             raise
+
+    async def check_scope(self, only: Sequence[str] | None) -> None:
+        """Refuse (``InputError``) a scope ``only`` that names no file of the current index, its
+        patterns compiled in a worker thread (a hostile pattern takes time; the event loop
+        serves every other request meanwhile). The view is kept for the question's run."""
+        if only:
+            await asyncio.to_thread(self.scope, self.holder.current, tuple(only))
 
     def stream(self, question: str, strategy: str | None = None, budget: int | None = None, *,
                heartbeat: float = 10.0, only: Sequence[str] | None = None) -> AsyncIterator[str | None | Answer]:
@@ -200,7 +208,8 @@ class Answerer:
         gone) as at its deadline: the program stops at its next token, LM call or step.
 
         Raises:
-            Busy: here, before the first item (nothing was started); InputError too.
+            Busy: here, before the first item (nothing was started); InputError for a bad spec
+                too (await :meth:`check_scope` first for ``only``).
             TimedOut: while iterating.
         """
         loop = asyncio.get_running_loop()
@@ -233,11 +242,10 @@ class Answerer:
 
     def _submit(self, question: str, strategy: str | None, budget: int | None,
                 emit: Callable[[str], None] | None = None, only: Sequence[str] | None = None) -> "_Job":
-        """Admit the question and queue its program (Busy, InputError: nothing was started)."""
+        """Admit the question and queue its program (Busy, InputError: nothing was started; its
+        scope was checked by :meth:`check_scope`, off the event loop)."""
         spec, budget = self.resolve(strategy, budget)
         only = tuple(only or ())
-        if only:
-            self.scope(self.holder.current, only)  # a scope that matches nothing: refused before queueing
         with self._lock:
             if self._pending >= self.concurrency + self.queue:
                 raise Busy(f"{self._pending} questions are being answered or waiting (at most "

@@ -1,7 +1,8 @@
 """The HTTP application of ``ragnet serve`` (FastAPI on uvicorn): the routes of
 :mod:`ragnet.serve.routes` and :mod:`ragnet.serve.chat` over one
-:class:`~ragnet.serve.service.Service`, behind the body limit and the API key, with every error
-one JSON object (:mod:`ragnet.serve.errors`).
+:class:`~ragnet.serve.service.Service`, behind the Host and Origin checks
+(:mod:`ragnet.serve.hosts`), the body limit and the API key, with every error one JSON object
+(:mod:`ragnet.serve.errors`) and every secret redacted from errors and log records.
 
 Example:
     >>> import dspy
@@ -10,7 +11,7 @@ Example:
     >>> from ragnet.serve.options import ServeOptions
     >>> app = create_app(ServeOptions(index=index.path, reload_every=0),
     ...                  lm=DummyLM([{"answer": "Rome", "evidence_ids": ["c1"]}]))
-    >>> with TestClient(app) as client:
+    >>> with TestClient(app, base_url="http://127.0.0.1") as client:
     ...     client.post("/ask", json={"question": "Capital of Italy?", "strategy": "basic"}).json()["answer"]
     'Rome'
 """
@@ -37,10 +38,14 @@ def create_app(options: ServeOptions, *, lm: Any = None, reader: Any = None, hol
     """
     from fastapi import FastAPI
 
+    from ragnet._secrets import redact_logs, remember
     from ragnet.serve import chat, routes
     from ragnet.serve.errors import Guard, LimitBody, install_handlers
+    from ragnet.serve.hosts import HostCheck, allowed_hosts
     from ragnet.serve.service import Service
 
+    remember(options.api_key)  # the server's own key: never in a reply or a log line
+    redact_logs()
     state = Service.create(options, lm=lm, reader=reader, holder=holder)
 
     @contextlib.asynccontextmanager
@@ -56,5 +61,6 @@ def create_app(options: ServeOptions, *, lm: Any = None, reader: Any = None, hol
     app.include_router(routes.index_routes)
     app.include_router(chat.router)
     app.add_middleware(Guard, key=options.api_key, open=routes.OPEN)
-    app.add_middleware(LimitBody, limit=options.max_body_bytes)  # added last: it runs first
+    app.add_middleware(LimitBody, limit=options.max_body_bytes, read_timeout=options.read_timeout)
+    app.add_middleware(HostCheck, allowed=allowed_hosts(options.host, options.allowed_hosts))  # last: runs first
     return app

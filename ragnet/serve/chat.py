@@ -22,7 +22,7 @@ import time
 import uuid
 from typing import Any, AsyncIterator
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -30,7 +30,7 @@ from ragnet.serve import openai_api
 from ragnet.serve.answering import Answer
 from ragnet.serve.errors import ApiError
 from ragnet.serve.routes import MAX_ONLY, service
-from ragnet.serve.service import Service, cited
+from ragnet.serve.service import Service, cited, unless_gone
 
 __all__ = ["ChatRequest", "router"]
 
@@ -64,7 +64,7 @@ class ChatRequest(BaseModel):
 
 
 @router.post("/v1/chat/completions")
-async def chat(body: ChatRequest, state: Service = Depends(service)) -> Any:
+async def chat(body: ChatRequest, request: Request, state: Service = Depends(service)) -> Any:
     strategy = openai_api.strategy_of(body.model)
     if strategy is None:
         raise ApiError(404, f"the model {body.model!r} does not exist: use 'ragnet-auto' or 'ragnet-<strategy>' "
@@ -72,12 +72,12 @@ async def chat(body: ChatRequest, state: Service = Depends(service)) -> Any:
     question = state.check_question(openai_api.question_of([m.model_dump() for m in body.messages]))
     only = body.ragnet.only if body.ragnet is not None else None
     if not body.stream:
-        result = await state.answer(question, strategy, None, only)
+        result = await unless_gone(request, state.answer(question, strategy, None, only))
         pred = result.prediction
         citations = cited(pred)
         return openai_api.completion(body.model, openai_api.with_sources(pred.answer, citations), citations,
                                      pred.usage, {"ragnet": _about(result)})
-    items = state.stream(question, strategy, only)  # a bad spec or scope (400), a busy server (503): now
+    items = await state.stream(question, strategy, only)  # a bad spec or scope (400), a busy server (503): now
     writer = openai_api.chat_chunks(body.model, f"chatcmpl-{uuid.uuid4().hex}", int(time.time()))
     return StreamingResponse(_events(items, writer), media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})

@@ -3,14 +3,21 @@
 route: the body size and the API key.
 
 ====  ===============================================================================
-400   malformed JSON, a bad strategy or budget, no user message, an empty question
+400   malformed JSON, a bad strategy or budget, no user message, an empty question, a lone surrogate
 401   a key is required (``--api-key-env``) and the request has none or another
+403   a state-changing request (POST) from a page of another origin (:mod:`ragnet.serve.hosts`)
 404   no such route, or a model that names no ragnet strategy (``model_not_found``)
+408   the request's headers or body did not arrive within the read timeout (:mod:`ragnet.serve.timeouts`)
 413   the body is larger than ``--max-body-bytes`` or the question than ``--max-question-chars``
-422   a field of the wrong type, or a missing one
+421   a ``Host`` the server does not answer to (``--allowed-host``; :mod:`ragnet.serve.hosts`)
+422   a field of the wrong type, or a missing one, or an ``only`` pattern too long
 503   every slot and the queue are busy (``Retry-After``), or the LM failed to answer
 504   no answer within ``--timeout`` (the question is stopped, its slot freed)
 ====  ===============================================================================
+
+Every message goes through :func:`public_text` on its way out: the secrets ragnet was given
+(the LM's key, a server URL's password, the server's own key) read ``***``
+(:func:`ragnet._secrets.redact`), whatever error text an LM or a library echoed them in.
 
 Example:
     >>> error_body("the question is empty", "invalid_request_error", "empty_question", "question")["error"]["code"]
@@ -19,6 +26,7 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import logging
@@ -41,9 +49,22 @@ class ApiError(Exception):
         self.headers = headers or {}
 
 
+def public_text(text: str) -> str:
+    """``text`` as a client may read it: secrets redacted, and a lone surrogate (which UTF-8
+    cannot encode) written as its escape.
+
+    Example:
+        >>> public_text("bad " + chr(0xD800) + " name")
+        'bad \\\\ud800 name'
+    """
+    from ragnet._secrets import redact
+
+    return redact(text).encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def error_body(message: str, kind: str, code: str, param: str | None = None) -> dict[str, Any]:
-    """The JSON object of one error."""
-    return {"error": {"message": message, "type": kind, "code": code, "param": param}}
+    """The JSON object of one error (its message through :func:`public_text`)."""
+    return {"error": {"message": public_text(message), "type": kind, "code": code, "param": param}}
 
 
 def check_key(authorization: str, key: str | None) -> ApiError | None:
@@ -107,29 +128,47 @@ def install_handlers(app: Any) -> None:
 
 
 class LimitBody:
-    """ASGI middleware: refuse a request body over ``limit`` bytes with 413, before it is parsed."""
+    """ASGI middleware: refuse a request body over ``limit`` bytes with 413, before it is parsed,
+    and one that does not arrive within ``read_timeout`` seconds with 408 (a client that stops
+    sending holds its connection no longer)."""
 
-    def __init__(self, app: Any, limit: int) -> None:
-        self.app, self.limit = app, limit
+    def __init__(self, app: Any, limit: int, read_timeout: float | None = None) -> None:
+        self.app, self.limit, self.read_timeout = app, limit, read_timeout
+
+    def _too_large(self) -> dict[str, Any]:
+        return error_body(f"the request body is larger than {self.limit:,} bytes (ragnet serve --max-body-bytes)",
+                          "invalid_request_error", "body_too_large")
+
+    def _too_slow(self) -> dict[str, Any]:
+        return error_body(f"the request body did not arrive within {self.read_timeout:g}s "
+                          "(ragnet serve --read-timeout)", "invalid_request_error", "body_timeout")
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         length = dict(scope.get("headers") or []).get(b"content-length")
-        too_large = error_body(f"the request body is larger than {self.limit:,} bytes (ragnet serve --max-body-bytes)",
-                               "invalid_request_error", "body_too_large")
         if length is not None and length.isdigit() and int(length) > self.limit:
-            return await send_json(send, 413, too_large)
+            return await send_json(send, 413, self._too_large())
         seen = 0
-        over = False
+        refusal: tuple[int, dict[str, Any]] | None = None  # the reply that replaces the app's
+        deadline = None if self.read_timeout is None else asyncio.get_running_loop().time() + self.read_timeout
+        body_done = False
 
         async def counted() -> dict:
-            nonlocal seen, over
-            message = await receive()
+            nonlocal seen, refusal, body_done
+            if body_done or deadline is None:
+                message = await receive()  # after the body: a wait for the client to leave, untimed
+            else:
+                try:
+                    message = await asyncio.wait_for(receive(), max(0.0, deadline - asyncio.get_running_loop().time()))
+                except asyncio.TimeoutError:
+                    refusal = (408, self._too_slow())
+                    return {"type": "http.request", "body": b"", "more_body": False}
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
+                body_done = not message.get("more_body", False)
                 if seen > self.limit:  # stop reading: the app sees an end, and its reply is replaced below
-                    over = True
+                    refusal = (413, self._too_large())
                     return {"type": "http.request", "body": b"", "more_body": False}
             return message
 
@@ -137,11 +176,11 @@ class LimitBody:
 
         async def sending(message: dict) -> None:
             nonlocal replaced
-            if not over:
+            if refusal is None:
                 return await send(message)
             if not replaced and message["type"] == "http.response.start":
                 replaced = True
-                await send_json(send, 413, too_large)
+                await send_json(send, *refusal, headers={"Connection": "close"} if refusal[0] == 408 else None)
 
         await self.app(scope, counted, sending)
 

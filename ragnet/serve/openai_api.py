@@ -123,7 +123,10 @@ class ChunkWriter:
 
     @staticmethod
     def error(message: str, kind: str, code: str) -> str:
-        return _event({"error": {"message": message, "type": kind, "code": code, "param": None}})
+        """An ``error`` event (its message redacted as every error's: :func:`ragnet.serve.errors.error_body`)."""
+        from ragnet.serve.errors import error_body
+
+        return _event(error_body(message, kind, code))
 
     @staticmethod
     def done() -> str:

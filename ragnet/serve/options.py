@@ -50,6 +50,10 @@ class ServeOptions:
         max_k: the most chunks ``/search`` returns.
         reload_every: seconds between checks of the index folder for an update (0: only on
             ``POST /reload`` or SIGHUP).
+        allowed_hosts: more names the ``Host`` header may give (a reverse proxy's; ``*``: any),
+            beside the bound address and localhost (:mod:`ragnet.serve.hosts`).
+        read_timeout: seconds a client has to send a request's headers, and again its body; past
+            them the connection is closed (an idle connection holds no descriptor for long).
     """
 
     index: str | Path
@@ -65,6 +69,8 @@ class ServeOptions:
     max_question_chars: int = 4_000
     max_k: int = 50
     reload_every: float = 2.0
+    allowed_hosts: tuple[str, ...] = ()
+    read_timeout: float = 10.0
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -77,5 +83,8 @@ class ServeOptions:
         _positive(self.max_question_chars, "max-question-chars")
         _positive(self.max_k, "max-k")
         _positive(self.reload_every, "reload-every", number=float, low=0)
+        _positive(self.read_timeout, "read-timeout", number=float, low=0.001)
+        if isinstance(self.allowed_hosts, str) or not all(isinstance(h, str) and h.strip() for h in self.allowed_hosts):
+            raise InputError(f"must be host names, got {self.allowed_hosts!r}", argument="allowed-host")
         if self.api_key is not None and (not isinstance(self.api_key, str) or len(self.api_key) < 8):
             raise InputError("the API key must be a string of at least 8 characters", argument="api-key-env")

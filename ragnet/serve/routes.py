@@ -13,12 +13,13 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
+from ragnet._secrets import redact
 from ragnet.serve import page
 from ragnet.serve.errors import ApiError
 from ragnet.serve.openai_api import model_names
-from ragnet.serve.service import Service, cited
+from ragnet.serve.service import MAX_ONLY, Service, cited, public_error, unless_gone
 
-__all__ = ["OPEN", "index_routes", "pages", "service"]
+__all__ = ["MAX_ONLY", "OPEN", "index_routes", "pages", "service"]
 
 #: The paths open without the API key: the page (which asks /health whether to show a key field).
 OPEN = ("/", "/health", "/static/app.js", "/static/style.css", "/favicon.ico")
@@ -30,10 +31,6 @@ index_routes = APIRouter()
 def service(request: Request) -> Service:
     """The server's :class:`Service` (a FastAPI dependency)."""
     return request.app.state.service
-
-
-#: Most patterns one request may scope a question with (``only``).
-MAX_ONLY = 32
 
 
 class AskRequest(BaseModel):
@@ -67,7 +64,8 @@ async def style() -> Response:
 async def health(state: Service = Depends(service)) -> dict[str, Any]:
     from ragnet.programs import STRATEGIES
 
-    return {"status": "ok", "index": state.holder.current.describe(), "reload_error": state.holder.last_error,
+    reload_error = public_error(state.holder.last_error, state.holder.path)  # open to all: no absolute path
+    return {"status": "ok", "index": state.holder.current.describe(), "reload_error": reload_error,
             "auth": state.options.api_key is not None, "strategy": state.spec, "budget": state.budget,
             "strategies": ["auto", *STRATEGIES], "queue": state.answerer.status()}
 
@@ -85,7 +83,8 @@ async def reload(state: Service = Depends(service)) -> dict[str, Any]:
     try:
         snap = await state.reload(force=True)
     except Exception as exc:  # noqa: BLE001
-        raise ApiError(503, f"the index could not be reloaded ({exc}); still serving generation "
+        raise ApiError(503, f"the index could not be reloaded ({public_error(str(exc), state.holder.path)}); "
+                            "still serving generation "
                             f"{state.holder.current.generation}", "reload_failed", "server_error") from None
     return {"status": "reloaded", "index": snap.describe()}
 
@@ -101,9 +100,7 @@ async def search(q: str = Query(..., description="the query"), k: int = Query(5,
     if k > state.options.max_k:
         raise ApiError(400, f"k is {k}, more than the {state.options.max_k} allowed", "k_too_large", param="k")
     snap = state.holder.current
-    if only and len(only) > MAX_ONLY:
-        raise ApiError(400, f"{len(only)} 'only' patterns, more than the {MAX_ONLY} allowed", "only_too_long",
-                       param="only")
+    await state.check_only(only)  # bounded, and compiled in a thread
     index = await asyncio.to_thread(state.answerer.scope, snap, only)
     hits = await asyncio.to_thread(index.search, q, k, (), lam)
     out = []
@@ -119,14 +116,15 @@ async def search(q: str = Query(..., description="the query"), k: int = Query(5,
 
 
 @index_routes.post("/ask")
-async def ask(body: AskRequest, state: Service = Depends(service)) -> dict[str, Any]:
+async def ask(body: AskRequest, request: Request, state: Service = Depends(service)) -> dict[str, Any]:
     question = state.check_question(body.question)
-    result = await state.answer(question, body.strategy, body.budget, body.only)
+    # a client that leaves stops its question and frees the slot, as a streamed answer's does
+    result = await unless_gone(request, state.answer(question, body.strategy, body.budget, body.only))
     pred = result.prediction
     out = {"answer": pred.answer, "confidence": pred.get("confidence"), "citations": cited(pred),
            "evidence": list(pred.evidence or []),
            "strategy": result.spec, "budget": result.budget, "usage": dict(pred.usage),
            "index": result.generation, "queued_s": round(result.queued_s, 3)}
-    if body.trace:
-        out["trace"] = json.loads(json.dumps(list(pred.trace), default=str))
+    if body.trace:  # an LM error recorded in it loses the secrets it echoed
+        out["trace"] = json.loads(redact(json.dumps(list(pred.trace), default=str)))
     return out

@@ -19,7 +19,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import signal
+from pathlib import Path
 from typing import Any, AsyncIterator
 
 from ragnet.errors import LMUnavailableError
@@ -27,7 +29,13 @@ from ragnet.serve.answering import Answer, Answerer, Busy, TimedOut
 from ragnet.serve.errors import ApiError
 from ragnet.serve.options import ServeOptions
 
-__all__ = ["Service", "cited"]
+__all__ = ["MAX_ONLY", "MAX_PATTERN_CHARS", "Service", "cited", "public_error", "unless_gone"]
+
+#: Most patterns one request may scope a question with (``only``).
+MAX_ONLY = 32
+#: Longest ``only`` pattern (fnmatch's translation is quadratic in a pattern's length).
+MAX_PATTERN_CHARS = 512
+_ABSOLUTE = re.compile(r"(?<![\w.:/~-])/[^\s'\"`:,;()\[\]]+")
 
 log = logging.getLogger("ragnet.serve")
 
@@ -37,6 +45,62 @@ def cited(prediction: Any) -> list[dict[str, Any]]:
     from ragnet.programs.citations import source_line
 
     return [{**c, "source": source_line(c)} for c in (prediction.citations or [])]
+
+
+def _check_text(text: str, param: str) -> None:
+    """ApiError 400 when ``text`` holds a lone surrogate (JSON's ``"\\ud800"``): not text, and
+    nothing downstream could encode it."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ApiError(400, f"{param} is not valid text (it holds a lone UTF-16 surrogate)", "invalid_text",
+                       param=param) from None
+
+
+async def unless_gone(request: Any, work: Any) -> Any:
+    """Await ``work`` (a coroutine) unless the client of ``request`` goes away first: then it is
+    cancelled (a question stops at its next token, LM call or step, and its slot is free again,
+    as a streamed answer's is when its client leaves) and ApiError 499 is raised, answered to
+    nobody. The request's body must have been read."""
+    task = asyncio.ensure_future(work)
+
+    async def gone() -> None:
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+
+    watch = asyncio.ensure_future(gone())
+    try:
+        await asyncio.wait({task, watch}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for pending in (task, watch):
+            if not pending.done():
+                pending.cancel()
+    if task.done() and not task.cancelled():
+        return task.result()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await task
+    raise ApiError(499, "the client closed the request; the question was stopped", "client_closed")
+
+
+def public_error(text: str | None, root: Any) -> str | None:
+    """An error about the index folder ``root`` as any client may read it: the folder's path
+    written as its name, other absolute paths as their last part, secrets redacted.
+
+    Example:
+        >>> public_error("RagnetError: /srv/data/idx/chunks.npz: checksum mismatch (cache /home/me/.x/m.gguf)",
+        ...              "/srv/data/idx")
+        'RagnetError: idx/chunks.npz: checksum mismatch (cache m.gguf)'
+    """
+    from ragnet.serve.errors import public_text
+
+    if text is None:
+        return None
+    root = Path(root)
+    for form in sorted({str(root.absolute()), str(root.resolve()), str(root)}, key=len, reverse=True):
+        if form not in ("", ".", "/"):
+            text = text.replace(form, root.name or form)
+    text = _ABSOLUTE.sub(lambda m: Path(m.group(0)).name or "/", text)
+    return public_text(text)
 
 
 def _api_error(exc: Exception) -> ApiError:
@@ -84,7 +148,9 @@ class Service:
 
     # -- requests ----------------------------------------------------------------------------
     def check_question(self, question: str) -> str:
-        """The question stripped; ApiError 400 when it is empty, 413 when it is too long."""
+        """The question stripped; ApiError 400 when it is empty or not text (a lone surrogate,
+        which no UTF-8 encodes), 413 when it is too long."""
+        _check_text(question, "question")
         question = question.strip()
         if not question:
             raise ApiError(400, "the question is empty", "empty_question", param="question")
@@ -94,20 +160,38 @@ class Service:
                                 "(ragnet serve --max-question-chars)", "question_too_long", param="question")
         return question
 
+    async def check_only(self, only: list[str] | None, param: str = "only") -> None:
+        """Refuse a scope of more than :data:`MAX_ONLY` patterns, one longer than
+        :data:`MAX_PATTERN_CHARS` or not text (ApiError 400), or one that names no file
+        (``InputError``); its patterns are compiled in a worker thread, never on the event loop."""
+        if not only:
+            return
+        if len(only) > MAX_ONLY:
+            raise ApiError(400, f"{len(only)} 'only' patterns, more than the {MAX_ONLY} allowed", "only_too_long",
+                           param=param)
+        for pattern in only:
+            _check_text(pattern, param)
+            if len(pattern) > MAX_PATTERN_CHARS:
+                raise ApiError(400, f"an 'only' pattern has {len(pattern):,} characters, more than the "
+                                    f"{MAX_PATTERN_CHARS} allowed", "pattern_too_long", param=param)
+        await self.answerer.check_scope(only)
+
     async def answer(self, question: str, strategy: str | None, budget: int | None,
                      only: list[str] | None = None) -> Answer:
         """The answer (over the files ``only`` names), or the ApiError of a busy server, a timeout
         or a failed LM."""
+        await self.check_only(only)
         try:
             result = await self.answerer.answer(question, strategy, budget, only=only)
         except (Busy, TimedOut, LMUnavailableError) as exc:
             raise _api_error(exc) from None
         return self._answered(result)
 
-    def stream(self, question: str, strategy: str | None,
-               only: list[str] | None = None) -> AsyncIterator[str | None | Answer]:
+    async def stream(self, question: str, strategy: str | None,
+                     only: list[str] | None = None) -> AsyncIterator[str | None | Answer]:
         """:meth:`ragnet.serve.answering.Answerer.stream` with its failures as ApiErrors; a busy
-        server raises here, before the first item."""
+        server and a bad scope raise here, before the first item."""
+        await self.check_only(only)
         try:
             items = self.answerer.stream(question, strategy, only=only)
         except Busy as exc:

@@ -7,6 +7,11 @@ store, catalog and embedder opened), and only then swaps it in: a request holds 
 started with to its end, so no request ever sees part of one index and part of another, and a
 failed load leaves the current index serving.
 
+A version that fails to load is tried again, after 1, 2, 4 ... seconds (at most a minute apart,
+:data:`RETRIES` times), even though its manifest does not change: an index copied into place
+file by file (``cp``, ``rsync``) is read mid-copy, fails its checksums, and loads once the copy
+is done. A newer version starts the count again.
+
 Example:
     >>> holder = IndexHolder(index.path)
     >>> snap = holder.current
@@ -25,7 +30,12 @@ from typing import Any
 
 from ragnet.corpus.outputs import INDEX_MANIFEST
 
-__all__ = ["IndexHolder", "Snapshot"]
+__all__ = ["RETRIES", "RETRY_FIRST_S", "RETRY_MOST_S", "IndexHolder", "Snapshot"]
+
+#: Tries again of a version that failed to load, and the seconds before the first and between two.
+RETRIES = 10
+RETRY_FIRST_S = 1.0
+RETRY_MOST_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -55,14 +65,19 @@ class IndexHolder:
     Args:
         path: the index folder.
         load: how to open it (default ``Index.load``, checksums checked).
+        retry_first: seconds before a failed version is tried again (doubling, at most
+            :data:`RETRY_MOST_S`, :data:`RETRIES` times).
     """
 
-    def __init__(self, path: str | os.PathLike, load: Any = None) -> None:
+    def __init__(self, path: str | os.PathLike, load: Any = None, retry_first: float = RETRY_FIRST_S) -> None:
         self.path = Path(path)
         self._load = load
         self._lock = threading.Lock()
         self.last_error: str | None = None
         self._failed_stamp: tuple[int, int, int] | None = None  # the on-disk version that last failed to load
+        self._failures = 0  # how often it failed
+        self._retry_at = 0.0  # when to try it again (time.monotonic)
+        self.retry_first = retry_first
         self._current = self._open(1, _stamp(self.path))
 
     @property
@@ -83,14 +98,18 @@ class IndexHolder:
         return Snapshot(index, generation, stamp, time.time())
 
     def changed(self) -> bool:
-        """Whether the folder holds another version than the current snapshot, not counting a
-        version that already failed to load (a watcher tries it once, not every few seconds;
-        ``reload(force=True)`` tries it again)."""
+        """Whether the folder holds another version than the current snapshot to try: a version
+        that already failed to load counts again only when its next try is due (after 1, 2, 4
+        ... seconds, :data:`RETRIES` times; ``reload(force=True)`` tries it at once)."""
         try:
             stamp = _stamp(self.path)
         except OSError:  # mid-swap (between the two renames): look again later
             return False
-        return stamp != self._current.stamp and stamp != self._failed_stamp
+        if stamp == self._current.stamp:
+            return False
+        if stamp != self._failed_stamp:
+            return True
+        return self._failures <= RETRIES and time.monotonic() >= self._retry_at
 
     def reload(self, force: bool = False) -> Snapshot:
         """Load the folder again if it changed (or ``force``) and swap the new index in.
@@ -107,9 +126,12 @@ class IndexHolder:
                 snap = self._open(self._current.generation + 1, stamp)
             except Exception as exc:
                 self.last_error = f"{type(exc).__name__}: {exc}"
+                self._failures = self._failures + 1 if stamp == self._failed_stamp else 1
                 self._failed_stamp = stamp
+                wait = min(RETRY_MOST_S, self.retry_first * 2 ** (self._failures - 1))
+                self._retry_at = time.monotonic() + wait
                 raise
             self.last_error = None
-            self._failed_stamp = None
+            self._failed_stamp, self._failures = None, 0
             self._current = snap
             return snap

@@ -51,11 +51,15 @@ def index_copy(serve_index, tmp_path) -> Path:
 
 @contextlib.contextmanager
 def running(app):
-    """Serve ``app`` on a free port in a thread; yields its base URL."""
+    """Serve ``app`` on a free port in a thread, as ``ragnet serve`` does (its read timeout
+    included); yields its base URL."""
     import uvicorn
 
+    from ragnet.serve.listen import server_config
+
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    options = getattr(getattr(app, "state", None), "options", None)
+    server = uvicorn.Server(server_config(app, "127.0.0.1", port, getattr(options, "read_timeout", 10.0)))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.time() + 30
