@@ -4,9 +4,10 @@ line, and any text an error or a trace echoed them into."""
 from __future__ import annotations
 
 import json
+import logging
 
 from ragnet._atomic import write_json, write_text
-from ragnet._secrets import REDACTED, redact, redact_argv
+from ragnet._secrets import REDACTED, redact, redact_argv, redact_logs, remember, remember_url
 from ragnet.eval.run.results_file import RowWriter
 from ragnet.lm.config import LMOptions
 
@@ -38,3 +39,24 @@ def test_the_command_line_hides_the_key_whatever_its_length():
         "ragnet", "ask", "q", "--api-key", REDACTED, "--lm", "openai/x"]
     assert redact_argv(["--api-key=abc", "--api-base", "https://user:pw@host:8000/v1"]) == [
         f"--api-key={REDACTED}", "--api-base", f"https://user:{REDACTED}@host:8000/v1"]
+
+
+def test_a_url_password_is_redacted_where_it_stands_whatever_its_length():
+    remember_url("http://user:pw5@127.0.0.1:1/v1")
+    # as httpx names an address it could not reach: no scheme, the userinfo kept
+    assert redact("failed to connect to user:pw5@127.0.0.1:1") == "failed to connect to user:***@127.0.0.1:1"
+    assert redact("pw5 alone is not taken for the password") == "pw5 alone is not taken for the password"
+    assert redact("see https://a:other-pass@host/x") == "see https://a:***@host/x"  # any URL's password
+
+
+def test_log_records_lose_the_secrets_they_quote(caplog):
+    key = "sk-log-secret-000111"
+    remember(key)
+    redact_logs()
+    redact_logs()  # once is enough; again changes nothing
+    try:
+        raise RuntimeError(f"401: Incorrect API key provided: Bearer {key}")
+    except RuntimeError:
+        logging.getLogger("ragnet.test").exception("the call failed (%s)", key)
+    assert key not in caplog.text and f"the call failed ({REDACTED})" in caplog.text
+    assert f"Bearer {REDACTED}" in caplog.text  # the traceback too

@@ -126,3 +126,98 @@ def test_the_openai_client_against_ragnet_serve_on_the_local_models(serve_index,
         assert "oslo" in "".join(pieces).casefold() and len(pieces) > 2
     finally:
         stop(proc)
+
+
+class EchoingLM:
+    """An OpenAI-compatible server on 127.0.0.1 that refuses every call with an error quoting the
+    ``Authorization`` header it got, as some providers' errors do."""
+
+    def __init__(self) -> None:
+        self.requests = 0
+
+    def __enter__(self) -> "EchoingLM":
+        import json
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        echo = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args) -> None:
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                echo.requests += 1
+                message = f"Incorrect API key provided: {self.headers.get('Authorization')}."
+                data = json.dumps({"error": {"message": message, "type": "invalid_request_error",
+                                             "code": "invalid_api_key"}}).encode()
+                self.send_response(401)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.port = self.httpd.server_address[1]
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+LM_KEY, LM_PASSWORD = "sk-echoed-lm-key-0099", "pw7"
+
+
+def test_serve_and_ask_never_show_the_lm_key_or_a_server_password(serve_index, tmp_path, monkeypatch):
+    import json
+
+    env = {"RAGNET_TEST_LM_KEY": LM_KEY, "RAGNET_TEST_SERVE_KEY": KEY, "RAGNET_CACHE_DIR": str(tmp_path / "c")}
+    with EchoingLM() as lm_server:
+        lm_args = ["--lm", "openai/test-model", "--api-base", f"http://127.0.0.1:{lm_server.port}/v1",
+                   "--answer-lm", "none"]
+        proc, url = start(serve_index.path, *lm_args, "--lm-api-key-env", "RAGNET_TEST_LM_KEY",
+                          "--api-key-env", "RAGNET_TEST_SERVE_KEY", env=env)
+        try:
+            auth = {"Authorization": f"Bearer {KEY}"}
+            asked = httpx.post(f"{url}/ask", json={"question": "River of Paris?", "strategy": "basic"},
+                               headers=auth, timeout=60)
+            streamed = httpx.post(f"{url}/v1/chat/completions", headers=auth, timeout=60, json={
+                "model": "ragnet-basic", "stream": True, "messages": [{"role": "user", "content": "River?"}]})
+        finally:
+            out = stop(proc)
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        ask = ["ask", "River of Paris?", "--index", str(serve_index.path), "--strategy", "basic",
+               "--answer-lm", "none", "--lm", "openai/test-model", "--api-key-env", "RAGNET_TEST_LM_KEY"]
+        echoed = CliRunner().invoke(app, [*ask, "--api-base", f"http://127.0.0.1:{lm_server.port}/v1"])
+    assert lm_server.requests >= 3  # the LM was asked, and refused each time, quoting the key
+    # a password in --api-base: the URL it could not reach is named, the password not
+    unreached = CliRunner().invoke(app, [*ask, "--api-base", f"http://user:{LM_PASSWORD}@127.0.0.1:9/v1"])
+    assert asked.status_code == 503 and "Bearer ***" in asked.json()["error"]["message"]
+    error = [json.loads(line[6:]) for line in streamed.text.splitlines() if line.startswith("data: {")][-1]["error"]
+    assert "Bearer ***" in error["message"]
+    assert echoed.exit_code == 3 and "error: no answer:" in echoed.output and "Bearer ***" in echoed.output
+    assert unreached.exit_code == 3 and "user:***@127.0.0.1:9" in unreached.output
+    for text in (asked.text, streamed.text, out, echoed.output, unreached.output):
+        assert LM_KEY not in text and f":{LM_PASSWORD}@" not in text and KEY not in text, text
+
+
+def test_serve_on_a_busy_port_is_one_line_and_exit_2(index_copy):
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = CliRunner().invoke(app, ["serve", "--index", str(index_copy), "--port", str(port), "--lm",
+                                          "openai/unused", "--api-base", "http://127.0.0.1:9/v1", "--answer-lm",
+                                          "none"])
+    assert result.exit_code == 2  # not 3, which means "the LM failed"
+    assert result.output.strip().splitlines() == [
+        f"error: argument 'port': 127.0.0.1:{port} is in use (another server listens there: give another --port)"]
