@@ -10,7 +10,9 @@ version is untouched.
 Temporary siblings carry the writer's process id (``.NAME.PID.XXXXXXXX.tmp``, and
 ``.NAME.old-PID`` for a folder moved aside during a swap), so a later writer of the same
 target can tell what a killed process left behind and clean it up (:func:`clean_stale`)
-without touching the work of a process that is still running.
+without touching the work of a process that is still running; a reader puts back a folder
+that a killed swap left aside (:func:`recover_set_aside`). A folder swap flushes the new files
+and the parent folder to disk (:func:`fsync_tree`, :func:`fsync_dir`).
 """
 
 from __future__ import annotations
@@ -114,6 +116,7 @@ def atomic_path(path: str | Path, suffix: str = "") -> Iterator[Path]:
             usual_permissions(tmp)  # writers that reopen the path keep this mode
             yield tmp
             os.replace(tmp, path)
+            fsync_dir(path.parent)  # the rename itself survives a power cut
         finally:
             if tmp.exists():
                 tmp.unlink()
@@ -502,7 +505,9 @@ def atomic_dir(path: str | Path, owned: Callable[[Path], set[str] | None] | None
 
     The old folder (if any) is moved aside first and removed only after the new one is in
     place, so a failure at any point leaves either the old or the new version (and a crash
-    between the two renames is repaired by :func:`clean_stale` on the next write).
+    between the two renames is repaired by :func:`clean_stale` on the next write, and by
+    :func:`recover_set_aside` on the next read). Every file of the new folder, and the parent
+    folder after the renames, is flushed to disk (fsync) before the old version is removed.
 
     Nothing the old folder holds beyond what it owns is lost: ``owned(old)`` names the
     files that belong to the old version (relative paths), and every other entry is
@@ -538,7 +543,91 @@ def atomic_dir(path: str | Path, owned: Callable[[Path], set[str] | None] | None
             backup = path.with_name(f".{path.name}.old-{os.getpid()}")
             if backup.exists():
                 shutil.rmtree(backup)
+        fsync_tree(tmp)  # every file on disk before the new folder takes the name
+        if backup is not None:
             os.replace(path, backup)
         os.replace(tmp, path)
+        fsync_dir(path.parent)  # both renames on disk before the old version goes
         if backup is not None:
             shutil.rmtree(backup, ignore_errors=True)
+
+
+# -- durability ---------------------------------------------------------------------------
+def fsync_dir(folder: str | Path) -> None:
+    """Flush ``folder``'s entries (names created, renamed or removed in it) to disk.
+
+    Best effort: a file system that cannot sync a folder (some network mounts) is left as it is.
+    """
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def fsync_tree(folder: str | Path) -> None:
+    """Flush every regular file under ``folder`` and every folder of it (``folder`` included) to
+    disk, so a power cut after a rename that publishes ``folder`` cannot leave it with empty or
+    partly written files. Links are not followed; pipes and devices are left alone.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> d = pathlib.Path(tempfile.mkdtemp()); _ = (d / "a.txt").write_text("x")
+        >>> fsync_tree(d)
+    """
+    import stat as _stat
+
+    for root, dirs, names in os.walk(folder):
+        for name in names:
+            entry = os.path.join(root, name)
+            with contextlib.suppress(OSError):
+                if not _stat.S_ISREG(os.lstat(entry).st_mode):
+                    continue
+                fd = os.open(entry, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+        for name in dirs:
+            if not os.path.islink(os.path.join(root, name)):
+                fsync_dir(os.path.join(root, name))
+    fsync_dir(folder)
+
+
+# -- readers: an index set aside by a swap that was killed ---------------------------------
+def recover_set_aside(path: str | Path) -> Path:
+    """Where to read folder ``path`` when a writer was killed between the two renames of a swap
+    (:func:`atomic_dir`): ``path`` itself, after putting the complete previous version it had
+    moved aside (``.NAME.old-PID``, its process no longer running) back in place; the version set
+    aside, when it cannot be renamed back (a read-only parent folder); or ``path`` unchanged when
+    it exists or nothing was set aside. A swap still under way (its writer alive) is never touched.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> d = pathlib.Path(tempfile.mkdtemp()); (d / ".idx.old-99999999").mkdir()
+        >>> recover_set_aside(d / "idx") == d / "idx", (d / "idx").is_dir()
+        (True, True)
+    """
+    path = Path(path)
+    if path.exists() or path.is_symlink():
+        return path
+    pattern = _stale_pattern(path.name)
+    try:
+        aside = [entry for entry in path.parent.iterdir()
+                 if (m := pattern.match(entry.name)) is not None and m.group(2) is not None
+                 and not _pid_alive(int(m.group(2))) and entry.is_dir() and not entry.is_symlink()]
+    except OSError:
+        return path
+    if not aside:
+        return path
+    newest = None
+    try:
+        newest = max(aside, key=lambda entry: entry.stat().st_mtime_ns)
+        os.replace(newest, path)
+    except FileNotFoundError:  # another reader or the next writer put it back first
+        return path
+    except OSError:
+        return path if path.exists() or newest is None else newest
+    fsync_dir(path.parent)
+    return path

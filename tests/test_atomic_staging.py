@@ -105,3 +105,44 @@ def test_the_staging_records_live_where_ragnet_home_is(home):
     from ragnet.lm.models import ragnet_home
 
     assert _ragnet_home() == ragnet_home() == home
+
+
+# ---------------------------------------------------------------- issue 74: the swap itself
+def test_a_reader_puts_back_a_folder_a_killed_swap_left_aside(tmp_path):
+    """Killed between the two renames of a swap, the previous version sat beside the path, and
+    readers said "no index" until the next write put it back."""
+    from ragnet._atomic import recover_set_aside
+
+    target = tmp_path / "idx"
+    aside = tmp_path / ".idx.old-99999999"  # a dead writer's pid
+    aside.mkdir()
+    (aside / "manifest.json").write_text("{}")
+    assert recover_set_aside(target) == target
+    assert (target / "manifest.json").read_text() == "{}" and not aside.exists()
+    running = tmp_path / f".idx.old-{os.getpid()}"  # a swap under way in a live process is left alone
+    os.replace(target, running)
+    assert recover_set_aside(target) == target and not target.exists() and running.is_dir()
+
+
+def test_a_folder_swap_flushes_every_file_and_the_parent_to_disk(tmp_path, monkeypatch):
+    """Without fsync, a power cut after the rename could leave the new index with empty files."""
+    synced: list[str] = []
+    real = os.fsync
+
+    def fsync(fd):
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        return real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    target = tmp_path / "out"
+    for version in ("one", "two"):
+        synced.clear()
+        with atomic_dir(target, owned=lambda old: {"a.bin", "sub/b.bin"}) as tmp:
+            (tmp / "a.bin").write_text(version)
+            (tmp / "sub").mkdir()
+            (tmp / "sub" / "b.bin").write_text(version)
+        assert (target / "a.bin").read_text() == version
+        staged = {str(Path(p).parent) for p in synced if p.endswith("a.bin")}  # the staging folder's path
+        assert len(staged) == 1
+        tmp_name = staged.pop()
+        assert {f"{tmp_name}/a.bin", f"{tmp_name}/sub/b.bin", f"{tmp_name}/sub", tmp_name, str(tmp_path)} <= set(synced)

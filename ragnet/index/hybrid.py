@@ -27,6 +27,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
+from ragnet._atomic import recover_set_aside
 from ragnet.corpus.types import Chunk, Document
 from ragnet.errors import IndexFormatError, InputError
 from ragnet.index import build as _build
@@ -218,7 +219,8 @@ class Index:
         array's size is checked against the manifest's counts and its file before it is mapped or
         allocated, and every id a file holds (IVF lists, BM25 postings and vocabulary, chunk id
         rows) is range-checked here, once. A damaged or crafted folder fails with one line naming
-        the file.
+        the file. An index that an update killed between its two renames left aside is put back
+        first (``ragnet._atomic.recover_set_aside``).
 
         Args:
             path: the index folder.
@@ -236,7 +238,7 @@ class Index:
             >>> Index.load(index.path).manifest["chunk_count"]
             3
         """
-        path = Path(path)
+        path = recover_set_aside(path)  # an update killed mid-swap left the index aside: put it back
         manifest = read_manifest(path)
         emb: Embedder | None = None
         if embedder is not None:
@@ -418,7 +420,8 @@ class Index:
                 one that differs from the index's is refused with an ``InputError`` naming the
                 ``ragnet index`` option, unless ``rebuild``. Also ``engine``
                 (``BuildEngine``, for full builds), ``rebuild``, ``max_file_mb``, ``on_error``,
-                ``show_progress``, and ``on_read`` (called with the ``LoadReport`` once the
+                ``follow_links`` (as for ``ragnet.load_documents``), ``show_progress``, and
+                ``on_read`` (called with the ``LoadReport`` once the
                 files are read, before any embedding).
 
         Returns:

@@ -325,8 +325,12 @@ def test_an_update_killed_at_any_point_leaves_the_previous_index(tmp_path, embed
     if point != "swap":
         idx = Index.load(target, verify=True)  # whole: every checksum holds
         assert {q: [(h.id, round(h.score, 6)) for h in idx.search(q, k=3)] for q in QUERIES} == before
-    else:  # killed between the two renames: the old index sits aside until the next writer puts it back
+    else:  # killed between the two renames: the old index sits aside, and the next reader puts it back
         assert not target.exists()
+        idx = Index.load(target, verify=True)  # before: "no index at ...", until the next `ragnet index`
+        assert {q: [(h.id, round(h.score, 6)) for h in idx.search(q, k=3)] for q in QUERIES} == before
+        assert target.is_dir() and not list(tmp_path.glob(".idx.old-*"))
+        idx.chunks.close()
     idx, report = sync(folder, target, embedder)
     assert not report.full_build and (report.added, report.changed, report.removed) == (1, 1, 1)
     assert sorted({c.doc_id for c in idx.chunks}) == ["a.md", "c.md"]
