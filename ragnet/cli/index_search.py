@@ -27,7 +27,12 @@ def index(
     gazetteer: Optional[Path] = typer.Option(None, help="File of place names, one per line, for chunk metadata."),
     sentences: Optional[bool] = typer.Option(None, "--sentences/--no-sentences", help="Also embed every sentence, for sentence-level context selection (about doubles the embedding time); default on, or as the index has it."),
     max_file_mb: float = typer.Option(20.0, "--max-file-mb", help="Work bound per file, in MB: refuse a file larger than this on disk, a DOCX that unpacks to more, a PDF whose pages hold more than a tenth of it in drawing instructions on one page (3x in all), an HTML page of more than 20,000 elements per MB. Chunking takes 1-2 s per MB of unbroken text."),
-    on_error: str = typer.Option("fail", "--on-error", help="A file that cannot be read (encrypted or scanned PDF, damaged file, bad JSON line...): 'fail' lists every such file and indexes nothing (exit 2); 'skip' leaves them out and says which and why."),
+    on_error: str = typer.Option("fail", "--on-error", help=(
+        "A file that cannot be read (encrypted or scanned PDF, damaged file, bad JSON line, a folder that cannot be "
+        "listed...): 'fail' lists every such file and indexes nothing (exit 2); 'skip' leaves them out and says which "
+        "and why (an unreadable folder's documents already in the index stay)")),
+    follow_links: bool = typer.Option(False, "--follow-links", help=(
+        "Read files that symbolic links inside a folder lead to outside it (refused by default, naming each link).")),
 ) -> None:
     """Load documents, chunk, embed and build the hybrid (FAISS + BM25) index, or update the index
     built from them: only files added or changed (by content hash) are read and embedded."""
@@ -60,7 +65,7 @@ def index(
     idx, report = Index.sync(paths, out, rebuild=rebuild, chunk_tokens=chunk_tokens, overlap=overlap,
                              embedder=embedder, embed_backend=embed_backend, dense=dense, nprobe=nprobe,
                              sentences=sentences, gazetteer=gaz, engine=engine, max_file_mb=max_file_mb,
-                             on_error=on_error, show_progress=True, on_read=read)
+                             on_error=on_error, follow_links=follow_links, show_progress=True, on_read=read)
     if report.chunks_embedded:
         Embedder(idx.manifest["embedder"]).prepare_onnx_export()
     skipped = f" ({len(report.load.skipped)} unreadable file(s) skipped, listed above)" if report.load.skipped else ""

@@ -97,6 +97,20 @@ class _Source:
     path: Path
     display: str  # how the path is written in messages and ids' provenance
     rel_id: str  # id of a txt/md document
+    base: Path | None = None  # the folder (or a pattern's base) it was found in; None: named itself
+    problem: InputError | None = None  # a folder of the walk that could not be listed, reported as its file
+
+
+def unreadable_folder(source: Any) -> str | None:
+    """The path (relative to the folder walked, as files' ids are) of a folder that could not be
+    listed, when ``source`` stands for one; None for a file. An update keeps what the index holds
+    from such a folder instead of removing it.
+
+    Example:
+        >>> unreadable_folder(_Source(Path("a.md"), "a.md", "a.md")) is None
+        True
+    """
+    return source.rel_id if source.problem is not None else None
 
 
 @dataclass
@@ -156,6 +170,7 @@ def load_documents(
     encoding: str = "utf-8",
     max_file_mb: float | None = DEFAULT_MAX_FILE_MB,
     on_error: str = "fail",
+    follow_links: bool = False,
 ) -> list[Document]:
     """Read documents from files, folders and glob patterns.
 
@@ -176,6 +191,9 @@ def load_documents(
         on_error: ``"fail"`` (default): any bad file raises, listing every bad file, and
             nothing is returned. ``"skip"``: bad files are left out whole and one warning
             summarises them (:func:`read_documents` returns that summary instead).
+        follow_links: read a file a symbolic link in a folder (or under a pattern) leads to
+            outside that folder; by default such a link is a problem naming it, so a link
+            such as ``notes.txt -> ~/.ssh/id_rsa`` cannot carry a file into the index unseen.
 
     Returns:
         The documents, in input order.
@@ -185,7 +203,8 @@ def load_documents(
             suffix, is empty, binary or not valid in ``encoding``, a JSONL line is not a
             JSON object or lacks a non-empty string ``text`` or holds a lone surrogate, a file
             is larger than ``max_file_mb``, is a broken or looping symbolic link or not a
-            regular file, a PDF is encrypted, has no text layer or is damaged, a DOCX is
+            regular file, a link leads outside its folder, a subfolder cannot be listed, a PDF is
+            encrypted, has no text layer or is damaged, a DOCX is
             damaged or an HTML page has no text, a named folder is ragnet's own output (an
             index, an eval run), two documents share an id, or no document was found. The
             message names the file and line; every bad file is reported at once (one line
@@ -199,7 +218,8 @@ def load_documents(
         >>> doc.id, doc.title, doc.metadata, doc.location
         ('d1', 'Paris', {'year': 2019}, {'file': 'docs.jsonl', 'line': 1})
     """
-    report = read_documents(paths, glob=glob, encoding=encoding, max_file_mb=max_file_mb, on_error=on_error)
+    report = read_documents(paths, glob=glob, encoding=encoding, max_file_mb=max_file_mb, on_error=on_error,
+                            follow_links=follow_links)
     if report.skipped:
         warnings.warn(report.summary(), stacklevel=2)
     return report.documents
@@ -212,6 +232,7 @@ def read_documents(
     encoding: str = "utf-8",
     max_file_mb: float | None = DEFAULT_MAX_FILE_MB,
     on_error: str = "fail",
+    follow_links: bool = False,
 ) -> LoadReport:
     """:func:`load_documents`, returning what was read and what was skipped (``LoadReport``).
 
@@ -243,7 +264,7 @@ def read_documents(
     bounds = FileBounds(max_file_mb)
     for source in _expand(given, glob):
         try:
-            key, size = _regular_file(source)
+            key, size = _regular_file(source, follow_links)
         except InputError as err:
             problems.append(err)
             continue
@@ -459,12 +480,13 @@ def _folder_files(folder: Path, pattern: str | None) -> list[_Source]:
         outputs.warn(folder)
         for p in matches:
             _check_suffix(p)
-        return [_Source(p, str(p), _rel(p, folder)) for p in matches]
+        return [_Source(p, str(p), _rel(p, folder), folder) for p in matches]
 
     files: list[Path] = []
     skipped: dict[str, int] = {}
     linked: list[str] = []  # links to folders: os.walk does not enter them (no loops, nothing outside the folder)
-    for root, dirs, names in os.walk(folder):
+    unreadable: list[OSError] = []  # folders that could not be listed: never left out without a word
+    for root, dirs, names in os.walk(folder, onerror=unreadable.append):
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not outputs.is_output(Path(root) / d))
         linked.extend(_rel(Path(root) / d, folder) for d in dirs if (Path(root) / d).is_symlink())
         for name in names:
@@ -476,11 +498,12 @@ def _folder_files(folder: Path, pattern: str | None) -> list[_Source]:
                 files.append(p)
             elif p.is_file():
                 skipped[suffix or "(no suffix)"] = skipped.get(suffix or "(no suffix)", 0) + 1
+    closed = _unreadable_folders(folder, unreadable)
     files.sort(key=lambda p: p.relative_to(folder).parts)
     others = ", ".join(f"{n} {printable_name(s)}" for s, n in sorted(skipped.items()))
     links = (f"skipped links to folders, which are not followed: {', '.join(map(printable_name, sorted(linked)))} "
              f"(name a linked folder itself to read it)")
-    if not files:
+    if not files and not closed:
         found = f"; found only {others}" if others else "" if outputs.found or linked else " (the folder is empty)"
         raise InputError(f"no {_SUPPORTED} files in this folder{found}{outputs.note()}"
                          f"{'; ' + links if linked else ''}", path=folder)
@@ -489,7 +512,24 @@ def _folder_files(folder: Path, pattern: str | None) -> list[_Source]:
         warnings.warn(f"{printable_name(folder)}: {links}", stacklevel=4)
     if skipped:
         warnings.warn(f"{printable_name(folder)}: skipped files with unsupported suffixes: {others}", stacklevel=4)
-    return [_Source(p, str(p), _rel(p, folder)) for p in files]
+    found = [_Source(p, str(p), _rel(p, folder), folder) for p in files]
+    return sorted(found + closed, key=lambda source: Path(source.rel_id).parts)
+
+
+def _unreadable_folders(folder: Path, errors: list[OSError]) -> list[_Source]:
+    """The subfolders of ``folder`` the walk could not list, each as a source whose reading fails
+    with one line naming it (so it is refused, or skipped and listed, like an unreadable file).
+    ``folder`` itself unreadable is refused at once: there is nothing to read."""
+    out: list[_Source] = []
+    for exc in errors:
+        where = Path(exc.filename) if exc.filename else folder
+        reason = exc.strerror or str(exc)
+        if where == folder:
+            raise InputError(f"cannot read this folder ({reason}); make it readable", path=folder)
+        problem = InputError(f"cannot read folder ({reason}), so its files cannot be listed; make it readable, "
+                             "or give --on-error skip to leave it out", path=where)
+        out.append(_Source(where, str(where), _rel(where, folder), folder, problem))
+    return out
 
 
 def _glob_base(pattern: str) -> Path:
@@ -521,7 +561,7 @@ def _glob_files(pattern: str, folder_pattern: str | None) -> list[_Source]:
             rel = _rel(p, base)
         except ValueError:
             rel = p.name
-        out.append(_Source(p, m, rel))
+        out.append(_Source(p, m, rel, base))
     if not out and outputs.found:
         raise InputError(f"the pattern matches only files in folders ragnet wrote, not documents{outputs.note()}",
                          path=pattern)
@@ -559,12 +599,15 @@ def _decode(source: _Source, codec: str, encoding: str) -> str:
     return text
 
 
-def _regular_file(source: _Source) -> tuple[Path, int]:
+def _regular_file(source: _Source, follow_links: bool = False) -> tuple[Path, int]:
     """The resolved path and size of a file to read, or an InputError saying why it cannot be read.
 
-    A broken or looping symbolic link, and a pipe, socket or device (reading a pipe would block
-    for ever), are reported like any other unreadable file.
+    A broken or looping symbolic link, a link that leads outside the folder the file was found
+    in (unless ``follow_links``), a folder that could not be listed, and a pipe, socket or device
+    (reading a pipe would block for ever), are reported like any other unreadable file.
     """
+    if source.problem is not None:
+        raise source.problem
     path = source.path
     try:
         info = path.stat()
@@ -583,7 +626,12 @@ def _regular_file(source: _Source) -> tuple[Path, int]:
     if not stat.S_ISREG(info.st_mode):
         raise InputError("not a regular file (a pipe, socket or device); remove it or name only the files to read",
                          path=source.display)
-    return path.resolve(), info.st_size
+    resolved = path.resolve()
+    if source.base is not None and not follow_links and not resolved.is_relative_to(source.base.resolve()):
+        raise InputError(f"symbolic link to {printable_name(resolved)}, outside the folder; name the file itself, "
+                         "or give --follow-links to read files links lead to (load_documents(follow_links=True))",
+                         path=source.display)
+    return resolved, info.st_size
 
 
 def _check_size(source: _Source, size: int, max_file_mb: float | None) -> None:

@@ -67,7 +67,7 @@ __all__ = ["UpdateReport", "remove_from_index", "sync_folder", "update_index"]
 #: The ``ragnet index`` options an update must not change, with what they mean, for the refusal.
 _OPTION_WORDS = {"chunk-tokens": "chunk size", "overlap": "chunk overlap", "embedder": "embedder",
                  "embed-backend": "embedding backend", "faiss-index": "dense index kind", "nprobe": "nprobe",
-                 "sentences": "sentence data", "gazetteer": "gazetteer"}
+                 "sentences": "", "gazetteer": "gazetteer"}  # the sentence values name themselves
 _ACTIVE: set[str] = set()  # index folders this process is updating (dir_lock is re-entrant per process)
 _ACTIVE_GUARD = threading.Lock()
 
@@ -318,7 +318,7 @@ def sync_folder(cls: type, paths: Any, path: Path, *, chunk_tokens: int | None =
                 embedder: str | None = None, embed_backend: str | None = None, dense: DenseOptions | None = None,
                 nprobe: int | None = None, sentences: bool | None = None, gazetteer: Any = None,
                 engine: BuildEngine = BuildEngine(), rebuild: bool = False, max_file_mb: float | None = 20.0,
-                on_error: str = "fail", show_progress: bool = True,
+                on_error: str = "fail", show_progress: bool = True, follow_links: bool = False,
                 on_read: Callable[[Any], None] | None = None) -> tuple[Any, UpdateReport, Any]:
     """What ``Index.sync`` and ``ragnet index`` do; see :meth:`ragnet.index.Index.sync`.
 
@@ -343,7 +343,8 @@ def sync_folder(cls: type, paths: Any, path: Path, *, chunk_tokens: int | None =
                         "passages were reused")
             t_read = time.perf_counter()
             plan, files, report, skipped, files_read = _scan(paths, sources, max_file_mb=max_file_mb,
-                                                             on_error=on_error, show_progress=show_progress)
+                                                             on_error=on_error, show_progress=show_progress,
+                                                             follow_links=follow_links)
             load_report = LoadReport([it.doc for it in plan if isinstance(it, _Fresh)], files_read, skipped)
             if on_read is not None:
                 on_read(load_report)
@@ -393,7 +394,8 @@ def _open_old(cls: type, path: Path, rebuild: bool) -> tuple[Any, str]:
 
 def _refuse(path: Path, option: str, was: Any, given: Any) -> InputError:
     word = _OPTION_WORDS[option]
-    return InputError(f"the index at {path} was built with {word} {was}, not {given}; add --rebuild to build it "
+    built = f"{word} {was}" if word else was
+    return InputError(f"the index at {path} was built with {built}, not {given}; add --rebuild to build it "
                       f"anew with {given} (every file is read and embedded again), or leave --{option} out to "
                       "update it as it is", argument=option)
 
@@ -460,11 +462,12 @@ def _embedder_for(manifest: dict[str, Any], backend: str | None = None) -> Embed
     return build_embedder(name) if backend is None else Embedder(name, backend=backend)
 
 
-def _scan(paths: Any, sources: Sources, *, max_file_mb: float | None, on_error: str,
-          show_progress: bool) -> tuple[list[_Item], dict[str, FileRecord], UpdateReport, list[InputError], int]:
+def _scan(paths: Any, sources: Sources, *, max_file_mb: float | None, on_error: str, show_progress: bool,
+          follow_links: bool = False) -> tuple[list[_Item], dict[str, FileRecord], UpdateReport, list[InputError], int]:
     """Hash every input file; read those whose hash is not the recorded one. The files, the
     order and the problems are those of ``ragnet.corpus.loader.read_documents`` (whose helpers
-    this uses), so the documents are those a full build reads."""
+    this uses), so the documents are those a full build reads. A folder that cannot be listed
+    fails the update, or with ``on_error="skip"`` keeps what the index holds from it."""
     from tqdm.auto import tqdm
 
     from ragnet.corpus import loader
@@ -488,9 +491,13 @@ def _scan(paths: Any, sources: Sources, *, max_file_mb: float | None, on_error: 
         for source in found_sources:
             bar.update(1)
             try:
-                resolved, size = loader._regular_file(source)
+                resolved, size = loader._regular_file(source, follow_links)
             except InputError as err:
                 problems.append(err)
+                closed = loader.unreadable_folder(source)
+                if skip and closed is not None:  # skipped, and what the index holds from it stays
+                    _keep_folder(closed, source.display, sources, plan, files, report,
+                                 lambda ids: loader.claim_ids(ids, seen_ids, source.display, problems, skip=skip))
                 continue
             if resolved in seen_files:
                 continue
@@ -515,6 +522,22 @@ def _scan(paths: Any, sources: Sources, *, max_file_mb: float | None, on_error: 
     if gone:  # documents of the old index that no file gave back (with or without a file record)
         report.stats["docs_removed"] = float(gone)
     return plan, files, report, problems, len(files)
+
+
+def _keep_folder(folder: str, display: str, sources: Sources, plan: list[_Item], files: dict[str, FileRecord],
+                 report: UpdateReport, claim: Callable[[list[tuple[str, int | None, str]]], bool]) -> None:
+    """Keep, as they are, the documents the index holds from the files under ``folder`` (a path as
+    the files' keys are written), a folder that could not be listed: skipped is not removed."""
+    for key, record in sources.files.items():
+        if not key.startswith(folder.rstrip("/") + "/") or key in files:
+            continue
+        if not record.docs or not all(d in sources.docs for d in record.docs):
+            continue
+        if not claim([(d, None, f"{display}/{key[len(folder.rstrip('/')) + 1:]}") for d in record.docs]):
+            continue
+        plan.extend(_Keep(d, sources.docs[d]) for d in record.docs)
+        files[key] = record
+        report.unchanged += 1
 
 
 def _file_digest(source: Any, size: int, max_file_mb: float | None) -> str:

@@ -420,3 +420,41 @@ def test_files_over_the_size_limit_are_refused_with_the_fix(tmp_path):
     assert len(load_documents(big, max_file_mb=2)) == 1
     with pytest.raises(InputError, match="max_file_mb"):
         load_documents(big, max_file_mb=0)
+
+
+# ---------------------------------------------------------------- issue 74: folders and links
+
+
+def test_an_unreadable_subfolder_is_a_problem_naming_it_never_silence(tmp_path, monkeypatch):
+    """os.walk dropped a folder it could not list without a word (its files simply missing)."""
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "a.md").write_text("# A\n\nFirst.\n")
+    (tmp_path / "sub" / "b.md").write_text("# B\n\nSecond.\n")
+    real = os.scandir
+
+    def scandir(path=".", *args):  # tests run as root, whom chmod 000 does not stop
+        if not isinstance(path, int) and Path(os.fsdecode(path)) == tmp_path / "sub":
+            raise PermissionError(13, "Permission denied", os.fsdecode(path))
+        return real(path, *args)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    with pytest.raises(InputError) as err:
+        load_documents(tmp_path)
+    assert str(err.value) == (f"{tmp_path}/sub: cannot read folder (Permission denied), so its files cannot be "
+                              "listed; make it readable, or give --on-error skip to leave it out")
+    with pytest.warns(UserWarning, match=r"skipped 1 file:\n  cannot read folder: .*/sub"):
+        assert [d.id for d in load_documents(tmp_path, on_error="skip")] == ["a.md"]
+
+
+def test_links_leading_outside_the_folder_are_refused_unless_followed(tmp_path):
+    docs = tmp_path / "docs"
+    (docs / "sub").mkdir(parents=True)
+    (docs / "a.md").write_text("# A\n\nInside.\n")
+    (tmp_path / "outside.md").write_text("# Out\n\nOutside.\n")
+    (docs / "sub" / "out.md").symlink_to(tmp_path / "outside.md")
+    (docs / "sub" / "in.md").symlink_to(docs / "a.md")  # inside: read as before (once)
+    for paths, options in [(docs, {}), (f"{docs}/**/*.md", {}), (docs, {"glob": "**/*.md"})]:
+        with pytest.raises(InputError, match=r"out.md: symbolic link to .*outside.md, outside the folder; "):
+            load_documents(paths, **options)
+    assert [d.id for d in load_documents(docs, follow_links=True)] == ["a.md", "sub/out.md"]
+    assert [d.id for d in load_documents(docs / "sub" / "out.md")] == ["out.md"]  # named itself: read
