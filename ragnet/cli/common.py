@@ -5,7 +5,11 @@ raised anywhere below a command becomes one red ``error: ...`` line on stderr an
 status (2 for bad input) in :class:`RagnetGroup`, the one place that handles it; so does a full
 disk, wherever the write that hit it was (exit status 4). :class:`RagnetGroup` also runs every
 command with its output filtered (:mod:`ragnet.cli.safe_text`): nothing a document, a file name
-or an LM wrote reaches the terminal as a control sequence.
+or an LM wrote reaches the terminal as a control sequence, and checks the command's text
+arguments first (:func:`check_text_arguments`): one that is not valid UTF-8, or a question or
+query that shows nothing, is one line naming it (exit 2), and so is a required ``--index`` folder
+that is not an index (:func:`existing_index`, which also puts back an index a killed update left
+aside), before anything loads it.
 
 Example:
     >>> parse_ints("1000, 2000", "budgets")
@@ -37,11 +41,13 @@ __all__ = [
     "console",
     "data_dir_option",
     "data_option",
+    "existing_index",
     "lm_option",
     "new_app",
     "parse_ints",
     "say",
     "split_option",
+    "check_text_arguments",
     "text_line",
     "visible",
     "with_lm_options",
@@ -62,6 +68,7 @@ class RagnetGroup(TyperGroup):
 
     def _invoke(self, ctx: Any) -> Any:
         try:
+            self._check_arguments(ctx)
             return super().invoke(ctx)
         except RagnetError as err:
             typer.secho(f"error: {err}", fg=typer.colors.RED, err=True)
@@ -74,6 +81,105 @@ class RagnetGroup(TyperGroup):
                                  getattr(exc, "strerror", None) or None)
             typer.secho(f"error: {full}", fg=typer.colors.RED, err=True)
             raise typer.Exit(code=full.exit_code) from None
+
+
+    def _check_arguments(self, ctx: Any) -> None:
+        """Refuse a text argument of the command about to run that is not valid UTF-8 or shows
+        nothing (:func:`check_text_arguments`), and a required ``--index`` (or ``INDEX_DIR``) that
+        is not an index (:func:`existing_index`), before the command runs; a command group checks
+        its own commands."""
+        args = [*(getattr(ctx, "_protected_args", None) or getattr(ctx, "protected_args", [])), *ctx.args]
+        if not args or ctx.resilient_parsing or "--help" in args:
+            return
+        command = self.get_command(ctx, args[0])
+        if command is None or isinstance(command, TyperGroup):
+            return
+        try:
+            sub = command.make_context(args[0], list(args[1:]), parent=ctx, resilient_parsing=True)
+        except Exception:  # noqa: BLE001 - the real parse that follows reports it
+            return
+        check_text_arguments(command.params, sub.params)
+        for param in command.params:  # optional ones (eval's pooled index) are built when missing
+            if param.name == "index_dir" and getattr(param, "required", False) \
+                    and isinstance(sub.params.get(param.name), Path):
+                existing_index(sub.params[param.name])
+
+
+#: Text arguments that must show something: ``ragnet ask QUESTION``, ``ragnet search QUERY``.
+_NON_BLANK = ("question", "query")
+
+
+def check_text_arguments(params: list[Any], values: dict[str, Any]) -> None:
+    r"""Refuse a text value that is not valid UTF-8 (the shell passed bytes Python could not decode:
+    they arrive as lone surrogates, and would fail deep inside with a traceback) and a question or
+    query made only of spaces and invisible characters (:func:`ragnet._text.is_blank`). Paths are
+    left alone: a file name need not be UTF-8.
+
+    Raises:
+        InputError: naming the option or argument.
+
+    Example:
+        >>> from types import SimpleNamespace as Param
+        >>> check_text_arguments([Param(name="query", opts=["query"], param_type_name="argument")],
+        ...                      {"query": "\u200b \u200b"})
+        Traceback (most recent call last):
+        ...
+        ragnet.errors.InputError: argument 'query': is empty (only spaces or invisible characters)
+    """
+    from ragnet._text import is_blank
+
+    for param in params:
+        value = values.get(param.name)
+        if isinstance(value, Path):
+            continue
+        texts = [v for v in (value if isinstance(value, (list, tuple)) else [value]) if isinstance(v, str)]
+        opts = [o for o in getattr(param, "opts", []) if o.startswith("--")]
+        name = (max(opts, key=len) if opts and param.param_type_name == "option" else param.name).lstrip("-")
+        for text in texts:
+            if any("\ud800" <= ch <= "\udfff" for ch in text):
+                raise InputError(f"not valid UTF-8 text ({_undecoded(text)}); give it as UTF-8", argument=name)
+            if param.name in _NON_BLANK and is_blank(text):
+                raise InputError("is empty (only spaces or invisible characters)", argument=name)
+
+
+def _undecoded(text: str) -> str:
+    r"""``text`` as the bytes it was given as, those that are not UTF-8 shown as ``\xNN``.
+
+    Example:
+        >>> print(_undecoded("caf\udcff"))
+        caf\xff
+    """
+    try:
+        data = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a surrogate that no undecodable byte made
+        data = text.encode("utf-8", "backslashreplace")
+    return data.decode("utf-8", "backslashreplace")
+
+
+def existing_index(path: Path, argument: str = "index") -> Path:
+    """The index folder ``--index PATH`` names, checked before anything loads it: its manifest
+    read (:func:`ragnet.index.manifest.read_manifest`), and an index that an update killed
+    between its two renames left aside put back (:func:`ragnet._atomic.recover_set_aside`).
+    Returns the folder to open.
+
+    Raises:
+        IndexFormatError: no folder, not an index, another format: one line naming the path.
+
+    Example:
+        >>> existing_index(Path("/no/such/index"))
+        Traceback (most recent call last):
+        ...
+        ragnet.errors.IndexFormatError: no index at /no/such/index: the folder does not exist; build one ...
+    """
+    from ragnet._atomic import recover_set_aside
+    from ragnet.index.manifest import read_manifest
+
+    try:
+        found = recover_set_aside(path)
+        read_manifest(found)
+    except OSError as exc:  # an unreadable folder or manifest
+        raise InputError(f"cannot read the index ({exc.strerror or exc})", path=path) from None
+    return found
 
 
 def new_app(help: str, **kwargs: Any) -> typer.Typer:
