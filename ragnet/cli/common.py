@@ -107,6 +107,8 @@ class RagnetGroup(TyperGroup):
 
 #: Text arguments that must show something: ``ragnet ask QUESTION``, ``ragnet search QUERY``.
 _NON_BLANK = ("question", "query")
+#: Text arguments that name files (``ragnet index PATHS``, ``--only``): a file name need not be UTF-8.
+_FILE_NAMES = ("paths", "only")
 
 
 def check_text_arguments(params: list[Any], values: dict[str, Any]) -> None:
@@ -130,7 +132,7 @@ def check_text_arguments(params: list[Any], values: dict[str, Any]) -> None:
 
     for param in params:
         value = values.get(param.name)
-        if isinstance(value, Path):
+        if isinstance(value, Path) or param.name in _FILE_NAMES:
             continue
         texts = [v for v in (value if isinstance(value, (list, tuple)) else [value]) if isinstance(v, str)]
         opts = [o for o in getattr(param, "opts", []) if o.startswith("--")]

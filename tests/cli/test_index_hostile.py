@@ -160,8 +160,16 @@ def test_non_utf8_and_invisible_questions_are_one_line(indexed, command):
     blank = run(*command, "\u200b \u200b\ufeff", "--index", str(out))
     assert blank.exit_code == 2
     assert lines(blank) == [f"error: argument '{name}': is empty (only spaces or invisible characters)"]
-    only = run("search", "capital", "--only", os.fsdecode(b"\xff.md"), "--index", str(out))
-    assert only.exit_code == 2 and "argument 'only': not valid UTF-8" in only.output
+    lm = run("ask", "capital?", "--lm", os.fsdecode(b"openai/\xff"), "--index", str(out))
+    assert lm.exit_code == 2 and lines(lm) == ["error: argument 'lm': not valid UTF-8 text (openai/\\xff); give it as UTF-8"]
+
+
+def test_file_names_need_not_be_utf8(tmp_path):
+    folder = write_folder(tmp_path / os.fsdecode(b"d\xff"), {"a.md": FACTS["a.md"]})
+    out = tmp_path / "idx"
+    assert index(folder, out).exit_code == 0
+    found = run("search", "capital", "--only", os.fsdecode(b"\xff.md"), "--index", str(out))
+    assert found.exit_code == 2 and "no indexed file matches" in found.output, found.output
 
 
 def test_the_sentences_refusal_says_it_once(indexed):
