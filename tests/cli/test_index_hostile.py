@@ -161,7 +161,8 @@ def test_non_utf8_and_invisible_questions_are_one_line(indexed, command):
     assert blank.exit_code == 2
     assert lines(blank) == [f"error: argument '{name}': is empty (only spaces or invisible characters)"]
     lm = run("ask", "capital?", "--lm", os.fsdecode(b"openai/\xff"), "--index", str(out))
-    assert lm.exit_code == 2 and lines(lm) == ["error: argument 'lm': not valid UTF-8 text (openai/\\xff); give it as UTF-8"]
+    assert lm.exit_code == 2
+    assert lines(lm) == ["error: argument 'lm': not valid UTF-8 text (openai/\\xff); give it as UTF-8"]
 
 
 def test_file_names_need_not_be_utf8(tmp_path):
