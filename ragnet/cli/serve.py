@@ -54,11 +54,12 @@ def serve(
                            timeout=timeout, concurrency=concurrency, queue=queue, max_body_bytes=max_body_bytes,
                            max_question_chars=max_question_chars, reload_every=reload_every,
                            allowed_hosts=tuple(allowed_host or ()), read_timeout=read_timeout)
-    sock = bind(host, port)  # a port in use: one line and exit 2, before the index loads
+    sockets = bind(host, port)  # a port in use: one line and exit 2, before the index loads
     try:
         app = create_app(options)
     except BaseException:
-        sock.close()
+        for sock in sockets:
+            sock.close()
         raise
     inner = getattr(app, "app", app)
     snap, health_spec = inner.state.holder.current, inner.state.answerer.resolve(None, None)
@@ -67,7 +68,7 @@ def serve(
     say(f"ragnet serve: http://{host}:{port}/  (index {index_dir}: {len(snap.index):,} chunks; "
         f"strategy {health_spec[0]}{f' at {health_spec[1]:,} tokens' if health_spec[1] else ''})")
     config = server_config(app, host, port, read_timeout, timeout_graceful_shutdown=5)
-    uvicorn.Server(config).run(sockets=[sock])
+    uvicorn.Server(config).run(sockets=sockets)
 
 
 def _server_key(api_key_env: str | None) -> str | None:

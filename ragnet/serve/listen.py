@@ -14,7 +14,7 @@ The socket is bound by :func:`bind` before the index loads, so a port in use is 
 exit 2 (uvicorn's own bind exits 3, which ``ragnet`` uses for "the LM failed").
 
 Example:
-    >>> sock = bind("127.0.0.1", 0)
+    >>> [sock] = bind("127.0.0.1", 0)
     >>> sock.getsockname()[0]
     '127.0.0.1'
     >>> sock.listen()
@@ -42,8 +42,9 @@ _TIMEOUT_REPLY = (b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; ch
                   b"content-length: 30\r\nconnection: close\r\n\r\nthe request headers came late\n")
 
 
-def bind(host: str, port: int) -> socket.socket:
-    """A TCP socket bound to ``host``:``port`` (not yet listening).
+def bind(host: str, port: int) -> list[socket.socket]:
+    """TCP sockets bound to ``host``:``port``, one for each address the host name has (not yet
+    listening), as uvicorn would bind them.
 
     Raises:
         InputError: the address cannot be resolved, or the port is in use or not allowed.
@@ -53,19 +54,24 @@ def bind(host: str, port: int) -> socket.socket:
     except (socket.gaierror, UnicodeError) as exc:
         raise InputError(f"cannot resolve {host!r} ({getattr(exc, 'strerror', None) or exc})",
                          argument="host") from None
-    family, kind, proto, _, address = infos[0]
-    sock = socket.socket(family, kind, proto)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind(address)
-    except OSError as exc:
-        sock.close()
-        why = {errno.EADDRINUSE: "is in use (another server listens there: give another --port)",
-               errno.EACCES: "needs privileges (ports below 1024): give another --port",
-               errno.EADDRNOTAVAIL: "is not an address of this machine (--host)"}.get(
-            exc.errno, f"cannot be bound ({exc.strerror or exc})")
-        raise InputError(f"{host}:{port} {why}", argument="port") from None
-    return sock
+    sockets: list[socket.socket] = []
+    for family, kind, proto, _, address in dict.fromkeys((i[0], i[1], i[2], None, i[4]) for i in infos):
+        sock = socket.socket(family, kind, proto)
+        sockets.append(sock)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6 and hasattr(socket, "IPPROTO_IPV6"):
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)  # its IPv4 twin binds on its own
+        try:
+            sock.bind(address)
+        except OSError as exc:
+            for opened in sockets:
+                opened.close()
+            why = {errno.EADDRINUSE: "is in use (another server listens there: give another --port)",
+                   errno.EACCES: "needs privileges (ports below 1024): give another --port",
+                   errno.EADDRNOTAVAIL: "is not an address of this machine (--host)"}.get(
+                exc.errno, f"cannot be bound ({exc.strerror or exc})")
+            raise InputError(f"{host}:{port} {why}", argument="port") from None
+    return sockets
 
 
 def timed_protocol(read_timeout: float) -> type:
