@@ -3,14 +3,16 @@
 route: the body size and the API key.
 
 ====  ===============================================================================
-400   malformed JSON, a bad strategy or budget, no user message, an empty question, a lone surrogate
+400   malformed JSON, a bad strategy or budget, no user message, an empty question, a lone surrogate,
+      ``only`` patterns too many or too long
 401   a key is required (``--api-key-env``) and the request has none or another
 403   a state-changing request (POST) from a page of another origin (:mod:`ragnet.serve.hosts`)
 404   no such route, or a model that names no ragnet strategy (``model_not_found``)
-408   the request's headers or body did not arrive within the read timeout (:mod:`ragnet.serve.timeouts`)
+408   the request's headers or body did not arrive within ``--read-timeout`` (:mod:`ragnet.serve.listen`)
 413   the body is larger than ``--max-body-bytes`` or the question than ``--max-question-chars``
 421   a ``Host`` the server does not answer to (``--allowed-host``; :mod:`ragnet.serve.hosts`)
-422   a field of the wrong type, or a missing one, or an ``only`` pattern too long
+422   a field of the wrong type, or a missing one
+499   the client left before its answer (the question is stopped, its slot freed; sent to nobody)
 503   every slot and the queue are busy (``Retry-After``), or the LM failed to answer
 504   no answer within ``--timeout`` (the question is stopped, its slot freed)
 ====  ===============================================================================
