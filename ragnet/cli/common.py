@@ -7,9 +7,9 @@ disk, wherever the write that hit it was (exit status 4). :class:`RagnetGroup` a
 command with its output filtered (:mod:`ragnet.cli.safe_text`): nothing a document, a file name
 or an LM wrote reaches the terminal as a control sequence, and checks the command's text
 arguments first (:func:`check_text_arguments`): one that is not valid UTF-8, or a question or
-query that shows nothing, is one line naming it (exit 2), and so is a required ``--index`` folder
-that is not an index (:func:`existing_index`, which also puts back an index a killed update left
-aside), before anything loads it.
+query that shows nothing, is one line naming it (exit 2). A command that opens ``--index`` other
+than by ``Index.load`` checks it with :func:`existing_index` first (one line naming the path; an
+index a killed update left aside is put back).
 
 Example:
     >>> parse_ints("1000, 2000", "budgets")
@@ -85,8 +85,7 @@ class RagnetGroup(TyperGroup):
 
     def _check_arguments(self, ctx: Any) -> None:
         """Refuse a text argument of the command about to run that is not valid UTF-8 or shows
-        nothing (:func:`check_text_arguments`), and a required ``--index`` (or ``INDEX_DIR``) that
-        is not an index (:func:`existing_index`), before the command runs; a command group checks
+        nothing (:func:`check_text_arguments`), before the command runs; a command group checks
         its own commands."""
         args = [*(getattr(ctx, "_protected_args", None) or getattr(ctx, "protected_args", [])), *ctx.args]
         if not args or ctx.resilient_parsing or "--help" in args:
@@ -99,10 +98,6 @@ class RagnetGroup(TyperGroup):
         except Exception:  # noqa: BLE001 - the real parse that follows reports it
             return
         check_text_arguments(command.params, sub.params)
-        for param in command.params:  # optional ones (eval's pooled index) are built when missing
-            if param.name == "index_dir" and getattr(param, "required", False) \
-                    and isinstance(sub.params.get(param.name), Path):
-                existing_index(sub.params[param.name])
 
 
 #: Text arguments that must show something: ``ragnet ask QUESTION``, ``ragnet search QUERY``.

@@ -125,13 +125,13 @@ def test_a_link_to_a_file_outside_the_folder_is_refused_unless_followed(tmp_path
 
 # ---------------------------------------------------------------- item 7: a bad --index path
 @pytest.mark.parametrize("command", [["search", "capital"], ["ask", "what is the capital?", "--lm", "openai/x"],
-                                     ["serve", "--port", "1"], ["bench", "serve"]])
+                                     ["add-sentences"], ["bench", "serve"]])
 def test_a_missing_or_foreign_index_folder_is_one_line(tmp_path, command):
     (tmp_path / "plain").mkdir()
     (tmp_path / "file").write_text("x")
     for where, says in ((tmp_path / "nope", "the folder does not exist"), (tmp_path / "plain", "no manifest.json"),
                         (tmp_path / "file", "is a file, not an index folder")):
-        result = run(*command, "--index", str(where))
+        result = run(*command, *([] if command == ["add-sentences"] else ["--index"]), str(where))
         assert result.exit_code == 2, result.output
         assert len(lines(result)) == 1 and str(where) in result.output and says in result.output
 
