@@ -69,7 +69,9 @@ def application(options: ServeOptions, *, replicas: int = 2, make_lm: Callable[[
 
     Args:
         options: every replica's settings; ``host`` and ``port`` are Ray's HTTP proxy's
-            (``serve.start(http_options=...)``), not these.
+            (``serve.start(http_options=...)``), not these, but the ``Host`` check reads ``host``:
+            a proxy on another address or name needs it, or ``allowed_hosts``
+            (:mod:`ragnet.serve.hosts`).
         replicas: how many (one per llama.cpp model and 2-4 cores).
         make_lm: builds the LM of every step in each replica (tests: a scripted LM); None: the
             LMs of ``options.lm``, as ``ragnet serve`` sets them up.
