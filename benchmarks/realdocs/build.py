@@ -58,12 +58,14 @@ class Source:
             ``docx`` (info manual) or ``man`` (man page as Markdown).
         src: the source file, or the man page's name for ``man``; a ``.gz`` file is unpacked.
         package: the Debian package that installs ``src`` when it is not installed by default.
+        producer: for a real PDF, the toolchain that made it (``LaTeX``, ``Texinfo``, ``DocBook``, ``Sphinx``, ...).
     """
 
     out: str
     kind: str
     src: str
     package: str | None = None
+    producer: str | None = None
 
 
 PACKAGED = Path(__file__).with_name("packaged")
@@ -72,12 +74,13 @@ PACKAGED = Path(__file__).with_name("packaged")
 def _packaged_pdfs() -> list[Source]:
     """Real PDF manuals from Debian documentation packages, listed by producer in ``packaged/*.json``.
 
-    Each file is a JSON list of ``{"out": "pdf/NAME.pdf", "src": "/usr/share/doc/...", "package": "..."}``.
+    Each file is a JSON list of ``{"out": "pdf/NAME.pdf", "src": "/usr/share/doc/...", "package": "...",
+    "producer": "..."}``.
     """
     sources = []
     for listing in sorted(PACKAGED.glob("*.json")):
         for entry in json.loads(listing.read_text(encoding="utf-8")):
-            sources.append(Source(entry["out"], "copy", entry["src"], entry["package"]))
+            sources.append(Source(entry["out"], "copy", entry["src"], entry["package"], entry.get("producer")))
     return sources
 
 
@@ -88,8 +91,9 @@ _LIBFFI = ["index", "Introduction", "Using-libffi", "The-Basics", "Simple-Exampl
 
 #: Every document of the folder, in build order.
 SOURCES: tuple[Source, ...] = (
-    Source("pdf/libtasn1.pdf", "copy", str(DOC / "libtasn1-doc/libtasn1.pdf")),
-    Source("pdf/shared-mime-info-spec.pdf", "copy", str(DOC / "shared-mime-info/shared-mime-info-spec.pdf")),
+    Source("pdf/libtasn1.pdf", "copy", str(DOC / "libtasn1-doc/libtasn1.pdf"), producer="Texinfo"),
+    Source("pdf/shared-mime-info-spec.pdf", "copy", str(DOC / "shared-mime-info/shared-mime-info-spec.pdf"),
+           producer="DocBook"),
     Source("gnu/sed.pdf", "pdf", str(INFO / "sed.info.gz")),
     Source("gnu/diffutils.pdf", "pdf", str(INFO / "diffutils.info.gz")),
     Source("gnu/wget.pdf", "pdf", str(INFO / "wget.info.gz")),

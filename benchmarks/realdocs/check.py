@@ -29,13 +29,19 @@ from benchmarks.realdocs import places
 from benchmarks.realdocs.build import default_out
 
 __all__ = ["KINDS", "MIN_QUESTIONS", "MIN_TWO_PART", "MAX_FILE_SHARE", "QUESTIONS", "load_questions",
-           "check_question", "check_questions", "summary", "main"]
+           "check_composition", "check_question", "check_questions", "summary", "main"]
 
 KINDS = ("lookup", "definition", "numeric", "two-part")
 ROLES = ("answer", "link")
 MIN_QUESTIONS = 80
 MIN_TWO_PART = 0.25
 MAX_FILE_SHARE = 0.25
+#: What the committed set is made of (``check_composition``): enough questions over enough real PDF
+#: manuals from enough producers, and PDFs ragnet's own builder renders from text a minority.
+SET_QUESTIONS = 300
+SET_REAL_PDFS = 15
+SET_PRODUCERS = 4
+MAX_RENDERED_SHARE = 0.25
 #: The committed questions, beside this module.
 QUESTIONS = Path(__file__).with_name("questions.jsonl")
 _ID = re.compile(r"^rd-\d{3}$")
@@ -177,6 +183,36 @@ def check_questions(docs: dict, questions: list[dict]) -> list[str]:
     return problems
 
 
+def check_composition(questions: list[dict], sources: Iterable | None = None) -> list[str]:
+    """What the committed set must be made of: at least ``SET_QUESTIONS`` questions, answers in at
+    least ``SET_REAL_PDFS`` real PDF manuals (copied, not rendered here) from ``SET_PRODUCERS``
+    producers, and under ``MAX_RENDERED_SHARE`` of the questions answered in PDFs the builder renders.
+
+    Args:
+        questions: the questions' records.
+        sources: the folder's sources (default: :data:`benchmarks.realdocs.build.SOURCES`).
+    """
+    from benchmarks.realdocs.build import SOURCES
+
+    by_file = {s.out: s for s in (SOURCES if sources is None else sources)}
+    answered = _answer_files(questions)
+    real = {f for f in answered if f in by_file and by_file[f].kind == "copy" and _is_pdf(f)}
+    producers = {by_file[f].producer for f in real if by_file[f].producer}
+    rendered = sum(n for f, n in answered.items() if f in by_file and by_file[f].kind in ("pdf", "pdf-flat"))
+    problems = []
+    if len(questions) < SET_QUESTIONS:
+        problems.append(f"set: {len(questions)} questions, fewer than {SET_QUESTIONS}")
+    if len(real) < SET_REAL_PDFS:
+        problems.append(f"set: answers in {len(real)} real PDF manuals, fewer than {SET_REAL_PDFS}")
+    if len(producers) < SET_PRODUCERS:
+        problems.append(f"set: real PDFs from {len(producers)} producers ({', '.join(sorted(producers))}), "
+                        f"fewer than {SET_PRODUCERS}")
+    if rendered >= MAX_RENDERED_SHARE * max(len(questions), 1):
+        problems.append(f"set: {rendered} of {len(questions)} answers in PDFs rendered here, "
+                        f"{MAX_RENDERED_SHARE:.0%} or more")
+    return problems
+
+
 def _answer_files(questions: list[dict]) -> Counter:
     return Counter(g.get("file") for q in questions for g in q.get("gold") or []
                    if isinstance(g, dict) and g.get("role") == "answer")
@@ -203,6 +239,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     questions = load_questions(args.questions)
     problems = check_questions(places.load(folder), questions)
+    if args.questions.resolve() == QUESTIONS.resolve():  # the committed set: its make-up too
+        problems += check_composition(questions)
     print(summary(questions))
     for problem in problems:
         print(problem)
