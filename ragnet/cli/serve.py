@@ -8,7 +8,7 @@ from typing import List, Optional
 
 import typer
 
-from ragnet.cli.common import api_base_option, answer_lm_option, lm_option, say
+from ragnet.cli.common import api_base_option, answer_lm_option, existing_index, lm_option, say
 from ragnet.errors import InputError
 
 
@@ -48,6 +48,7 @@ def serve(
     from ragnet.serve import ServeOptions, create_app
     from ragnet.serve.listen import bind, server_config
 
+    index_dir = existing_index(index_dir)  # one line naming a missing or foreign folder; a set-aside index put back
     key = _server_key(api_key_env)
     lms = LMOptions(lm=lm, answer_lm=answer_lm, api_base=api_base, api_key_env=lm_api_key_env, timeout=timeout)
     options = ServeOptions(index=index_dir, host=host, port=port, api_key=key, lm=lms, strategy=strategy,

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ragnet._text import is_blank
 from ragnet.core import rules
 from ragnet.core.document_focus import focus_document
 from ragnet.core.page_listings import is_page_listing
@@ -129,7 +130,7 @@ class OneShotRAG(RAGProgram):
 
         Makes no LM calls unless the ``filter`` or ``crop`` step is on.
         """
-        if not isinstance(question, str) or not question.strip():
+        if not isinstance(question, str) or is_blank(question):
             raise InputError("must be a non-empty string", argument="question")
         trace = trace if trace is not None else Trace()
         candidates, budget = self._candidates(question, trace)

@@ -24,6 +24,7 @@ import signal
 from pathlib import Path
 from typing import Any, AsyncIterator
 
+from ragnet._text import is_blank
 from ragnet.errors import LMUnavailableError
 from ragnet.serve.answering import Answer, Answerer, Busy, TimedOut
 from ragnet.serve.errors import ApiError
@@ -152,7 +153,7 @@ class Service:
         which no UTF-8 encodes), 413 when it is too long."""
         _check_text(question, "question")
         question = question.strip()
-        if not question:
+        if not question or is_blank(question):
             raise ApiError(400, "the question is empty", "empty_question", param="question")
         limit = self.options.max_question_chars
         if len(question) > limit:

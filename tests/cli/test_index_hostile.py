@@ -125,7 +125,7 @@ def test_a_link_to_a_file_outside_the_folder_is_refused_unless_followed(tmp_path
 
 # ---------------------------------------------------------------- item 7: a bad --index path
 @pytest.mark.parametrize("command", [["search", "capital"], ["ask", "what is the capital?", "--lm", "openai/x"],
-                                     ["add-sentences"], ["bench", "serve"]])
+                                     ["add-sentences"], ["bench", "serve"], ["serve", "--port", "1"]])
 def test_a_missing_or_foreign_index_folder_is_one_line(tmp_path, command):
     (tmp_path / "plain").mkdir()
     (tmp_path / "file").write_text("x")
