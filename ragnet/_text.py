@@ -16,7 +16,11 @@ from __future__ import annotations
 import unicodedata
 from typing import Any
 
-__all__ = ["is_blank", "normalize_text"]
+__all__ = ["MAX_QUESTION_CHARS", "is_blank", "normalize_text", "question_problem"]
+
+#: The longest question ragnet sends to an LM: ``ragnet serve`` answers 413 beyond it (its
+#: ``--max-question-chars`` default) and ``ragnet eval`` refuses the record.
+MAX_QUESTION_CHARS = 4_000
 
 #: Letters and symbols that draw nothing (Hangul fillers, the blank Braille pattern).
 _BLANK_GLYPHS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
@@ -39,3 +43,20 @@ def is_blank(text: str) -> bool:
         (True, False)
     """
     return all(ch.isspace() or ch in _BLANK_GLYPHS or unicodedata.category(ch) in _BLANK_CATEGORIES for ch in text)
+
+
+def question_problem(question: Any, limit: int = MAX_QUESTION_CHARS) -> str | None:
+    """What is wrong with a question read from a file, or None: not text, empty (white space or
+    invisible characters only), or longer than ``limit`` characters.
+
+    Example:
+        >>> question_problem("Who?"), question_problem("\u200b"), question_problem("x" * 4001)
+        (None, 'empty', 'longer than 4,000 characters (4,001)')
+    """
+    if not isinstance(question, str):
+        return "not a string"
+    if is_blank(question):
+        return "empty"
+    if len(question) > limit:
+        return f"longer than {limit:,} characters ({len(question):,})"
+    return None

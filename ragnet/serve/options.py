@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ragnet._text import MAX_QUESTION_CHARS
 from ragnet.errors import InputError
 
 __all__ = ["ServeOptions"]
@@ -66,7 +67,7 @@ class ServeOptions:
     concurrency: int = 1
     queue: int = 32
     max_body_bytes: int = 64_000
-    max_question_chars: int = 4_000
+    max_question_chars: int = MAX_QUESTION_CHARS
     max_k: int = 50
     reload_every: float = 2.0
     allowed_hosts: tuple[str, ...] = ()

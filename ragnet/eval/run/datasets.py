@@ -40,6 +40,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ragnet._text import MAX_QUESTION_CHARS, question_problem
 from ragnet.corpus.loader import parse_jsonl_record
 from ragnet.corpus.types import Document
 from ragnet.errors import InputError
@@ -174,8 +175,10 @@ def _record(rec: dict[str, Any], qpath: Path, lineno: int) -> QARecord:
     for key in ("id", "question", "answers"):
         if key not in rec:
             raise InputError(f"record has no {key!r} field", path=qpath, line=lineno)
-    if not isinstance(rec["question"], str) or not rec["question"].strip():
-        raise InputError("'question' must be a non-empty string", path=qpath, line=lineno)
+    problem = question_problem(rec["question"])
+    if problem:
+        raise InputError(f"'question' must be a non-empty string of at most {MAX_QUESTION_CHARS:,} characters: "
+                         f"{problem}", path=qpath, line=lineno)
     answers = rec["answers"]
     if isinstance(answers, str):
         answers = [answers]

@@ -300,3 +300,18 @@ def test_eval_docs_runs_one_split_and_every_row_says_its_split(folder, tmp_path,
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert rows and {r["id"] for r in rows} == {q for q in ("d1", "d2", "d3") if split_of(q) == "check"}
     assert {r["split"] for r in rows} == {"check"}
+
+
+@pytest.mark.parametrize("question, message", [("x" * 4001, "longer than 4,000 characters (4,001)"),
+                                               ("\u200b\u200b", "empty")])
+def test_a_question_too_long_for_the_lm_or_invisible_is_refused_naming_its_line(tmp_path, question, message):
+    from ragnet.eval.run.datasets import load_eval_set
+
+    path = tmp_path / "q.jsonl"
+    path.write_text('{"id": "ok", "question": "q?", "answers": ["a"]}\n'
+                    + json.dumps({"id": "big", "question": question, "answers": ["a"]}) + "\n", encoding="utf-8")
+    with pytest.raises(InputError, match=re.escape(message)) as err:
+        load_doc_questions(path)
+    assert "q.jsonl:2" in str(err.value)
+    with pytest.raises(InputError, match=re.escape(message)):  # a benchmark-format file too, as serve bounds it
+        load_eval_set(path, split=None)
