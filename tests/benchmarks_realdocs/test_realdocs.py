@@ -261,6 +261,7 @@ def test_the_plain_text_study_moves_gold_places_to_the_text_files():
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory) -> Path:
+    build.install_packages(log=lambda line: None)  # the documentation packages, as the build does (root only)
     missing = build.missing_sources()
     if missing:
         skip_or_fail(f"the dev set's sources are not installed here: {', '.join(missing)}")
