@@ -26,6 +26,7 @@ from typing import Any, ClassVar, Iterable, Mapping, TypeVar
 
 import dspy
 
+from ragnet._text import is_blank
 from ragnet.corpus.types import Chunk
 from ragnet.errors import InputError
 from ragnet.lm.usage import track_usage
@@ -174,7 +175,7 @@ class RAGProgram(dspy.Module):
     # -- DSPy entry point -----------------------------------------------------------------
     def forward(self, question: str) -> dspy.Prediction:
         """Answer ``question``; returns a ``dspy.Prediction`` (see module docstring)."""
-        if not isinstance(question, str) or not question.strip():
+        if not isinstance(question, str) or is_blank(question):
             raise InputError("must be a non-empty string", argument="question")
         question = question.strip()
         trace = Trace()
@@ -241,6 +242,7 @@ class RAGProgram(dspy.Module):
             lm=self.answer.lm.name if self.answer.lm is not None else None,
             **({"confidence": round(pred.confidence, 4)} if getattr(pred, "confidence", None) is not None else {}),
             **self.answer.written_first(pred),
+            **({"rejected": pred.rejected} if getattr(pred, "rejected", None) else {}),
             **_layout_fields(self.answer, question, chunks),
         )
         return answer, evidence
