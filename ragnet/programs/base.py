@@ -242,7 +242,6 @@ class RAGProgram(dspy.Module):
             lm=self.answer.lm.name if self.answer.lm is not None else None,
             **({"confidence": round(pred.confidence, 4)} if getattr(pred, "confidence", None) is not None else {}),
             **self.answer.written_first(pred),
-            **({"rejected": pred.rejected} if getattr(pred, "rejected", None) else {}),
             **_layout_fields(self.answer, question, chunks),
         )
         return answer, evidence

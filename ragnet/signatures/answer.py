@@ -14,22 +14,19 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import dspy
 
-from ragnet.core.answer_check import rejection
 from ragnet.errors import InputError
 from ragnet.lm.config import LazyLM
 from ragnet.signatures.answer_confidence import field_probability, logprobs_request, note_refusal
 from ragnet.signatures.formatting import format_context, resolve_ids
 from ragnet.signatures.step import Step, StepOutputError
 
-__all__ = ["EVIDENCE_ORDERS", "QUESTION_AT", "QUOTE", "REASONING", "AnswerStep", "GenerateAnswer", "PLACED_CONTEXT",
-           "REJECTED", "answer_default", "answer_rejection", "answer_demos", "answer_inputs",
+__all__ = ["EVIDENCE_ORDERS", "QUESTION_AT", "QUOTE", "REASONING", "AnswerStep", "GenerateAnswer", "answer_default", "answer_demos", "answer_inputs",
            "answer_validator", "describe_question_at", "names_two_options", "question_at"]
 
 
@@ -51,24 +48,6 @@ class GenerateAnswer(dspy.Signature):
     evidence_ids: list[str] = dspy.OutputField(
         default_factory=list, desc='short ids of the chunks used, e.g. ["c1", "c3"]'
     )
-
-
-def answer_rejection(answer: str, question: str, chunks: Sequence[Any]) -> str | None:
-    """Why ``answer`` cannot be right over ``chunks`` (:func:`ragnet.core.answer_check.rejection`):
-    a section number or heading of theirs, a document's title, the question's own words. Only over
-    documents with sections (manuals, reports), where a reader confuses the place with its content;
-    over prose (a Wikipedia paragraph's title is often the answer) nothing is ruled out."""
-    headings = [h for c in chunks for h in getattr(c, "headings", ())]
-    if not headings:
-        return None
-    titles = {str(getattr(c, "title", "") or "").split(" › ")[0] for c in chunks}
-    body = "\n".join(str(getattr(c, "text", "") or "") for c in chunks)
-    return rejection(answer, question, headings=headings, titles=titles, body=_without_heading_lines(body, headings))
-
-
-def _without_heading_lines(text: str, headings: Sequence[str]) -> str:
-    own = {" ".join(h.split()).casefold() for h in headings}
-    return "\n".join(line for line in text.split("\n") if " ".join(line.split()).casefold() not in own)
 
 
 def answer_default(answer: str = "") -> dict[str, Any]:
@@ -186,20 +165,6 @@ def answer_inputs(signature: type[dspy.Signature], question: str, context: str) 
 REASONING = dspy.OutputField(
     desc="think step by step in two or three short sentences: which chunks state the facts the question "
          "needs, and how they connect (the entity one chunk names is often the subject of another)"
-)
-
-
-#: The context field's description when the chunks come from documents with sections: each chunk's
-#: section path is shown in parentheses after its id, and the reader is told it is a place.
-PLACED_CONTEXT = dspy.InputField(
-    desc="chunks, each starting with a short id like [c1] and, in parentheses, the section it comes from: "
-         "that is where the text is, never the answer; answer from the text after it"
-)
-
-#: The input an answer step adds when it asks again: the answer it rejected, and why.
-REJECTED = dspy.InputField(
-    desc="an earlier answer that is not acceptable, and why; answer with the value, name or phrase the "
-         "context states instead"
 )
 
 
@@ -393,15 +358,11 @@ class AnswerStep(Step):
         nothing (the configured LM) when it has none."""
         return self.lm.settings() if self.lm is not None else contextlib.nullcontext()
 
-    def signature_for(self, question: str, placed: bool = False) -> type[dspy.Signature]:
+    def signature_for(self, question: str) -> type[dspy.Signature]:
         """The signature the prompt for ``question`` is sent with: the predictor's own, or for an
         "auto" step and a question naming two options, the predictor's own (compiled instructions
-        included) with the question preview before the context; ``placed``: the chunks show their
-        section paths as places (:func:`ragnet.signatures.formatting.render_placed_chunk`), and
-        the context field says so."""
+        included) with the question preview before the context."""
         signature = self.predict.signature
-        if placed and "context" in signature.input_fields:
-            signature = signature.with_updated_fields("context", desc=PLACED_CONTEXT.json_schema_extra["desc"])
         if self._auto and names_two_options(question):
             signature = signature.prepend("question_preview", QUESTION_PREVIEW, str)
         return signature
@@ -424,13 +385,11 @@ class AnswerStep(Step):
 
     def forward(self, question: str, context: str | Sequence[Any] = (), notes: str = "",
                 default_answer: str = "") -> dspy.Prediction:
-        chunks = [] if isinstance(context, str) else list(context)
         if isinstance(context, str):
             text, id_map = context, {cid: cid for cid in re.findall(r"^\[(c\d+)\]", context, re.M)}
         else:
-            text, id_map = format_context(self.shown_order(question, chunks), notes)
-        headings = [h for c in chunks for h in getattr(c, "headings", ())]
-        signature = self.signature_for(question, placed=bool(headings))
+            text, id_map = format_context(self.shown_order(question, context), notes)
+        signature = self.signature_for(question)
         inputs = answer_inputs(signature, question, text)
         if signature is self.predict.signature:
             self.predict.demos = answer_demos(self.predict)
@@ -441,32 +400,7 @@ class AnswerStep(Step):
             asked = logprobs_request(lm)
             if asked:  # read for the answer's confidence; no extra call
                 inputs["config"] = asked
-            run = functools.partial(self.run, default=answer_default(default_answer), validate=answer_validator(id_map),
-                                    on_refused=lambda options: note_refusal(lm, options))
-            pred = run(**inputs)
-            pred.rejected = []
-            why = None if pred.fallback else answer_rejection(pred.answer, question, chunks)
-            if why:
-                pred = self._answer_again(run, inputs, signature, pred, why, question, chunks)
+            pred = self.run(default=answer_default(default_answer), validate=answer_validator(id_map),
+                            on_refused=lambda options: note_refusal(lm, options), **inputs)
         pred.confidence = None if pred.fallback else field_probability(pred.get("logprobs"), "answer")
         return pred
-
-    def _answer_again(self, run: Callable[..., dspy.Prediction], inputs: dict[str, Any],
-                      signature: type[dspy.Signature], first: dspy.Prediction, why: str, question: str,
-                      chunks: Sequence[Any]) -> dspy.Prediction:
-        """Ask once more, told which answer was rejected and why (the question and context as
-        before, so a local LM reuses the prompt it has read); the new answer when nothing rules it
-        out, else the first. ``rejected`` lists each answer turned down with its reason."""
-        rejected = [{"answer": first.answer, "reason": why}]
-        again = signature.append("rejected", REJECTED, str)
-        note = f'"{first.answer}" is {why}, not the answer.'
-        second = run(**{**inputs, "rejected": note, "signature": again,
-                        "demos": answer_demos(self.predict, again)})
-        why_again = None if second.fallback else answer_rejection(second.answer, question, chunks)
-        if second.fallback or why_again:
-            if not second.fallback:
-                rejected.append({"answer": second.answer, "reason": why_again})
-            first.rejected = rejected
-            return first
-        second.rejected = rejected
-        return second

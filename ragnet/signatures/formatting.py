@@ -25,11 +25,8 @@ import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ragnet.core.answer_check import heading_name
-from ragnet.corpus.locations import SECTION_SEPARATOR
-
-__all__ = ["SECTION_LABELS", "chunk_header", "format_chunks", "format_context", "quote", "render_chunk",
-           "render_placed_chunk", "resolve_ids", "split_id_text"]
+__all__ = ["SECTION_LABELS", "chunk_header", "format_chunks", "format_context", "quote", "render_chunk", "resolve_ids",
+           "split_id_text"]
 
 _STRIP = " \t\r\n[](){}<>\"'`*.,;:!?"
 _SPLIT = re.compile(r"[,;\n]+")
@@ -190,39 +187,6 @@ def render_chunk(short: str, title: str, text: str) -> str:
     return chunk_header(short, title) + quote(str(text or "").strip())
 
 
-def render_placed_chunk(short: str, title: str, text: str, headings: Sequence[str]) -> str:
-    r"""A chunk of a document with sections: its section path as a place, then its text.
-
-    The reader is shown where the text is, not more text to answer from: the path goes in
-    parentheses after the short id, without section numbers ("7.7" is never an answer), and a line
-    of the text that only repeats one of the chunk's own headings is left out.
-
-    Example:
-        >>> print(render_placed_chunk("c1", "GNU sed › 3.2 Commands", "3.2 Commands\nq exits.", ["3.2 Commands"]))
-        [c1] (GNU sed › Commands) q exits.
-    """
-    parts = str(title or "").split(SECTION_SEPARATOR)
-    place = SECTION_SEPARATOR.join(parts[:1] + [heading_name(p) for p in parts[1:]])
-    place = quote(" ".join(place.split()))
-    own = {_fold_words(h) for h in headings} | {_fold_words(heading_name(h)) for h in headings}
-    lines = [line for line in str(text or "").strip().split("\n") if _fold_words(line) not in own]
-    body = quote("\n".join(lines).strip())
-    return f"[{short}] ({place}) {body}" if place else f"[{short}] {body}"
-
-
-def _fold_words(text: str) -> str:
-    return " ".join(re.findall(r"[^\W_]+", str(text).casefold()))
-
-
-def _chunk_headings(chunk: Any) -> tuple[str, ...]:
-    """A chunk's heading path (a :class:`ragnet.Chunk`, or a dict with a location in its metadata)."""
-    headings = getattr(chunk, "headings", None)
-    if headings is None and isinstance(chunk, Mapping):
-        location = (chunk.get("metadata") or {}).get("location") if isinstance(chunk.get("metadata"), Mapping) else None
-        headings = location.get("headings") if isinstance(location, Mapping) else None
-    return tuple(str(h) for h in headings) if isinstance(headings, (list, tuple)) else ()
-
-
 def format_chunks(chunks: Iterable[Any], *, start: int = 1, prefix: str = "c") -> tuple[str, dict[str, str]]:
     """Render chunks as ``[c1] Title: text`` blocks separated by blank lines.
 
@@ -244,11 +208,7 @@ def format_chunks(chunks: Iterable[Any], *, start: int = 1, prefix: str = "c") -
     id_map: dict[str, str] = {}
     for offset, chunk in enumerate(chunks):
         short = f"{prefix}{start + offset}"
-        headings = _chunk_headings(chunk)
-        if headings:
-            blocks.append(render_placed_chunk(short, _attr(chunk, "title"), _attr(chunk, "text"), headings))
-        else:
-            blocks.append(render_chunk(short, _attr(chunk, "title"), _attr(chunk, "text")))
+        blocks.append(render_chunk(short, _attr(chunk, "title"), _attr(chunk, "text")))
         id_map[short] = str(_attr(chunk, "id"))
     return "\n\n".join(blocks), id_map
 

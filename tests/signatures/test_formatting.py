@@ -78,18 +78,3 @@ def test_split_id_text_variants():
     assert split_id_text('["c1", "c2"]') == ["c1", "c2"]
     assert split_id_text("c1; c4") == ["c1", "c4"]
     assert split_id_text("[]") == []
-
-
-def test_a_sectioned_chunk_shows_its_path_as_a_place_without_numbers_or_its_heading_line():
-    from ragnet import Chunk
-    from ragnet.signatures.formatting import format_chunks
-
-    chunk = Chunk(id="m#3", doc_id="m", title="Tool manual › 2.7 Core options › 2.7.3. Error-related Options",
-                  text="2.7.3. Error-related Options\nUse --fatal to stop at the first error.", tokens=12,
-                  metadata={"location": {"file": "m.pdf", "headings": ["2.7 Core options",
-                                                                      "2.7.3. Error-related Options"]}})
-    plain = Chunk(id="p#0", doc_id="p", title="Paris", text="Paris is the capital of France.", tokens=7)
-    text, ids = format_chunks([chunk, plain])
-    assert text == ("[c1] (Tool manual › Core options › Error-related Options) Use --fatal to stop at the first "
-                    "error.\n\n[c2] Paris: Paris is the capital of France.")  # chunks without sections: as before
-    assert ids == {"c1": "m#3", "c2": "p#0"}
