@@ -120,9 +120,9 @@ def evaluate(
     if only and docs is None:
         raise InputError("asks some files of a folder of documents: give --docs too", argument="only")
     if docs is not None:
-        _evaluate_docs(ctx, docs, data, plan_for, n=n, ids=ids, split=split, out=out, fresh=fresh, retry_errors=retry_errors,
-                       no_judge=no_judge, judge_lm=judge_lm, threads=threads, no_plots=no_plots, baseline=baseline,
-                       lms=lms, only=only)
+        _evaluate_docs(ctx, docs, data, plan_for, n=n, ids=ids, split=split, out=out, fresh=fresh,
+                       retry_errors=retry_errors, no_judge=no_judge, judge_lm=judge_lm, threads=threads,
+                       no_plots=no_plots, baseline=baseline, lms=lms, only=only)
         return
     ev = load_eval_set(data, data_dir=data_dir, split=None if split == "all" else split, n=n, ids=ids, mode=mode)
     target = out or Path(".ragnet-cache") / "eval" / (f"{ev.name}-{split}" + ("" if mode == "pooled" else f"-{mode}"))
@@ -150,8 +150,8 @@ def _eval_lms(lms: LMOptions, judge_lm: Optional[str], no_judge: bool, what: str
 
 
 def _evaluate_docs(ctx: typer.Context, docs: Path, data: str, plan_for: Any, *, n: Optional[int], ids: Optional[str],
-                   split: str, out: Optional[Path], fresh: bool, retry_errors: bool, no_judge: bool, judge_lm: Optional[str],
-                   threads: int, no_plots: bool, baseline: Optional[str], lms: LMOptions,
+                   split: str, out: Optional[Path], fresh: bool, retry_errors: bool, no_judge: bool,
+                   judge_lm: Optional[str], threads: int, no_plots: bool, baseline: Optional[str], lms: LMOptions,
                    only: Optional[List[str]] = None) -> None:
     """``ragnet eval --docs FOLDER --data FILE``: the strategies over a folder of documents, scored
     on right answers (primary) and where the evidence and the citations point. ``plan_for(index)``

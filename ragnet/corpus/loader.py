@@ -63,6 +63,7 @@ from pathlib import Path
 from typing import Any, Iterable, Union
 
 from ragnet._printable import printable_name
+from ragnet._text import MAX_QUESTION_CHARS, question_problem
 from ragnet.corpus.formats.markdown import heading_positions, strip_inline_data
 from ragnet.corpus.formats.plain_text import text_structure
 from ragnet.corpus.limits import DEFAULT_MAX_FILE_MB, FileBounds, cap_positions, cap_title
@@ -677,6 +678,15 @@ def _read_formatted(source: _Source, kind: str, bounds: FileBounds) -> Document:
     title = got.title.strip() or _title(got.text, False) or source.path.stem
     return Document(id=source.rel_id, title=title, text=got.text, metadata=dict(got.metadata),
                     source=source.display, location={"file": source.rel_id}, positions=got.positions)
+
+
+def check_record_question(question: Any, where: Any, number: int) -> None:
+    """Refuse a question read from a questions file, naming ``where`` and the line ``number``: not
+    text, empty (invisible characters only) or longer than an LM is sent (:func:`ragnet._text.question_problem`)."""
+    problem = question_problem(question)
+    if problem:
+        raise InputError(f"'question' must be a non-empty string of at most {MAX_QUESTION_CHARS:,} characters: "
+                         f"{problem}", path=where, line=number)
 
 
 def parse_jsonl_record(line: str, where: Any, number: int) -> dict:

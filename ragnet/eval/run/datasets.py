@@ -40,8 +40,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ragnet._text import MAX_QUESTION_CHARS, question_problem
-from ragnet.corpus.loader import parse_jsonl_record
+from ragnet.corpus.loader import check_record_question, parse_jsonl_record
 from ragnet.corpus.types import Document
 from ragnet.errors import InputError
 
@@ -175,10 +174,7 @@ def _record(rec: dict[str, Any], qpath: Path, lineno: int) -> QARecord:
     for key in ("id", "question", "answers"):
         if key not in rec:
             raise InputError(f"record has no {key!r} field", path=qpath, line=lineno)
-    problem = question_problem(rec["question"])
-    if problem:
-        raise InputError(f"'question' must be a non-empty string of at most {MAX_QUESTION_CHARS:,} characters: "
-                         f"{problem}", path=qpath, line=lineno)
+    check_record_question(rec["question"], qpath, lineno)
     answers = rec["answers"]
     if isinstance(answers, str):
         answers = [answers]

@@ -57,8 +57,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from ragnet._text import MAX_QUESTION_CHARS, question_problem
-from ragnet.corpus.loader import parse_jsonl_record
+from ragnet.corpus.loader import check_record_question, parse_jsonl_record
 from ragnet.corpus.locations import file_key
 from ragnet.errors import InputError
 from ragnet.eval.run.question_splits import split_ids, split_of
@@ -200,10 +199,7 @@ def load_doc_questions(path: str | Path, *, ids: Sequence[str] | None = None, li
             if key not in rec:
                 raise InputError(f"record has no {key!r} field", path=where, line=lineno)
         question, answers = rec["question"], rec["answers"]
-        problem = question_problem(question)
-        if problem:
-            raise InputError(f"'question' must be a non-empty string of at most {MAX_QUESTION_CHARS:,} characters: "
-                             f"{problem}", path=where, line=lineno)
+        check_record_question(question, where, lineno)
         answers = [answers] if isinstance(answers, str) else answers
         if not isinstance(answers, list) or not answers or not all(isinstance(a, (str, int, float)) for a in answers):
             raise InputError("'answers' must be a non-empty list of strings", path=where, line=lineno)
