@@ -24,7 +24,6 @@ from ragnet.errors import InputError
 from ragnet.lm.config import LazyLM
 from ragnet.signatures.answer_confidence import field_probability, logprobs_request, note_refusal
 from ragnet.signatures.formatting import format_context, resolve_ids
-from ragnet.signatures.reader_view import reader_view
 from ragnet.signatures.step import Step, StepOutputError
 
 __all__ = ["EVIDENCE_ORDERS", "QUESTION_AT", "QUOTE", "REASONING", "AnswerStep", "GenerateAnswer", "answer_default", "answer_demos", "answer_inputs",
@@ -202,9 +201,6 @@ class AnswerStep(Step):
 
     ``context`` is the chunks the reader sees (formatted here with short ids), or text already
     formatted with ``[c1]``-style ids (the answer step's compile cases), whose ids are kept as given.
-    A chunk from a document with sections is shown under its document's title and with its heading
-    lines' section numbers left out (:mod:`ragnet.signatures.reader_view`): headings serve search and
-    citations, and a small reader given them as text answered with them.
     A program takes the step as ``answer=`` (``OneShotRAG(index, answer=AnswerStep(question_at="last"))``)
     and holds it as ``program.answer``.
 
@@ -392,7 +388,7 @@ class AnswerStep(Step):
         if isinstance(context, str):
             text, id_map = context, {cid: cid for cid in re.findall(r"^\[(c\d+)\]", context, re.M)}
         else:
-            text, id_map = format_context(reader_view(self.shown_order(question, context)), notes)
+            text, id_map = format_context(self.shown_order(question, context), notes)
         signature = self.signature_for(question)
         inputs = answer_inputs(signature, question, text)
         if signature is self.predict.signature:
