@@ -28,6 +28,7 @@ STUDIES = (
     "key_lines_probe",
     "layout_per_question",
     "llama_settings",
+    "old_commit_answers",
     "pdf_type_size_cost",
     "onnx_fusion_experiment",
     "openvino_experiment",
