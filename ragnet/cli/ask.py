@@ -27,12 +27,11 @@ def ask(
     index_dir: Path = typer.Option(..., "--index", "-i", help="Index directory built by `ragnet index`."),
     strategy: str = typer.Option(
         "auto", help="auto (ragnet's recommendation for the reader: oneshot:sentences+hops at 1,000 tokens for a local "
-                     "model, 2,000 over documents with sections, oneshot at 4,000 otherwise) | basic | oneshot | iterative | reflective | combined | router "
+                     "model, oneshot at 4,000 otherwise) | basic | oneshot | iterative | reflective | combined | router "
                      "(presets allowed)."),
     budget: Optional[int] = typer.Option(None, help="Token budget of the answer prompt (oneshot, combined, "
                                                     "iterative, reflective, router). Default for a local reader: "
-                                                    "1,000 tokens of selected sentences for every one of them "
-                                                    "(2,000 over documents with sections); "
+                                                    "1,000 tokens of selected sentences for every one of them; "
                                                     "otherwise 4,000 for oneshot, combined and router, none for "
                                                     "iterative and reflective (they read all they kept). Give it "
                                                     "to run the strategy exactly as named."),

@@ -41,7 +41,7 @@ def RAG(  # noqa: N802 - named like the programs it builds: called as a construc
         strategy: ``"auto"`` (ragnet's recommendation for the reader) or any spec ``ask
             --strategy`` takes (``"iterative"``, ``"oneshot:sentences+hops+cot"``, ...).
         budget: answer-prompt tokens; None takes the reader's default (1,000 for a small local
-            reader, 2,000 over documents with sections, the strategy's own otherwise). Given, the strategy runs exactly as named.
+            reader, the strategy's own otherwise). Given, the strategy runs exactly as named.
         answer_lm: the reader: ``"auto"`` (ragnet's default reader for ``lm``), None (``lm``
             answers too), or an LM spec / ``dspy.BaseLM``.
         program: a compiled program JSON from ``ragnet optimize`` to load into it.

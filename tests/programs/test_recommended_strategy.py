@@ -105,17 +105,17 @@ def manual_index(tmp_path_factory):
     return Index.build(load_documents([folder]), folder / "idx", show_progress=False)
 
 
-def test_documents_with_sections_get_the_larger_local_budget_and_passages_keep_1000(manual_index, yearbook_index):
+def test_documents_with_sections_and_passages_get_the_same_local_budget(manual_index, yearbook_index):
     from ragnet.programs.registry import SECTIONED_LOCAL_BUDGET, has_sections, resolve_strategy
 
     assert has_sections(manual_index) and not has_sections(yearbook_index)
     assert recommended_strategy("local", manual_index) == ("oneshot:sentences+hops", SECTIONED_LOCAL_BUDGET) \
-        == ("oneshot:sentences+hops", 2000)
+        == ("oneshot:sentences+hops", 1000)  # 2,000 did not pay for its time on the check split
     assert recommended_strategy("local", yearbook_index) == recommended_strategy("local") == RECOMMENDED["local"]
     assert recommended_strategy("openai/gpt-4o", manual_index) == RECOMMENDED["other"]  # a long-context reader
-    assert resolve_strategy("auto", None, "local", manual_index) == ("oneshot:sentences+hops", 2000)
-    assert resolve_strategy("reflective", None, "local", manual_index) == ("reflective:sentences", 2000)
-    assert resolve_strategy("auto", 1000, "local", manual_index) == ("oneshot:sentences+hops", 1000)  # given: kept
+    assert resolve_strategy("auto", None, "local", manual_index) == ("oneshot:sentences+hops", 1000)
+    assert resolve_strategy("reflective", None, "local", manual_index) == ("reflective:sentences", 1000)
+    assert resolve_strategy("auto", 2000, "local", manual_index) == ("oneshot:sentences+hops", 2000)  # given: kept
     assert resolve_strategy("basic", None, "local", manual_index) == ("basic", None)
 
 
@@ -139,12 +139,12 @@ def test_has_sections_judges_a_large_index_on_an_even_sample():
     assert not has_sections(SimpleNamespace(chunks=[])) and not has_sections(None)
 
 
-def test_ask_over_a_manual_answers_a_local_reader_within_2000_tokens(ask, manual_index, monkeypatch):
+def test_ask_over_a_manual_answers_a_local_reader_within_1000_tokens(ask, manual_index, monkeypatch):
     from ragnet.corpus.tokens import count_tokens
 
     monkeypatch.setattr(Index, "load", classmethod(lambda cls, path, **kwargs: manual_index))
     result, (prompt,) = ask("--lm", "local")
-    assert "strategy: oneshot:sentences+hops, 2,000-token answer budget" in result.stdout
-    assert count_tokens(prompt) <= 2000
-    result, _ = ask("--lm", "local", "--budget", "1000")
     assert "strategy: oneshot:sentences+hops, 1,000-token answer budget" in result.stdout
+    assert count_tokens(prompt) <= 1000
+    result, _ = ask("--lm", "local", "--budget", "2000")
+    assert "strategy: oneshot:sentences+hops, 2,000-token answer budget" in result.stdout

@@ -185,13 +185,13 @@ def test_the_report_says_how_well_the_readers_confidence_tells_right_from_wrong(
 
 def test_eval_docs_runs_auto_as_ask_does_and_takes_it_as_the_baseline(folder, tmp_path, monkeypatch):
     """`--strategies basic,auto --baseline auto` with a local reader: auto is oneshot:sentences+hops
-    at the budget of documents with sections (the folder's Markdown headings), 2,000 tokens, the
+    at the budget of documents with sections (the folder's Markdown headings), 1,000 tokens, the
     row every other is compared with."""
     _, out = _eval_docs(folder, tmp_path, monkeypatch, "out", "--strategies", "basic,auto", "--baseline", "auto",
                         "--lm", "local", "--answer-lm", "none")
     summary = json.loads((out / "summary.json").read_text())
-    assert list(summary["strategies"]) == ["basic", "oneshot:sentences+hops@2000"]
-    assert summary["baseline"] == "oneshot:sentences+hops@2000"
+    assert list(summary["strategies"]) == ["basic", "oneshot:sentences+hops@1000"]
+    assert summary["baseline"] == "oneshot:sentences+hops@1000"
 
 
 def test_gold_places_are_the_gold_documents_of_a_docs_question(folder, tmp_path):
