@@ -58,18 +58,17 @@ def score(rows: Path, questions: Path, out: Path) -> None:
     """Mark each row with today's ``contains`` match against its question's answers."""
     from ragnet._atomic import atomic_path
     from ragnet.eval.metrics.row_scores import contains_match
+    from ragnet.eval.run.doc_questions import load_doc_questions
 
-    answers = {q["id"]: q["answers"] for q in map(json.loads, questions.read_text(encoding="utf-8").splitlines())
-               if q}
+    answers = {q.id: q.answers for q in load_doc_questions(questions)}
     scored = []
     for line in rows.read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
         row["contains"] = float(contains_match(row["answer"], answers[row["id"]]))
-        scored.append(json.dumps(row, ensure_ascii=False))
+        scored.append(row)
     with atomic_path(out) as tmp:
-        Path(tmp).write_text("\n".join(scored) + "\n", encoding="utf-8")
-    right = sum(json.loads(r)["contains"] >= 1 for r in scored)
-    print(f"{right} of {len(scored)} rows right")
+        tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in scored), encoding="utf-8")
+    print(f"{sum(r['contains'] >= 1 for r in scored)} of {len(scored)} rows right")
 
 
 def main(argv: list[str] | None = None) -> None:
