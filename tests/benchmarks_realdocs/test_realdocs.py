@@ -275,7 +275,7 @@ def test_the_folder_is_built_with_every_source_and_its_manifest(folder):
     manifest = json.loads((folder / build.MANIFEST).read_text())
     assert [f["file"] for f in manifest["files"]] == [s.out for s in build.SOURCES]
     assert all((folder / s.out).is_file() for s in build.SOURCES)
-    assert 2000 <= manifest["pages"] <= 3000
+    assert 3000 <= manifest["pages"] <= 4000  # SystemTap's 781-page tapset reference is the largest
     assert manifest["generators"]["fpdf2"] != "missing"
 
 
