@@ -18,9 +18,7 @@ A document with sections (heading paths in its ``positions``: PDF outlines and n
 headings, HTML, DOCX and Markdown headings) is cut at every section start first, and each
 section is chunked as above; a chunk's title is then its document's title followed by its
 section path (:func:`ragnet.corpus.locations.section_title`), and the document's title stays
-in its metadata under ``["doc"]["title"]``. Sections too small to fill a chunk that share a
-parent (a reference manual's one-option or one-function sections) are packed into one chunk
-while they fit, titled by that parent; its location lists each of them under ``"sections"``.
+in its metadata under ``["doc"]["title"]``.
 
 Token counts come from ``ragnet.corpus.tokens`` (tiktoken ``cl100k_base``). Each sentence is
 counted once and every chunk once more to check it, so chunking is linear in the text.
@@ -324,83 +322,43 @@ def chunk_text(text: str, chunk_tokens: int = 256, overlap: int = 32) -> list[st
 # ------------------------------------------------------------------ documents
 
 
-def _sections(doc: Document) -> list[tuple[int, tuple[str, ...] | None]]:
-    """``(offset, heading path)`` where ``doc``'s heading path changes (its positions), the text's
-    start first (its path None when no heading is known there)."""
-    out: list[tuple[int, tuple[str, ...] | None]] = [(0, None)]
-    current = None
+def _section_starts(doc: Document) -> list[int]:
+    """Offsets where ``doc``'s heading path changes (its positions), the text's start first."""
+    starts, current = [0], None
     for offset, place in doc.positions:
         headings = place.get("headings") if isinstance(place, dict) else None
-        headings = tuple(headings) if isinstance(headings, (list, tuple)) else None
+        headings = list(headings) if isinstance(headings, (list, tuple)) else None
         if headings != current:
             current = headings
-            if offset > out[-1][0]:
-                out.append((offset, headings))
-            else:
-                out[-1] = (out[-1][0], headings)
-    return out
-
-
-def _common_path(paths: Sequence[tuple[str, ...]]) -> tuple[str, ...]:
-    """The longest heading path every one of ``paths`` starts with."""
-    first = paths[0]
-    n = len(first)
-    for path in paths[1:]:
-        n = min(n, len(path))
-        while n and path[:n] != first[:n]:
-            n -= 1
-    return first[:n]
-
-
-#: A span of a document's text as chunked: start, end, tokens, the offset whose section names it
-#: (None: where it starts) and, for small sections packed together, the paths of those sections.
-Span = tuple[int, int, int, "int | None", "tuple[tuple[str, ...], ...] | None"]
+            if offset > starts[-1]:
+                starts.append(offset)
+    return starts
 
 
 def _document_spans(doc: Document, chunk_tokens: int, overlap: int, total: int,
-                    progress: Callable[[int], None] | None) -> list[Span]:
-    """The chunks of a document: sections (where its heading path changes) are chunked apart, so a
-    chunk never runs from one section into an unrelated one and its title and citation name one
-    section. A section that is a bare heading line joins the section after it. Small sections that
-    share a parent (a reference manual's options or functions, one short section each) are packed
-    together while they fit one chunk, each keeping its heading line in the text: cut one section a
-    chunk, they leave a reader a few lines under a long heading path, where the answer's neighbours
-    and headings crowd out the line that states it."""
-    sections = _sections(doc)
-    if len(sections) == 1:
-        return [(a, b, n, None, None) for a, b, n in _chunk_spans(doc.text, chunk_tokens, overlap, total, progress)]
-    blocks: list[tuple[int, int, int | None, tuple[str, ...] | None]] = []  # start, end, named at, path
+                    progress: Callable[[int], None] | None) -> list[tuple[int, int, int, int | None]]:
+    """The chunks of a document as ``(start, end, tokens, at)``: sections (where its heading path
+    changes) are chunked apart, so a chunk never runs from one section into the next and its
+    title and citation name one section; a section that is a bare heading line joins the
+    section after it, and ``at`` then names the offset whose section names the chunk (None:
+    where it starts)."""
+    starts = _section_starts(doc)
+    if len(starts) == 1:
+        return [(a, b, n, None) for a, b, n in _chunk_spans(doc.text, chunk_tokens, overlap, total, progress)]
+    bounds = list(zip(starts, starts[1:] + [len(doc.text)]))
+    out: list[tuple[int, int, int, int | None]] = []
     lead = None  # start of bare heading lines waiting for their section's text
-    ends = [a for a, _ in sections[1:]] + [len(doc.text)]
-    for (a, path), b in zip(sections, ends):
+    for a, b in bounds:
         body = doc.text[a:b].strip()
         if "\n" not in body and b < len(doc.text):  # a heading with no text of its own
             lead = a if lead is None else lead
             continue
-        if body or lead is not None:
-            blocks.append((a if lead is None else lead, b, a if lead is not None else None, path))
+        start = a if lead is None else lead
+        segment = doc.text[start:b]
+        spans = _chunk_spans(segment, chunk_tokens, overlap, None, progress)
+        for i, (x, y, n) in enumerate(spans):
+            out.append((start + x, start + y, n, a if i == 0 and lead is not None else None))
         lead = None
-    out: list[Span] = []
-    i = 0
-    while i < len(blocks):
-        start, end, at, path = blocks[i]
-        parent = path[:-1] if path else ()
-        j, tokens = i + 1, 0
-        while parent and j < len(blocks) and (blocks[j][3] or ())[:len(parent)] == parent:
-            n = count_within(doc.text[start:blocks[j][1]], chunk_tokens)
-            if n > chunk_tokens:
-                break
-            end, tokens, j = blocks[j][1], n, j + 1
-        if j > i + 1:  # small sections packed into one chunk
-            paths = tuple(block[3] for block in blocks[i:j])
-            out.append((start, end, tokens, at, paths))
-            if progress is not None:
-                progress(end - start)
-        else:
-            segment = doc.text[start:end]
-            for k, (x, y, n) in enumerate(_chunk_spans(segment, chunk_tokens, overlap, None, progress)):
-                out.append((start + x, start + y, n, at if k == 0 else None, None))
-        i = j
     return out
 
 
@@ -481,14 +439,10 @@ def chunk_documents(
         doc_title = cap_title(doc.title)  # copied into every chunk: a few hundred characters at most
         declared = _declared_years(doc.metadata or {})
         locator = Locator(doc)
-        spans = _document_spans(doc, chunk_tokens, overlap, total, progress)
-        for position, (start, end, tokens, at, packed) in enumerate(spans):
+        for position, (start, end, tokens, at) in enumerate(_document_spans(doc, chunk_tokens, overlap, total,
+                                                                            progress)):
             text = doc.text[start:end]
             location = locator.span(start, end, at) if locator else None
-            if location is not None and packed:
-                # named by the sections' common parent; each packed section is listed for places
-                location["headings"] = [cap_title(h) for h in _common_path(packed)]
-                location["sections"] = [[cap_title(h) for h in path] for path in packed]
             title = _chunk_title(doc, location)
             if title not in parts_of:
                 parts_of[title] = title_parts(title, gazetteer)

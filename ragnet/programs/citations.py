@@ -6,12 +6,11 @@ program's caller read them without a ragnet type:
 
 ``id``, ``doc_id``, ``title``
     the chunk, its document and the document's title.
-``file``, ``page``, ``page_end``, ``page_label``, ``page_label_end``, ``headings``, ``sections``, ``line``
+``file``, ``page``, ``page_end``, ``page_label``, ``page_label_end``, ``headings``, ``line``
     where in the source, each only when the index knows it (``chunk.metadata["location"]``,
     written at ingestion: the source file, the PDF page or page range (and the page numbers the
     PDF prints there, where they differ), the heading path of an
-    HTML, DOCX or Markdown section (for a chunk of small sections packed together, their parent's,
-    and each packed section's path under ``sections``), the line of a JSONL record). An index built before locations
+    HTML, DOCX or Markdown section, the line of a JSONL record). An index built before locations
     were recorded, or from documents made in Python, gives none of them.
 ``sentences``
     what of the chunk was in front of the reader: for a sentence-packed context exactly the
@@ -63,7 +62,7 @@ __all__ = ["LOCATION_FIELDS", "MAX_CITED", "SHOWN_SENTENCES", "citation", "citat
 MAX_CITED = 3
 
 #: The location fields a citation copies from ``chunk.metadata["location"]``, in output order.
-LOCATION_FIELDS = ("file", "page", "page_end", "page_label", "page_label_end", "headings", "sections", "line")
+LOCATION_FIELDS = ("file", "page", "page_end", "page_label", "page_label_end", "headings", "line")
 
 #: The metadata key under which sentence packing records what it kept of a chunk:
 #: ``{"text": the cropped text, "sentences": [the kept sentences, in document order]}``. Only
@@ -126,10 +125,6 @@ def _location(metadata: Any) -> dict[str, Any]:
         elif key == "headings":
             ok = isinstance(value, (list, tuple)) and bool(value) and all(isinstance(h, str) for h in value)
             value = list(value) if ok else value
-        elif key == "sections":  # a chunk of small sections packed together: each one's heading path
-            ok = isinstance(value, (list, tuple)) and bool(value) and all(
-                isinstance(p, (list, tuple)) and all(isinstance(h, str) for h in p) for p in value)
-            value = [list(p) for p in value] if ok else value
         elif key in ("page_label", "page_label_end"):
             ok = isinstance(value, str) and value != ""
         else:  # page, page_end, line: positive integers

@@ -81,52 +81,6 @@ def test_a_bare_heading_line_joins_the_section_after_it():
     assert chunk.metadata["location"]["headings"] == ["Guide", "Setup"]
 
 
-def _reference(entries: int, words: int) -> Document:
-    """A reference manual's chapter: one short section per function, as DocBook writes them."""
-    parts, positions = [], []
-    offset = 0
-    for i in range(entries):
-        body = f"function::f{i}\nReturns the value number {i}. " + "It is documented here. " * words + "\n"
-        positions.append((offset, {"headings": ["2 Context Functions", f"function::f{i}"]}))
-        parts.append(body)
-        offset += len(body)
-    return Document(id="ref.pdf", title="Reference", text="".join(parts), location={"file": "ref.pdf"},
-                    positions=tuple(positions))
-
-
-def test_small_sections_of_one_parent_are_packed_while_they_fit():
-    """A reference manual's one-function sections are packed into chunks of up to ``chunk_tokens``, each
-    keeping its heading line; the chunk is named by the parent and lists every section it holds."""
-    doc = _reference(entries=12, words=1)
-    chunks = chunk_documents([doc], chunk_tokens=64, overlap=8)
-    assert 1 < len(chunks) < 12
-    assert all(c.tokens <= 64 for c in chunks)
-    assert "".join(c.text for c in chunks) == doc.text  # every line once, no overlap across packed sections
-    first = chunks[0]
-    assert first.text.startswith("function::f0\n") and "function::f1\n" in first.text
-    assert first.title == "Reference › 2 Context Functions"
-    assert first.metadata["location"]["headings"] == ["2 Context Functions"]
-    listed = [path[-1] for c in chunks for path in c.metadata["location"].get("sections",
-                                                                              [c.metadata["location"]["headings"]])]
-    assert listed == [f"function::f{i}" for i in range(12)]
-
-
-def test_a_section_too_large_to_pack_is_chunked_alone():
-    doc = _reference(entries=3, words=40)  # each section over 64 tokens
-    chunks = chunk_documents([doc], chunk_tokens=64, overlap=8)
-    assert all("sections" not in c.metadata["location"] for c in chunks)
-    assert {tuple(c.metadata["location"]["headings"]) for c in chunks} == {
-        ("2 Context Functions", f"function::f{i}") for i in range(3)}
-
-
-def test_sections_of_different_parents_are_not_packed():
-    text = "A\nalpha line one.\nB\nbeta line one.\n"
-    doc = Document(id="m.md", title="M", text=text, location={"file": "m.md"},
-                   positions=((0, {"headings": ["1 One", "1.1 A"]}), (16, {"headings": ["2 Two", "2.1 B"]})))
-    chunks = chunk_documents([doc], chunk_tokens=64, overlap=8)
-    assert [c.title for c in chunks] == ["M › 1 One › 1.1 A", "M › 2 Two › 2.1 B"]
-
-
 def test_documents_without_sections_keep_their_title_and_chunks():
     doc = Document(id="d", title="Paris", text="Paris is the capital of France. " * 30)
     chunks = chunk_documents([doc], chunk_tokens=64, overlap=8)
@@ -223,11 +177,8 @@ def test_a_plain_text_manual_gets_its_numbered_sections(tmp_path):
     assert {k: v for _, place in doc.positions for k, v in place.items() if k == "headings"} == {"headings": paths[-1]}
     chunks = chunk_documents([doc], chunk_tokens=64, overlap=8)
     put = next(c for c in chunks if "default timeout" in c.text)
-    # GET and PUT are short sections of one parent: packed into one chunk named by that parent
-    assert "The GET command" in put.text
-    assert put.title == "Network Working Group J. Doe › 2 Commands"
-    assert put.metadata["location"]["headings"] == ["2 Commands"]
-    assert put.metadata["location"]["sections"] == [["2 Commands", "2.1 GET"], ["2 Commands", "2.2 PUT"]]
+    assert put.title == "Network Working Group J. Doe › 2 Commands › 2.2 PUT"
+    assert put.metadata["location"]["headings"] == ["2 Commands", "2.2 PUT"]
     assert put.metadata["location"]["page"] == 2  # the form feed starts page 2
 
 

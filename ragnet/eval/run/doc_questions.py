@@ -309,8 +309,7 @@ def _short(text: str, limit: int = 60) -> str:
 def at_place(location: Mapping[str, Any] | None, place: GoldPlace) -> bool:
     """Whether a chunk or citation ``location`` (``file``, ``page``, ``page_end``, ``headings``)
     lies at ``place``: the same file, a page range that holds its page, a heading path inside its
-    section (the section itself or one of its subsections; for a chunk of small sections packed
-    together, any of its ``sections``).
+    section (the section itself or one of its subsections).
 
     Example:
         >>> at_place({"file": "a.html", "headings": ["Rules", "Variables"]}, GoldPlace("a.html", section=("Rules",)))
@@ -328,9 +327,8 @@ def at_place(location: Mapping[str, Any] | None, place: GoldPlace) -> bool:
         if not first <= place.page <= last:
             return False
     if place.section:
-        # a chunk of small sections packed together lists each of them under "sections"
-        sections = location.get("sections") or [location.get("headings") or ()]
-        if not any(tuple(path or ())[:len(place.section)] == place.section for path in sections):
+        headings = tuple(location.get("headings") or ())
+        if headings[:len(place.section)] != place.section:
             return False
     return True
 

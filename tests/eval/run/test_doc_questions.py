@@ -114,10 +114,6 @@ def test_a_place_matches_its_page_range_and_subsections():
     section = GoldPlace("m.html", section=("Rules",))
     assert at_place({"file": "m.html", "headings": ["Rules", "Variables"]}, section)
     assert not at_place({"file": "m.html", "headings": ["Build"]}, section)
-    # a chunk of small sections packed together is at each of them
-    packed = {"file": "m.html", "headings": ["Ref"], "sections": [["Ref", "open"], ["Ref", "close"]]}
-    assert at_place(packed, GoldPlace("m.html", section=("Ref", "close")))
-    assert not at_place(packed, GoldPlace("m.html", section=("Ref", "seek")))
 
 
 def test_eval_docs_scores_right_answers_places_and_citations(folder, tmp_path, monkeypatch):
