@@ -27,7 +27,7 @@ from __future__ import annotations
 from ragnet.corpus.types import Chunk
 from ragnet.programs.agent import AgentRAG, Turns
 from ragnet.programs.base import RunResult
-from ragnet.programs.oneshot import DEFAULT_BUDGET, apply_metadata_rules
+from ragnet.programs.stages import DEFAULT_BUDGET, apply_metadata_rules
 from ragnet.programs.trace import Trace
 
 

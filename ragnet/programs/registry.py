@@ -24,6 +24,7 @@ from typing import Any
 from ragnet.errors import InputError
 from ragnet.programs import STRATEGIES
 from ragnet.programs.options import option_fields
+from ragnet.programs.stages import DEFAULT_BUDGET
 from ragnet.signatures.answer import AnswerStep
 
 #: Presets of the answer step, for every strategy: ``cot`` reasons before it answers; the ``q…``
@@ -116,7 +117,7 @@ BUDGETED = {"oneshot", "combined", "iterative", "reflective", "router"}
 #: A small local reader gets the same footing whatever strategy is named: a budgeted strategy given
 #: no budget answers at the local budget, with :data:`LOCAL_PACKING` where the strategy has it
 #: (:func:`resolve_strategy`); other readers keep each strategy's own default.
-RECOMMENDED = {"local": ("oneshot:sentences+hops", 1000), "other": ("oneshot", 4000)}
+RECOMMENDED = {"local": ("oneshot:sentences+hops", 1000), "other": ("oneshot", DEFAULT_BUDGET)}
 #: The local budget over a collection of documents with sections (:func:`has_sections`: manuals,
 #: reports, PDFs with outlines, HTML, DOCX and Markdown). A larger budget there was chosen and confirmed
 #: on the same questions; on the check split it answered about as many for far more of the reader's
@@ -269,7 +270,7 @@ def _router_routes(settings: dict[str, Any], index: Any, answer: AnswerStep) -> 
     the registry builds programs from specs, ``RouterRAG`` takes programs. A route's strategy keeps
     its own question place, so the hard route shares the simple route's answer step only where
     both place it alike."""
-    from ragnet.programs.router import DEFAULT_BUDGET, DEFAULT_HARD, DEFAULT_SIMPLE
+    from ragnet.programs.router import DEFAULT_HARD, DEFAULT_SIMPLE
 
     given = settings.get("search")  # a Search object, or its fields by name
     shared = given.changed() if given is not None else {}

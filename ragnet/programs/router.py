@@ -55,6 +55,7 @@ from ragnet.programs.bridge_search import title_test
 from ragnet.programs.index_protocol import ProgramIndex
 from ragnet.programs.oneshot import OneShotRAG
 from ragnet.programs.options import Hops, Pack, Search, check_positive_int
+from ragnet.programs.stages import DEFAULT_BUDGET  # both routes answer within the router's budget
 from ragnet.programs.trace import Trace
 from ragnet.signatures import AnswerStep, Step
 
@@ -62,7 +63,6 @@ __all__ = ["DEFAULT_BUDGET", "DEFAULT_HARD", "DEFAULT_SIMPLE", "RouterRAG", "rou
 
 DEFAULT_SIMPLE = "oneshot:sentences"
 DEFAULT_HARD = "oneshot:sentences+hops"
-DEFAULT_BUDGET = 4000  # the one-shot's: both routes answer within the router's budget
 # Bridge names recorded in the signals (a rule may read fewer; RouteRule reads its bridge_names)
 SIGNAL_NAMES = 3
 

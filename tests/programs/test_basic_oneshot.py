@@ -114,7 +114,7 @@ def test_bridge_hops_add_second_hop_chunks_at_half_weight_without_an_lm_call(tmp
     import dspy
 
     from ragnet import Document, Index
-    from ragnet.programs.oneshot import HOP_WEIGHT
+    from ragnet.programs.stages import HOP_WEIGHT
     from ragnet.programs.trace import Trace
 
     docs = [Document(id="film", title="Kiss and Tell", text="Kiss and Tell is a film starring Shirley Temple."),
@@ -216,7 +216,7 @@ def test_a_manuals_contents_page_never_reaches_the_reader(tmp_path, run_with):
     """A contents page shares every word with a question about its manual and states nothing:
     the rules stage drops it with its reason in the trace, and only the section is read."""
     from ragnet import Document, Index
-    from ragnet.programs.oneshot import LISTING_REASON
+    from ragnet.programs.stages import LISTING_REASON
 
     contents = "Contents\n" + "\n".join(f"3.{i} Invoking asn1Decoding option {i} . . . . . . . . {7 + i}"
                                         for i in range(6))

@@ -354,7 +354,7 @@ def _tally_variants(tally: _Tally, index: Any, texts: Sequence[str], candidates:
     trace_cls = apply_rules = None
     rule_index = _QueryVectors(index, texts, qvecs)
     if any(r for r, _ in variants):
-        from ragnet.programs.oneshot import apply_metadata_rules as apply_rules
+        from ragnet.programs.stages import apply_metadata_rules as apply_rules
         from ragnet.programs.trace import Trace as trace_cls
     variant_sel: dict[float, list[str]] = {}
     with _bar(len(texts) * len(lam_values), "Rules/noise variants", show_progress) as bar:

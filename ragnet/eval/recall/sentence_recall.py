@@ -121,7 +121,7 @@ def run_sentence_evidence(
 
     from ragnet.core.calibrate import relevance
     from ragnet.eval.metrics.stats import percentile
-    from ragnet.programs.oneshot import apply_metadata_rules
+    from ragnet.programs.stages import apply_metadata_rules
     from ragnet.programs.sentence_packing import crop_to_sentences, select_sentences
     from ragnet.programs.trace import Trace
     from ragnet.signatures.formatting import chunk_header, render_chunk
