@@ -119,7 +119,7 @@ def run_search_bench(
 
 def _search_figures(index: Index, queries: list[str], repeats: int, k: int, lam: float, warmup: int) -> dict[str, Any]:
     for q in (queries * (warmup // len(queries) + 1))[:warmup]:
-        index.search(q, k=k, lam=lam)
+        index.search(q, k=k, bm25_weight=lam)
     return {
         "queries": len(queries),
         "repeats": repeats,
@@ -127,7 +127,7 @@ def _search_figures(index: Index, queries: list[str], repeats: int, k: int, lam:
         "faiss_index": index.manifest.get("faiss_index"),
         "k": k,
         "lam": lam,
-        "hybrid": _summary(_time_each(lambda q: index.search(q, k=k, lam=lam), queries, repeats)),
+        "hybrid": _summary(_time_each(lambda q: index.search(q, k=k, bm25_weight=lam), queries, repeats)),
         "dense": _summary(_time_each(lambda q: index.dense_search(q, k=k), queries, repeats)),
         "bm25": _summary(_time_each(lambda q: index.bm25_search(q, k=k), queries, repeats)),
         "embed": _summary(_time_each(index.embed_query, queries, repeats)),

@@ -97,7 +97,7 @@ def search(
     from ragnet.index import Index
 
     index = Index.load(index_dir)
-    hits = (index.scoped(*only) if only else index).search(query, k=k, lam=lam)
+    hits = (index.scoped(*only) if only else index).search(query, k=k, bm25_weight=lam)
     if as_json:
         typer.echo(printable_json([h.to_dict() for h in hits], indent=2))
         return

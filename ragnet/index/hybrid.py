@@ -2,7 +2,7 @@
 
 Build once (:mod:`ragnet.index.build`), load many times, search hybrid:
 
-    score = lam * norm(bm25) + (1 - lam) * norm(cos)
+    score = bm25_weight * norm(bm25) + (1 - bm25_weight) * norm(cos)
 
 The folder's layout and the checks run before it is read are :mod:`ragnet.index.manifest`'s;
 updates are :mod:`ragnet.index.update`'s.
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
@@ -642,9 +643,11 @@ class Index:
         query: str,
         k: int = 5,
         exclude: Iterable[str] = (),
-        lam: float = 0.4,
+        bm25_weight: float = 0.4,
         pool: int = 100,
         within: np.ndarray | None = None,
+        *,
+        lam: float | None = None,
     ) -> list[Chunk]:
         """Hybrid search: the ``k`` best chunks for ``query``, best first.
 
@@ -655,9 +658,9 @@ class Index:
         min-max normalised over the pool of this query::
 
             norm(x) = (x - min_pool(x)) / (max_pool(x) - min_pool(x))   # 0 if all equal
-            score   = lam * norm(bm25) + (1 - lam) * norm(cos)
+            score   = bm25_weight * norm(bm25) + (1 - bm25_weight) * norm(cos)
 
-        so ``lam=0`` ranks purely by cosine and ``lam=1`` purely by BM25. Ties are broken by
+        so ``bm25_weight=0`` ranks purely by cosine and ``bm25_weight=1`` purely by BM25. Ties are broken by
         index order (deterministic). Returned chunks carry ``score`` (hybrid, in [0, 1]),
         ``dense_score`` (raw cosine) and ``bm25_score`` (raw BM25).
 
@@ -667,7 +670,9 @@ class Index:
             exclude: chunk ids never to return (unknown ids are ignored). ``k`` chunks are
                 still returned whenever the index has ``k`` chunks not excluded: if the
                 pool runs dry, every chunk is scored.
-            lam: BM25 weight in [0, 1] (0.4 as in ReflectiveRAG).
+            bm25_weight: BM25 weight in [0, 1] (0.4 as in ReflectiveRAG), the programs'
+                ``Search.bm25_weight``.
+            lam: the old name of ``bm25_weight``, accepted with a DeprecationWarning for one release.
             pool: candidates taken from each retriever.
             within: rows (of ``chunks``) the result is drawn from, sorted (a scope:
                 :meth:`scoped`). Up to :data:`EXACT_WITHIN` rows, every one of them is scored
@@ -675,21 +680,22 @@ class Index:
                 above from its own rows (FAISS and BM25 filter the others out while searching).
 
         Raises:
-            InputError: empty query, ``k < 0``, ``pool < 1`` or ``lam`` outside [0, 1].
+            InputError: empty query, ``k < 0``, ``pool < 1`` or ``bm25_weight`` outside [0, 1].
 
         Example:
             >>> [c.id for c in index.search("capital of Italy", k=1, exclude={"rome#0"})]
             ['paris#0']
         """
-        _check_search_args(k, lam, pool)
+        bm25_weight = _renamed_lam(lam, bm25_weight)
+        _check_search_args(k, bm25_weight, pool)
         excluded = self._excluded_rows(exclude)
         within = None if within is None else np.asarray(within, dtype=np.int64)
         if within is not None and len(within) <= EXACT_WITHIN:
-            return self._rank_within(self.embed_query(query), query, within, k, excluded, lam)
+            return self._rank_within(self.embed_query(query), query, within, k, excluded, bm25_weight)
         qvec = self.embed_query(query)
         n_pool = self._pool_size(k, pool, excluded, within)
         ids, cos_all = self._dense_top(qvec[None, :], n_pool, within)
-        return self._rank(qvec, query, ids[0], k, excluded, lam, n_pool, None if cos_all is None else cos_all[0],
+        return self._rank(qvec, query, ids[0], k, excluded, bm25_weight, n_pool, None if cos_all is None else cos_all[0],
                           within)
 
     def search_batch(
@@ -697,15 +703,17 @@ class Index:
         queries: Sequence[str],
         k: int = 5,
         exclude: Sequence[Iterable[str] | None] | None = None,
-        lam: float = 0.4,
+        bm25_weight: float = 0.4,
         pool: int = 100,
         within: np.ndarray | None = None,
+        *,
+        lam: float | None = None,
     ) -> list[list[Chunk]]:
         """``search`` for many queries, embedding them in one batch.
 
         Args:
             queries: the queries.
-            k, lam, pool, within: as in ``search``.
+            k, bm25_weight, pool, within: as in ``search``.
             exclude: None, or one iterable of ids (or None) per query.
 
         Example:
@@ -713,7 +721,8 @@ class Index:
             [['paris#0'], ['rome#0']]
         """
         queries = list(queries)
-        _check_search_args(k, lam, pool)
+        bm25_weight = _renamed_lam(lam, bm25_weight)
+        _check_search_args(k, bm25_weight, pool)
         if exclude is None:
             exclude = [None] * len(queries)
         exclude = list(exclude)
@@ -731,12 +740,12 @@ class Index:
         excluded = [self._excluded_rows(e or ()) for e in exclude]
         within = None if within is None else np.asarray(within, dtype=np.int64)
         if within is not None and len(within) <= EXACT_WITHIN:
-            return [self._rank_within(qvecs[i], q, within, k, excluded[i], lam) for i, q in enumerate(queries)]
+            return [self._rank_within(qvecs[i], q, within, k, excluded[i], bm25_weight) for i, q in enumerate(queries)]
         sizes = [self._pool_size(k, pool, e, within) for e in excluded]
         ids, cos_all = self._dense_top(qvecs, max(sizes), within)
         return [
             self._rank(
-                qvecs[i], q, ids[i, : sizes[i]], k, excluded[i], lam, sizes[i],
+                qvecs[i], q, ids[i, : sizes[i]], k, excluded[i], bm25_weight, sizes[i],
                 None if cos_all is None else cos_all[i], within,
             )
             for i, q in enumerate(queries)
@@ -813,19 +822,19 @@ class Index:
         return np.einsum("ij,j->i", np.asarray(self._emb[rows], dtype=np.float32), qvec)
 
     def _rank_within(self, qvec: np.ndarray, query: str, rows: np.ndarray, k: int, excluded: np.ndarray,
-                     lam: float) -> list[Chunk]:
+                     bm25_weight: float) -> list[Chunk]:
         """The ``k`` best of ``rows`` (less ``excluded``), every one scored: exact cosine and BM25,
         each min-max normalised over them, combined as in :meth:`search`."""
         cands = np.setdiff1d(rows, excluded, assume_unique=True) if excluded.size else rows
         if cands.size == 0 or k <= 0:
             return []
         raw_bm25 = self._sparse.top_and_scores_at(query, 1, cands)[2]
-        return self._best(cands, raw_bm25, self._cosines(cands, qvec), lam, k)
+        return self._best(cands, raw_bm25, self._cosines(cands, qvec), bm25_weight, k)
 
-    def _best(self, cands: np.ndarray, raw_bm25: np.ndarray, cos: np.ndarray, lam: float, k: int) -> list[Chunk]:
+    def _best(self, cands: np.ndarray, raw_bm25: np.ndarray, cos: np.ndarray, bm25_weight: float, k: int) -> list[Chunk]:
         """The ``k`` best of the rows ``cands`` by the hybrid score (each signal min-max normalised
         over ``cands``), ties by row, with their scores."""
-        score = lam * _normalise_scores(raw_bm25) + (1.0 - lam) * _normalise_scores(cos)
+        score = bm25_weight * _normalise_scores(raw_bm25) + (1.0 - bm25_weight) * _normalise_scores(cos)
         order = np.lexsort((cands, -score))[:k]
         return [
             chunk.with_scores(score=float(score[j]), dense_score=float(cos[j]), bm25_score=float(raw_bm25[j]))
@@ -839,7 +848,7 @@ class Index:
         dense_ids: np.ndarray,
         k: int,
         excluded: np.ndarray,
-        lam: float,
+        bm25_weight: float,
         n_pool: int,
         cos_all: np.ndarray | None = None,
         within: np.ndarray | None = None,
@@ -864,7 +873,7 @@ class Index:
             cands = np.setdiff1d(every, excluded, assume_unique=True)
             raw_bm25 = self._sparse.scores(query)[cands]
         cos = cos_all[cands] if cos_all is not None else self._cosines(cands, qvec)
-        return self._best(cands, raw_bm25, cos, lam, want)
+        return self._best(cands, raw_bm25, cos, bm25_weight, want)
 
 
 # -- helpers ---------------------------------------------------------------------------
@@ -875,14 +884,23 @@ def _check_query(query: Any) -> None:
         raise InputError("query is empty", argument="query")
 
 
-def _check_search_args(k: Any, lam: Any, pool: Any) -> None:
+def _renamed_lam(lam: float | None, bm25_weight: float) -> float:
+    """``bm25_weight``, or the value given under its old name ``lam`` (with a DeprecationWarning)."""
+    if lam is None:
+        return bm25_weight
+    warnings.warn("Index.search's 'lam' is now 'bm25_weight' (the programs' Search.bm25_weight); "
+                  "'lam' goes in the next release", DeprecationWarning, stacklevel=3)
+    return lam
+
+
+def _check_search_args(k: Any, bm25_weight: Any, pool: Any) -> None:
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
         raise InputError(f"k must be a non-negative integer, got {k!r}", argument="k")
     if isinstance(pool, bool) or not isinstance(pool, (int, np.integer)) or pool < 1:
         raise InputError(f"pool must be a positive integer, got {pool!r}", argument="pool")
     try:
-        lam_f = float(lam)
+        weight = float(bm25_weight)
     except (TypeError, ValueError):
-        lam_f = float("nan")
-    if not 0.0 <= lam_f <= 1.0:
-        raise InputError(f"lam must be between 0 and 1, got {lam!r}", argument="lam")
+        weight = float("nan")
+    if not 0.0 <= weight <= 1.0:
+        raise InputError(f"bm25_weight must be between 0 and 1, got {bm25_weight!r}", argument="bm25_weight")

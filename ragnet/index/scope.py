@@ -109,24 +109,27 @@ class ScopedIndex:
         """Whether ``chunk_id`` is a chunk of the chosen files."""
         return chunk_id in self._inside
 
-    def search(self, query: str, k: int = 5, exclude: Iterable[str] = (), lam: float = 0.4, pool: int = 100) -> list:
-        """:meth:`ragnet.index.Index.search` over the chosen files."""
-        return self.index.search(query, k=k, exclude=exclude, lam=lam, pool=pool, within=self.rows_in_scope)
+    def search(self, query: str, k: int = 5, exclude: Iterable[str] = (), bm25_weight: float = 0.4, pool: int = 100,
+               *, lam: float | None = None) -> list:
+        """:meth:`ragnet.index.Index.search` over the chosen files (``lam``: its deprecated name of ``bm25_weight``)."""
+        return self.index.search(query, k=k, exclude=exclude, bm25_weight=bm25_weight, pool=pool,
+                                 within=self.rows_in_scope, lam=lam)
 
     def search_batch(self, queries: Sequence[str], k: int = 5, exclude: Sequence[Iterable[str] | None] | None = None,
-                     lam: float = 0.4, pool: int = 100) -> list[list]:
+                     bm25_weight: float = 0.4, pool: int = 100, *, lam: float | None = None) -> list[list]:
         """:meth:`ragnet.index.Index.search_batch` over the chosen files."""
-        return self.index.search_batch(queries, k=k, exclude=exclude, lam=lam, pool=pool, within=self.rows_in_scope)
+        return self.index.search_batch(queries, k=k, exclude=exclude, bm25_weight=bm25_weight, pool=pool,
+                                       within=self.rows_in_scope, lam=lam)
 
     def dense_search(self, query: str, k: int = 5) -> list:
         """Dense-only retrieval over the chosen files (``score`` = ``dense_score`` = cosine)."""
         return [c.with_scores(score=c.dense_score, dense_score=c.dense_score)
-                for c in self.index.search(query, k=k, lam=0.0, within=self.rows_in_scope)]
+                for c in self.index.search(query, k=k, bm25_weight=0.0, within=self.rows_in_scope)]
 
     def bm25_search(self, query: str, k: int = 5) -> list:
         """BM25-only retrieval over the chosen files (positive scores; ``score`` = ``bm25_score``)."""
         return [c.with_scores(score=c.bm25_score, bm25_score=c.bm25_score)
-                for c in self.index.search(query, k=k, lam=1.0, within=self.rows_in_scope) if (c.bm25_score or 0) > 0]
+                for c in self.index.search(query, k=k, bm25_weight=1.0, within=self.rows_in_scope) if (c.bm25_score or 0) > 0]
 
     @property
     def catalog(self) -> Any:

@@ -218,7 +218,7 @@ class RAGProgram(dspy.Module):
         **event: Any,
     ) -> list[Chunk]:
         """Hybrid search, recorded as a ``search`` event (with ``event``'s extra fields)."""
-        hits = self.index.search(query, k=k, exclude=exclude, lam=self.search.bm25_weight)
+        hits = self.index.search(query, k=k, exclude=exclude, bm25_weight=self.search.bm25_weight)
         trace.add("search", turn=turn, query=query, retrieved=[h.id for h in hits], fallback=fallback, **event)
         return hits
 

@@ -32,9 +32,9 @@ __all__ = ["ProgramIndex"]
 class ProgramIndex(Protocol):
     """The index members ragnet's programs use (``ragnet.Index`` documents each)."""
 
-    def search(self, query: str, k: int = 5, exclude: Iterable[str] = (), lam: float = 0.4) -> list[Chunk]:
+    def search(self, query: str, k: int = 5, exclude: Iterable[str] = (), bm25_weight: float = 0.4) -> list[Chunk]:
         """Hybrid search: the ``k`` best chunks for ``query``, best first, never one of ``exclude``;
-        ``lam`` is the BM25 weight (the programs' ``Search.bm25_weight``)."""
+        ``bm25_weight`` is the BM25 weight (the programs' ``Search.bm25_weight``)."""
         ...
 
     def chunk(self, chunk_id: str) -> Chunk:

@@ -199,7 +199,7 @@ class IterativeRAG(AgentRAG):
             return set(), set()
         ids = [c.id for c in context]
         # the same search BasicRAG makes (not recorded as a search: the agent did not ask for it)
-        question_hits = {c.id for c in self.index.search(question, k=self.loop.k, lam=self.search.bm25_weight)}
+        question_hits = {c.id for c in self.index.search(question, k=self.loop.k, bm25_weight=self.search.bm25_weight)}
         best_hits = {e["retrieved"][0] for e in trace.of("search") if e.get("retrieved")}
         cos = self.index.vectors(ids) @ self.index.embed_query(question)
         closest = {ids[i] for i in np.argsort(-cos, kind="stable")[: self.loop.protect].tolist()}

@@ -28,7 +28,7 @@ transform, temperature    Pack           relevance calibration (``ragnet.core.ca
 notes_share               Pack           the largest share of the budget the notes may take
 pool                      Search         hits of the question's own search that start the pack
 bm25_weight               Search         the hybrid weight, ``bm25_weight * BM25 + (1 - bm25_weight)
-                                         * cosine`` (``Index.search``'s ``lam``)
+                                         * cosine`` (``Index.search``'s ``bm25_weight``)
 rules, max_add            Search         the metadata rule filter, and how many chunks it may add
 focus                     Search         fill the pack from the one document most best hits come from
 k                         Hops, Loop     chunks per search (``BasicRAG``'s own ``k`` too)
@@ -227,7 +227,7 @@ class Search(Options):
             (the one-shot's candidates, 100; IterativeRAG's 0: its sentence pack draws on what the
             turns gathered, and with a pool the one-shot's candidates start it, preset ``pool``).
         bm25_weight: the hybrid weight, ``bm25_weight * BM25 + (1 - bm25_weight) * cosine`` (0.4, as
-            in ReflectiveRAG); ``Index.search`` takes it as ``lam``.
+            in ReflectiveRAG); ``Index.search`` takes it under the same name.
         rules: apply the metadata rule filter (drop candidates whose years or places contradict
             the question, add chunks whose title or entities match it).
         max_add: the most chunks the rules may add from the index.

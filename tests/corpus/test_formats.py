@@ -119,7 +119,7 @@ def test_pdf_words_broken_at_a_line_end_are_joined_as_the_document_spells_them(t
     second = doc.text.index("All information")
     assert doc.positions == ((0, {"page": 1}), (second, {"page": 2}))
     index = Index.build([doc], tmp_path / "index", show_progress=False)
-    hit = index.search("information bridge", k=1, lam=1.0)[0]
+    hit = index.search("information bridge", k=1, bm25_weight=1.0)[0]
     assert "keeps information on every bridge" in hit.text
 
 

@@ -74,7 +74,7 @@ def test_shards_write_the_same_index_as_one_build(built, tmp_path):
     shards = [(chunks[i:i + 7], vectors[i:i + 7]) for i in range(0, len(chunks), 7)]
     sharded = Index.build_from_shards(shards, tmp_path / "sharded", count=len(chunks), show_progress=False)
     assert len(sharded) == len(built)
-    assert _search_ids(sharded, QUERIES, k=5, lam=0.4) == _search_ids(built, QUERIES, k=5, lam=0.4)
+    assert _search_ids(sharded, QUERIES, k=5, bm25_weight=0.4) == _search_ids(built, QUERIES, k=5, bm25_weight=0.4)
     assert [c.id for c in sharded.bm25_search("capital", k=8)] == [c.id for c in built.bm25_search("capital", k=8)]
 
 

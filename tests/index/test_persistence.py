@@ -26,7 +26,7 @@ def test_round_trip_gives_identical_results(built):
     assert len(loaded) == len(built)
     assert list(loaded.chunks) == list(built.chunks)
     np.testing.assert_array_equal(loaded.vectors([c.id for c in built.chunks]), built.vectors([c.id for c in built.chunks]))
-    for kw in ({"k": 5}, {"k": 3, "lam": 0.0}, {"k": 3, "lam": 1.0}, {"k": 4, "exclude": ["doc04#0"]}):
+    for kw in ({"k": 5}, {"k": 3, "bm25_weight": 0.0}, {"k": 3, "bm25_weight": 1.0}, {"k": 4, "exclude": ["doc04#0"]}):
         assert _results(loaded, **kw) == _results(built, **kw)
 
 

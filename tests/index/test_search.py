@@ -1,4 +1,4 @@
-"""Hybrid search semantics: ordering, lam extremes, exclude, batching, accessors."""
+"""Hybrid search semantics: ordering, bm25_weight extremes, exclude, batching, accessors."""
 
 from __future__ import annotations
 
@@ -45,11 +45,11 @@ def _brute_bm25(index, query, k):
 
 @pytest.mark.parametrize("query", QUERIES)
 def test_lam_zero_is_pure_dense_and_lam_one_pure_bm25(built, query):
-    dense = built.search(query, k=5, lam=0.0)
+    dense = built.search(query, k=5, bm25_weight=0.0)
     assert [h.id for h in dense] == _brute_dense(built, query, 5)
     np.testing.assert_allclose([h.dense_score for h in dense], sorted((h.dense_score for h in dense), reverse=True))
     sparse_ids = _brute_bm25(built, query, 5)
-    sparse = built.search(query, k=len(sparse_ids), lam=1.0)
+    sparse = built.search(query, k=len(sparse_ids), bm25_weight=1.0)
     assert [h.id for h in sparse] == sparse_ids
     assert [h.id for h in built.dense_search(query, k=5)] == [h.id for h in dense]
     assert [h.id for h in built.bm25_search(query, k=5)] == sparse_ids
@@ -57,7 +57,7 @@ def test_lam_zero_is_pure_dense_and_lam_one_pure_bm25(built, query):
 
 def test_hybrid_score_is_documented_formula(built):
     query, lam = "capital city on a river", 0.4
-    hits = built.search(query, k=3, lam=lam, pool=len(built))
+    hits = built.search(query, k=3, bm25_weight=lam, pool=len(built))
     cos = np.array([c for c in (built.vectors([c.id])[0] @ built.embed_query(query) for c in built.chunks)])
     bm = built._sparse.scores(query).astype(np.float64)
     norm = lambda x: (x - x.min()) / (x.max() - x.min())  # noqa: E731
@@ -69,9 +69,9 @@ def test_hybrid_score_is_documented_formula(built):
 
 def test_degenerate_scores_normalise_to_zero(built):
     # no query term is in the vocabulary: BM25 is all zeros, so only cosine ranks
-    hits = built.search("zzzqqq xxyyzz", k=5, lam=0.4)
+    hits = built.search("zzzqqq xxyyzz", k=5, bm25_weight=0.4)
     assert all(h.bm25_score == 0.0 for h in hits)
-    assert [h.id for h in hits] == [h.id for h in built.search("zzzqqq xxyyzz", k=5, lam=0.0)]
+    assert [h.id for h in hits] == [h.id for h in built.search("zzzqqq xxyyzz", k=5, bm25_weight=0.0)]
     assert hits[0].score == pytest.approx(0.6)
 
 
@@ -84,7 +84,7 @@ def test_exclude_is_never_returned_and_k_still_filled(built, data):
     pool = data.draw(st.sampled_from([1, 3, 10, 100]))
     lam = data.draw(st.sampled_from([0.0, 0.4, 1.0]))
     query = data.draw(st.sampled_from(QUERIES))
-    hits = built.search(query, k=k, exclude=excluded | {"not-an-id"}, lam=lam, pool=pool)
+    hits = built.search(query, k=k, exclude=excluded | {"not-an-id"}, bm25_weight=lam, pool=pool)
     assert not {h.id for h in hits} & excluded
     assert len(hits) == min(k, len(ids) - len(excluded))
     assert len({h.id for h in hits}) == len(hits)
@@ -104,9 +104,9 @@ def test_results_are_deterministic(built):
 def test_batched_search_equals_per_query(built):
     ids = [c.id for c in built.chunks]
     excludes = [None, ids[:3], set(ids[5:20]), (), None, ids[::2]]
-    batch = built.search_batch(QUERIES, k=4, exclude=excludes, lam=0.4)
+    batch = built.search_batch(QUERIES, k=4, exclude=excludes, bm25_weight=0.4)
     for query, excl, got in zip(QUERIES, excludes, batch):
-        want = built.search(query, k=4, exclude=excl or (), lam=0.4)
+        want = built.search(query, k=4, exclude=excl or (), bm25_weight=0.4)
         assert [h.id for h in got] == [h.id for h in want]
         np.testing.assert_allclose([h.score for h in got], [h.score for h in want], atol=1e-5)
     assert [[h.id for h in r] for r in built.search_batch(QUERIES[:2], k=2)] == [
@@ -124,13 +124,28 @@ def test_k_larger_than_index_and_k_zero(built):
 
 @pytest.mark.parametrize(
     ("kwargs", "argument"),
-    [({"lam": 1.5}, "lam"), ({"lam": -0.1}, "lam"), ({"k": -1}, "k"), ({"pool": 0}, "pool"), ({"query": "  "}, "query")],
+    [({"bm25_weight": 1.5}, "bm25_weight"), ({"bm25_weight": -0.1}, "bm25_weight"), ({"k": -1}, "k"),
+     ({"pool": 0}, "pool"), ({"query": "  "}, "query")],
 )
 def test_bad_search_arguments(built, kwargs, argument):
     call = {"query": "capital", **kwargs}
     with pytest.raises(InputError) as err:
         built.search(**call)
     assert err.value.argument == argument
+
+
+def test_lam_is_the_deprecated_name_of_bm25_weight(built):
+    """One name per concept: ``bm25_weight``, as in the programs' ``Search``; ``lam`` still works for one
+    release, with a DeprecationWarning, in ``search``, ``search_batch`` and a scoped view."""
+    want = [c.id for c in built.search(QUERIES[0], k=4, bm25_weight=1.0)]
+    assert want != [c.id for c in built.search(QUERIES[0], k=4, bm25_weight=0.0)]
+    with pytest.warns(DeprecationWarning, match="bm25_weight"):
+        assert [c.id for c in built.search(QUERIES[0], k=4, lam=1.0)] == want
+    with pytest.warns(DeprecationWarning, match="bm25_weight"):
+        assert [c.id for c in built.search_batch([QUERIES[0]], k=4, lam=1.0)[0]] == want
+    with pytest.warns(DeprecationWarning), pytest.raises(InputError) as err:
+        built.search(QUERIES[0], lam=2.0)
+    assert err.value.argument == "bm25_weight"
 
 
 def test_accessors(built, docs):

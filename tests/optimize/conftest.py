@@ -178,7 +178,7 @@ class FakeIndex:
     def __len__(self) -> int:
         return len(self.chunks)
 
-    def search(self, query: str, k: int = 5, exclude=(), lam: float = 0.4) -> list[Chunk]:
+    def search(self, query: str, k: int = 5, exclude=(), bm25_weight: float = 0.4) -> list[Chunk]:
         words = set(re.findall(r"\w+", query.lower()))
         scored = sorted(((len(words & set(re.findall(r"\w+", c.text.lower()))), c.id) for c in self.chunks.values()
                          if c.id not in set(exclude)), reverse=True)

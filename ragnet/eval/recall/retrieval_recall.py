@@ -337,7 +337,7 @@ def _candidate_pools(index: Any, texts: Sequence[str], lam_values: Sequence[floa
             hits: list[list[Any]] = []
             for start in range(0, len(texts), batch_size):
                 part = texts[start : start + batch_size]
-                hits.extend(index.search_batch(part, k=k, lam=lam, pool=search_pool))
+                hits.extend(index.search_batch(part, k=k, bm25_weight=lam, pool=search_pool))
                 bar.update(len(part))
             candidates[lam] = hits
     return candidates

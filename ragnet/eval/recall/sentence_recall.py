@@ -142,7 +142,7 @@ def run_sentence_evidence(
     select_ms: list[float] = []
     for record, gold in tqdm(records, desc="Sentence evidence", unit="q", disable=not show_progress):
         question = str(record.question).strip()
-        cands = index.search(question, k=min(pool, len(index)), lam=lam)
+        cands = index.search(question, k=min(pool, len(index)), bm25_weight=lam)
         if rules:
             cands = apply_metadata_rules(index, question, cands, Trace(), bm25_weight=lam)
         if not cands:

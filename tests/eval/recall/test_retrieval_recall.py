@@ -226,7 +226,7 @@ def test_rank_fill_matches_a_manual_fill_over_search(index, result):
         all_gold, fractions = [], []
         for rec in QUESTIONS[:3]:
             used, found = 0, set()
-            for chunk in index.search(rec.question, k=len(index), lam=lam):
+            for chunk in index.search(rec.question, k=len(index), bm25_weight=lam):
                 if used + chunk.tokens <= budget:
                     used += chunk.tokens
                     found.add(chunk.doc_id)
