@@ -695,8 +695,8 @@ class Index:
         qvec = self.embed_query(query)
         n_pool = self._pool_size(k, pool, excluded, within)
         ids, cos_all = self._dense_top(qvec[None, :], n_pool, within)
-        return self._rank(qvec, query, ids[0], k, excluded, bm25_weight, n_pool, None if cos_all is None else cos_all[0],
-                          within)
+        return self._rank(qvec, query, ids[0], k, excluded, bm25_weight, n_pool,
+                          None if cos_all is None else cos_all[0], within)
 
     def search_batch(
         self,
@@ -831,7 +831,8 @@ class Index:
         raw_bm25 = self._sparse.top_and_scores_at(query, 1, cands)[2]
         return self._best(cands, raw_bm25, self._cosines(cands, qvec), bm25_weight, k)
 
-    def _best(self, cands: np.ndarray, raw_bm25: np.ndarray, cos: np.ndarray, bm25_weight: float, k: int) -> list[Chunk]:
+    def _best(self, cands: np.ndarray, raw_bm25: np.ndarray, cos: np.ndarray, bm25_weight: float,
+              k: int) -> list[Chunk]:
         """The ``k`` best of the rows ``cands`` by the hybrid score (each signal min-max normalised
         over ``cands``), ties by row, with their scores."""
         score = bm25_weight * _normalise_scores(raw_bm25) + (1.0 - bm25_weight) * _normalise_scores(cos)

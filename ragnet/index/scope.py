@@ -111,7 +111,8 @@ class ScopedIndex:
 
     def search(self, query: str, k: int = 5, exclude: Iterable[str] = (), bm25_weight: float = 0.4, pool: int = 100,
                *, lam: float | None = None) -> list:
-        """:meth:`ragnet.index.Index.search` over the chosen files (``lam``: its deprecated name of ``bm25_weight``)."""
+        """:meth:`ragnet.index.Index.search` over the chosen files (``lam``: the deprecated name of
+        ``bm25_weight``)."""
         return self.index.search(query, k=k, exclude=exclude, bm25_weight=bm25_weight, pool=pool,
                                  within=self.rows_in_scope, lam=lam)
 
@@ -129,7 +130,8 @@ class ScopedIndex:
     def bm25_search(self, query: str, k: int = 5) -> list:
         """BM25-only retrieval over the chosen files (positive scores; ``score`` = ``bm25_score``)."""
         return [c.with_scores(score=c.bm25_score, bm25_score=c.bm25_score)
-                for c in self.index.search(query, k=k, bm25_weight=1.0, within=self.rows_in_scope) if (c.bm25_score or 0) > 0]
+                for c in self.index.search(query, k=k, bm25_weight=1.0, within=self.rows_in_scope)
+                if (c.bm25_score or 0) > 0]
 
     @property
     def catalog(self) -> Any:

@@ -47,8 +47,8 @@ from ragnet.errors import InputError
 from ragnet.programs.agent import AgentRAG, Turns
 from ragnet.programs.base import RunResult
 from ragnet.programs.index_protocol import ProgramIndex
-from ragnet.programs.stages import HOP_WEIGHT, apply_metadata_rules
 from ragnet.programs.options import LMSteps, Loop, Pack, Search
+from ragnet.programs.stages import HOP_WEIGHT, apply_metadata_rules
 from ragnet.programs.trace import Trace
 from ragnet.signatures import AnswerStep, DeleteStep
 

@@ -143,6 +143,10 @@ def test_lam_is_the_deprecated_name_of_bm25_weight(built):
         assert [c.id for c in built.search(QUERIES[0], k=4, lam=1.0)] == want
     with pytest.warns(DeprecationWarning, match="bm25_weight"):
         assert [c.id for c in built.search_batch([QUERIES[0]], k=4, lam=1.0)[0]] == want
+    scoped = built.scoped(*{c.doc_id for c in built.chunks})
+    scoped_want = [c.id for c in scoped.search(QUERIES[0], k=4, bm25_weight=1.0)]
+    with pytest.warns(DeprecationWarning, match="bm25_weight"):
+        assert [c.id for c in scoped.search(QUERIES[0], k=4, lam=1.0)] == scoped_want
     with pytest.warns(DeprecationWarning), pytest.raises(InputError) as err:
         built.search(QUERIES[0], lam=2.0)
     assert err.value.argument == "bm25_weight"
