@@ -28,6 +28,7 @@ _LAZY = {
     "configure": "ragnet.lm.config",
     "LMOptions": "ragnet.lm.config",
     "RAG": "ragnet.programs.rag",
+    "FollowUp": "ragnet.programs.conversation",
     "BasicRAG": "ragnet.programs",
     "OneShotRAG": "ragnet.programs",
     "IterativeRAG": "ragnet.programs",

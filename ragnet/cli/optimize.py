@@ -39,7 +39,7 @@ def optimize(
     effort: str = typer.Option("light", "--effort", help="light | medium | heavy: how much the optimizer searches."),
     teacher_lm: Optional[str] = typer.Option(None, "--teacher-lm", help="LM that bootstraps demos, proposes instructions (mipro), reflects (gepa), judges (llm_match)."),
     out: Path = typer.Option(..., "--out", "-o", help="Where to save the compiled program (.json)."),
-    step: Optional[str] = typer.Option(None, help="Compile one step only: answer (every program) | sufficiency (iterative, reflective, combined) | crop (oneshot) | rewrite (iterative, reflective, combined; scored by hop recall on the pooled index)."),
+    step: Optional[str] = typer.Option(None, help="Compile one step only: answer (every program) | sufficiency (iterative, reflective, combined) | crop (oneshot) | rewrite (iterative, reflective, combined; scored by hop recall on the pooled index) | condense (any program; --data a follow-ups file such as benchmarks/realdocs/followups.jsonl; saves the FollowUp program)."),
     n: Optional[int] = typer.Option(None, "-n", help="Use this many dev questions (a seeded sample)."),
     val_fraction: float = typer.Option(0.3, "--val-fraction", help="Share of the questions held out for the before/after scores."),
     seed: int = typer.Option(0, help="Seed of the question sample, the split, the cases and the optimizer."),
@@ -65,8 +65,12 @@ def optimize(
         result = run_optimize(program, questions=questions, out=out, settings=settings, lms=lms,
                               teacher_lm=teacher_lm, context_budget=context_budget, command=command_line(ctx))
     typer.echo(result.table(result.label))
-    typer.echo(f"saved {out} ({type(result.program).__name__}); use it with "
-               f"`ragnet ask --strategy {program} --program {out} ...`")
+    if step == "condense":
+        typer.echo(f"saved {out} ({type(result.program).__name__}); load it with "
+                   f"`load_program(FollowUp(build_program({program!r}, index)), {str(out)!r})`")
+    else:
+        typer.echo(f"saved {out} ({type(result.program).__name__}); use it with "
+                   f"`ragnet ask --strategy {program} --program {out} ...`")
     if step is not None and not result.step_enabled:
         typer.echo(f"note: {program} runs with the {step} step switched off; pick a strategy preset that runs "
                    f"it (e.g. oneshot:crop) when loading this file")

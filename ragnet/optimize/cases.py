@@ -12,6 +12,8 @@
 * :func:`answer_cases`: GenerateAnswer cases from gold sentences and a distractor.
 * :func:`rewrite_cases`: follow-up query cases, one per question whose first context (the
   one-shot's, no LM) lacks a gold document, labelled with the missing document's title.
+* :func:`condense_cases`: condense step cases from a follow-ups file (:func:`load_followups`),
+  labelled with the standalone question.
 * :func:`quote_records`: questions over a folder of documents (``ragnet optimize --docs``) in
   the benchmark shape the step cases read: each gold place's quote a paragraph, other
   questions' quotes the distractors.
@@ -30,8 +32,11 @@ Example:
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import dspy
@@ -39,7 +44,8 @@ import dspy
 from ragnet.errors import InputError
 from ragnet.signatures.formatting import format_chunks
 
-__all__ = ["answer_cases", "crop_cases", "qa_examples", "quote_records", "rewrite_cases", "sufficiency_cases"]
+__all__ = ["FollowUpRecord", "answer_cases", "condense_cases", "crop_cases", "load_followups", "qa_examples",
+           "quote_records", "rewrite_cases", "sufficiency_cases"]
 
 
 def qa_examples(records: Iterable[Any]) -> list[dspy.Example]:
@@ -390,3 +396,60 @@ def quote_records(questions: Sequence[Any], *, distractors: int = 3, seed: int =
         out.append(dataclasses.replace(question, context=context, gold_sentences=[[key, 0] for key in own],
                                        gold_titles=list(own)))
     return out
+
+
+@dataclass(frozen=True)
+class FollowUpRecord:
+    """One conversation of a follow-ups file (``benchmarks/realdocs/followups.jsonl``): the
+    follow-up ``question``, the earlier turns ``history`` (``{"question", "answer"?}``, oldest
+    first) and the ``standalone_question`` a perfect rewrite would ask."""
+
+    id: str
+    question: str
+    history: tuple[dict[str, Any], ...]
+    standalone_question: str
+
+
+def load_followups(path: str | Path) -> list[FollowUpRecord]:
+    """The conversations of a follow-ups file (JSON lines with ``id``, ``question``, ``history``
+    and ``standalone_question``).
+
+    Raises:
+        InputError: a missing or empty file, or a line that is not such an object (naming its line).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InputError("no such follow-ups file", path=path, argument="data")
+    records: list[FollowUpRecord] = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            history = tuple(dict(turn) for turn in row["history"])
+            record = FollowUpRecord(str(row["id"]), str(row["question"]), history, str(row["standalone_question"]))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise InputError(f"line {number} is not a follow-up (id, question, history, standalone_question): "
+                             f"{type(exc).__name__}: {exc}", path=path) from None
+        if not record.question.strip() or not history or not record.standalone_question.strip():
+            raise InputError(f"line {number}: a follow-up needs a question, a history and a standalone_question",
+                             path=path)
+        records.append(record)
+    if not records:
+        raise InputError("no follow-ups in the file", path=path, argument="data")
+    return records
+
+
+def condense_cases(records: Iterable[FollowUpRecord], **_: Any) -> list[dspy.Example]:
+    """Cases for the condense step: its inputs as :class:`ragnet.programs.conversation.FollowUp`
+    builds them (the history's text, the follow-up, the previous question), labelled with the
+    standalone question."""
+    from ragnet.programs.conversation import as_turns, history_text
+
+    cases = []
+    for rec in records:
+        turns = as_turns(rec.history)
+        cases.append(dspy.Example(id=rec.id, question=rec.question, history=history_text(turns),
+                                  previous_question=turns[-1].question, standalone_question=rec.standalone_question)
+                     .with_inputs("question", "history", "previous_question"))
+    return cases

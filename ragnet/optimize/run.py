@@ -96,7 +96,8 @@ class CompileSettings:
         effort: ``light`` | ``medium`` | ``heavy`` (how much search the optimizer does).
         metric: ``f1`` | ``em`` | ``llm_match`` | ``recall`` for whole programs (None: f1);
             with ``step``, the step's own metric (leave None).
-        step: compile one step only (``sufficiency``, ``crop``, ``answer``, ``rewrite``); None: the program.
+        step: compile one step only (``sufficiency``, ``crop``, ``answer``, ``rewrite``, ``condense``: its
+            ``data`` a follow-ups file); None: the program.
         demo_tokens: cap on each compiled predictor's demo prompt tokens (None: the step's own
             default; no cap for whole programs).
         paragraphs: paragraphs per sufficiency case (gold + distractors).
@@ -118,6 +119,13 @@ class CompileSettings:
     max_words: Optional[int] = None
     seed: int = 0
     threads: int = 1
+
+
+def _followups(q: DevQuestions) -> tuple[list, str]:
+    """The conversations ``--step condense`` compiles on (``q.data``: a follow-ups file)."""
+    from ragnet.optimize.cases import load_followups
+
+    return load_followups(q.data), Path(q.data).name
 
 
 def _select_questions(records: list, n: Optional[int], val_fraction: float, seed: int) -> tuple[list, list]:
@@ -173,7 +181,7 @@ def run_optimize(
     q, c = questions, settings
     # validate everything cheap before loading data, models or indexes
     out, spec, demo_tokens = _check_run(program_spec, q, c, out)
-    records, data_name = q.records()
+    records, data_name = _followups(q) if c.step == "condense" else q.records()
     train_q, val_q = _select_questions(records, q.n, q.val_fraction, c.seed)
     main_lm = lms.configure()
     teacher = lms.make(teacher_lm) if teacher_lm is not None else None
@@ -298,6 +306,10 @@ def _compile_one_step(program_spec: str, spec: Any, q: DevQuestions, c: CompileS
     log(f"{step} cases: {len(train)} training (from {len(train_q)} questions), {len(val)} validation "
         f"(from {len(val_q)} questions)")
     program = build_program(program_spec, index, budget=context_budget)
+    if step == "condense":  # the step runs before the program, in the follow-up wrapper that is saved
+        from ragnet.programs.conversation import FollowUp
+
+        program = FollowUp(program)
     return compile_step(program, step, train, metric=step_metric, valset=val, optimizer=c.optimizer, effort=c.effort,
                         teacher_lm=teacher, seed=seed, threads=c.threads, progress=progress, log=log,
                         demo_tokens=demo_tokens)

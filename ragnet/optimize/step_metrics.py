@@ -22,7 +22,7 @@ from typing import Any
 from ragnet._text import normalize_text
 from ragnet.eval.metrics.program_metrics import Metric
 
-__all__ = ["crop_metric", "crop_score", "hop_metric", "verdict_metric"]
+__all__ = ["condense_metric", "condense_score", "crop_metric", "crop_score", "hop_metric", "verdict_metric"]
 
 
 # ----------------------------------------------------------------------------- step metrics
@@ -122,3 +122,32 @@ def hop_metric(index: Any = None, k: int = 5) -> Metric:
         return float(hop_hit(index, pred.get("best"), missing, example.get("exclude") or (), k=k))
 
     return Metric("hop_recall", score, threshold=1.0, feedback=_hop_feedback)
+
+
+def condense_score(gold: str, rewrite: str, follow_up: str) -> float:
+    """A standalone rewrite of ``follow_up`` against the ``gold`` one: the mean of two recalls, of
+    the terms the conversation supplies (the gold's terms the follow-up lacks: what "it" stands
+    for) and of the terms the follow-up asks with that the gold keeps (what is asked). A rewrite
+    that restates the earlier question scores the first and loses the second.
+
+    Example:
+        >>> gold = "What is the long form of flex's -d option?"
+        >>> condense_score(gold, "What is the long form of the flex -d option?", "And its long form?")
+        1.0
+        >>> condense_score(gold, "What does flex's -d option do?", "And its long form?")
+        0.5
+    """
+    from ragnet.signatures.condense import asked_terms
+
+    wanted, asked, said = asked_terms(gold), asked_terms(follow_up), asked_terms(rewrite)
+    supplied, kept = wanted - asked, wanted & asked
+    recalls = [len(part & said) / len(part) for part in (supplied, kept) if part]
+    return sum(recalls) / len(recalls) if recalls else 1.0
+
+
+def condense_metric() -> Metric:
+    """Condense step: :func:`condense_score` of the rewrite against the case's standalone question
+    (a demo needs 0.8)."""
+    return Metric("condense_terms", lambda ex, pred: condense_score(ex.get("standalone_question") or "",
+                                                                    pred.get("standalone_question") or "",
+                                                                    ex.get("question") or ""), threshold=0.8)

@@ -24,7 +24,10 @@ Steps:
   :func:`ragnet.optimize.cases.rewrite_cases` (questions whose one-shot context lacks a gold
   document, labelled with its title), metric: hop recall by a real search
   (:func:`ragnet.optimize.step_metrics.hop_metric`). Its cases and metric need the pooled index
-  (``StepSpec.needs_index``).
+  (``StepSpec.needs_index``);
+* ``condense``: the follow-up made standalone (:class:`ragnet.programs.conversation.FollowUp`, any
+  strategy), cases from a follow-ups file (:func:`ragnet.optimize.cases.load_followups`), metric:
+  :func:`ragnet.optimize.step_metrics.condense_score`. The saved file is the ``FollowUp`` program.
 
 Example:
     >>> from ragnet.programs import IterativeRAG
@@ -46,9 +49,9 @@ import dspy
 
 from ragnet.errors import InputError
 from ragnet.eval.metrics.program_metrics import Metric
-from ragnet.optimize.cases import answer_cases, crop_cases, rewrite_cases, sufficiency_cases
-from ragnet.optimize.step_metrics import crop_metric, hop_metric, verdict_metric
-from ragnet.signatures import AnswerStep, CropStep, RewriteStep, Step, SufficiencyStep
+from ragnet.optimize.cases import answer_cases, condense_cases, crop_cases, rewrite_cases, sufficiency_cases
+from ragnet.optimize.step_metrics import condense_metric, crop_metric, hop_metric, verdict_metric
+from ragnet.signatures import AnswerStep, CondenseStep, CropStep, RewriteStep, Step, SufficiencyStep
 
 __all__ = ["STEPS", "AnswerStep", "CropStep", "StepSpec", "SufficiencyStep", "answer_metric", "compile_step",
            "install_step", "step_module"]
@@ -89,6 +92,10 @@ STEPS: dict[str, StepSpec] = {
                        answer_metric, answer_cases, demo_tokens=300),
     "rewrite": StepSpec("rewrite", ("iterative", "reflective", "combined", "router"), RewriteStep, hop_metric, rewrite_cases,
                         needs_index=True),
+    # A follow-up made standalone before any program runs (ragnet.programs.conversation.FollowUp):
+    # cases from a follow-ups file, every strategy.
+    "condense": StepSpec("condense", ("basic", "oneshot", "iterative", "reflective", "combined", "router"),
+                         CondenseStep, condense_metric, condense_cases),
 }
 
 

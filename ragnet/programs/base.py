@@ -31,6 +31,7 @@ from ragnet.corpus.types import Chunk
 from ragnet.errors import InputError
 from ragnet.lm.usage import track_usage
 from ragnet.programs.citations import citations, supported_evidence
+from ragnet.programs.conversation import signals_search
 from ragnet.programs.index_protocol import ProgramIndex
 from ragnet.programs.options import Options, Search, check_option, check_positive_int
 from ragnet.programs.packing import PromptBudget
@@ -217,8 +218,9 @@ class RAGProgram(dspy.Module):
         fallback: bool = False,
         **event: Any,
     ) -> list[Chunk]:
-        """Hybrid search, recorded as a ``search`` event (with ``event``'s extra fields)."""
-        hits = self.index.search(query, k=k, exclude=exclude, bm25_weight=self.search.bm25_weight)
+        """Hybrid search, recorded as a ``search`` event (with ``event``'s extra fields); inside a
+        follow-up, with the conversation's signals (:func:`ragnet.programs.conversation.signals_search`)."""
+        hits = signals_search(self.index, query, k=k, exclude=exclude, bm25_weight=self.search.bm25_weight)
         trace.add("search", turn=turn, query=query, retrieved=[h.id for h in hits], fallback=fallback, **event)
         return hits
 

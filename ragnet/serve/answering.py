@@ -173,8 +173,9 @@ class Answerer:
                 "answered": self.answered, "timed_out": self.timed_out}
 
     async def answer(self, question: str, strategy: str | None = None, budget: int | None = None,
-                     only: Sequence[str] | None = None) -> Answer:
-        """Answer ``question`` (over the files ``only`` names, when given); waits for a slot.
+                     only: Sequence[str] | None = None, history: Sequence[Any] = ()) -> Answer:
+        """Answer ``question`` (over the files ``only`` names, when given; a follow-up of the
+        earlier turns ``history``, :class:`ragnet.programs.conversation.FollowUp`); waits for a slot.
 
         Raises:
             Busy: no slot and the queue is full (nothing was started).
@@ -183,7 +184,7 @@ class Answerer:
             InputError: a bad strategy or budget, or ``only`` names no file of the index.
         """
         await self.check_scope(only)
-        job = self._submit(question, strategy, budget, only=only)
+        job = self._submit(question, strategy, budget, only=only, history=history)
         try:
             return await asyncio.wait_for(asyncio.shield(job.future), job.left())
         except (asyncio.TimeoutError, Cancelled):
@@ -200,7 +201,8 @@ class Answerer:
             await asyncio.to_thread(self.scope, self.holder.current, tuple(only))
 
     def stream(self, question: str, strategy: str | None = None, budget: int | None = None, *,
-               heartbeat: float = 10.0, only: Sequence[str] | None = None) -> AsyncIterator[str | None | Answer]:
+               heartbeat: float = 10.0, only: Sequence[str] | None = None,
+               history: Sequence[Any] = ()) -> AsyncIterator[str | None | Answer]:
         """Answer ``question`` as the reader writes it: an async iterator of the answer's text, in
         pieces as they are generated (:mod:`ragnet.serve.streaming`), then the :class:`Answer`.
         ``None`` comes after each ``heartbeat`` seconds without text. The question takes a slot
@@ -215,7 +217,8 @@ class Answerer:
         loop = asyncio.get_running_loop()
         pieces: asyncio.Queue = asyncio.Queue()
         job = self._submit(question, strategy, budget,
-                           emit=lambda text: loop.call_soon_threadsafe(pieces.put_nowait, text), only=only)
+                           emit=lambda text: loop.call_soon_threadsafe(pieces.put_nowait, text), only=only,
+                           history=history)
         job.future.add_done_callback(lambda _: pieces.put_nowait(_END))  # after every piece it emitted
         return self._pieces(job, pieces, heartbeat)
 
@@ -241,11 +244,14 @@ class Answerer:
             job.stop.set()  # a no-op once answered; else its program stops at its next token or step
 
     def _submit(self, question: str, strategy: str | None, budget: int | None,
-                emit: Callable[[str], None] | None = None, only: Sequence[str] | None = None) -> "_Job":
+                emit: Callable[[str], None] | None = None, only: Sequence[str] | None = None,
+                history: Sequence[Any] = ()) -> "_Job":
         """Admit the question and queue its program (Busy, InputError: nothing was started; its
         scope was checked by :meth:`check_scope`, off the event loop)."""
+        from ragnet.programs.conversation import as_turns
+
         spec, budget = self.resolve(strategy, budget)
-        only = tuple(only or ())
+        only, turns = tuple(only or ()), tuple(as_turns(history))  # a bad turn: InputError, nothing started
         with self._lock:
             if self._pending >= self.concurrency + self.queue:
                 raise Busy(f"{self._pending} questions are being answered or waiting (at most "
@@ -255,7 +261,7 @@ class Answerer:
         job = _Job(threading.Event(), arrived + self.timeout)
         try:
             job.future = asyncio.get_running_loop().run_in_executor(
-                self._pool, self._run, question, spec, budget, job, arrived, emit, only)
+                self._pool, self._run, question, spec, budget, job, arrived, emit, only, turns)
         except BaseException:
             self._finished()
             raise
@@ -278,7 +284,8 @@ class Answerer:
             self._pending -= 1
 
     def _run(self, question: str, spec: str, budget: int | None, job: "_Job", arrived: float,
-             emit: Callable[[str], None] | None, only: tuple[str, ...] = ()) -> Answer:
+             emit: Callable[[str], None] | None, only: tuple[str, ...] = (), turns: tuple[Any, ...] = ()) -> Answer:
+        from ragnet.programs.conversation import FollowUp
         from ragnet.programs.registry import build_program
         from ragnet.serve.streaming import stream_answer
 
@@ -287,16 +294,16 @@ class Answerer:
             job.stop.set()
             raise Cancelled()
         snap = self.holder.current  # one index for the whole question
-        program = build_program(spec, self.scope(snap, only), budget=budget, reader=self.reader)
+        program = FollowUp(build_program(spec, self.scope(snap, only), budget=budget, reader=self.reader))
         callbacks = [*(dspy.settings.get("callbacks", None) or []), _Stop(job)]
         settings: dict[str, Any] = {"callbacks": callbacks}
         if self.step_lm is not None:
             settings["lm"] = self.step_lm
         with dspy.context(**settings), stop_when(job.over):  # an LM call under way stops too (ragnet.lm.stop)
             if emit is None:
-                prediction = program(question=question)
+                prediction = program(question=question, history=turns)
             else:
-                prediction = stream_answer(program, question, emit, job.stop)
+                prediction = stream_answer(program, question, emit, job.stop, history=turns)
                 if prediction is None:
                     raise Cancelled()
         self.answered += 1

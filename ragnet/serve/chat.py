@@ -37,9 +37,13 @@ __all__ = ["ChatRequest", "router"]
 router = APIRouter()
 log = logging.getLogger("ragnet.serve")
 
+#: Most messages one chat request may send (the newest turns are what a follow-up is read with).
+MAX_MESSAGES = 200
+
 
 class Message(BaseModel):
-    """One chat message; the question is the last one with role ``user``."""
+    """One chat message; the question is the last one with role ``user``, the user and
+    assistant messages before it the conversation it follows."""
 
     model_config = ConfigDict(extra="allow")
     role: str
@@ -58,7 +62,7 @@ class ChatRequest(BaseModel):
 
     model_config = ConfigDict(extra="allow")
     model: str
-    messages: list[Message] = Field(min_length=1)
+    messages: list[Message] = Field(min_length=1, max_length=MAX_MESSAGES)
     stream: bool = False
     ragnet: RagnetOptions | None = None
 
@@ -69,15 +73,16 @@ async def chat(body: ChatRequest, request: Request, state: Service = Depends(ser
     if strategy is None:
         raise ApiError(404, f"the model {body.model!r} does not exist: use 'ragnet-auto' or 'ragnet-<strategy>' "
                             "(GET /v1/models lists them)", "model_not_found", param="model")
-    question = state.check_question(openai_api.question_of([m.model_dump() for m in body.messages]))
+    question, history = openai_api.conversation_of([m.model_dump() for m in body.messages])
+    question = state.check_question(question)
     only = body.ragnet.only if body.ragnet is not None else None
     if not body.stream:
-        result = await unless_gone(request, state.answer(question, strategy, None, only))
+        result = await unless_gone(request, state.answer(question, strategy, None, only, history))
         pred = result.prediction
         citations = cited(pred)
         return openai_api.completion(body.model, openai_api.with_sources(pred.answer, citations), citations,
                                      pred.usage, {"ragnet": _about(result)})
-    items = await state.stream(question, strategy, only)  # a bad spec or scope (400), a busy server (503): now
+    items = await state.stream(question, strategy, only, history)  # a bad spec or scope (400), a busy server (503): now
     writer = openai_api.chat_chunks(body.model, f"chatcmpl-{uuid.uuid4().hex}", int(time.time()))
     return StreamingResponse(_events(items, writer), media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
@@ -85,7 +90,8 @@ async def chat(body: ChatRequest, request: Request, state: Service = Depends(ser
 
 def _about(result: Answer, streamed: str | None = None) -> dict[str, Any]:
     about = {"strategy": result.spec, "budget": result.budget, "index": result.generation,
-             "confidence": result.prediction.get("confidence")}
+             "confidence": result.prediction.get("confidence"),
+             "standalone_question": result.prediction.get("standalone_question")}
     return about if streamed is None else {**about, "streamed": streamed}
 
 

@@ -3,8 +3,10 @@ conversation, the reply with its citations, and the server-sent events of a stre
 
 The model names a strategy: ``ragnet`` or ``ragnet-auto`` is the server's default strategy,
 ``ragnet-<spec>`` (``ragnet-oneshot:sentences+hops``) or a bare spec (``oneshot``) any other.
-The question is the last user message; earlier turns are not read (ragnet answers each
-question from the documents, not from the conversation). The reply's message ends with a
+The question is the last user message; the user and assistant messages before it are the
+conversation it follows (:func:`conversation_of`), which ragnet uses to make a follow-up such as
+"and its default?" a standalone question before it searches the documents
+(:class:`ragnet.programs.conversation.FollowUp`). The reply's message ends with a
 Sources list, and the response carries the structured ``citations`` (file, page, section,
 quoted sentences) beside ``choices``.
 
@@ -13,6 +15,9 @@ Example:
     ('oneshot:sentences', 'auto', None)
     >>> question_of([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Who?"}])
     'Who?'
+    >>> conversation_of([{"role": "user", "content": "What does -d do?"}, {"role": "assistant", "content": "Debug."},
+    ...                  {"role": "user", "content": "And its long form?"}])
+    ('And its long form?', [{'question': 'What does -d do?', 'answer': 'Debug.'}])
     >>> print(with_sources("Paris.", [{"title": "France", "source": "France — atlas.pdf, p. 3"}]))
     Paris.
     <BLANKLINE>
@@ -29,7 +34,8 @@ from typing import Any, Iterable, Sequence
 
 from ragnet.errors import InputError
 
-__all__ = ["chat_chunks", "completion", "model_names", "question_of", "strategy_of", "with_sources"]
+__all__ = ["chat_chunks", "completion", "conversation_of", "model_names", "question_of", "strategy_of",
+           "with_sources"]
 
 PREFIX = "ragnet"
 
@@ -54,6 +60,15 @@ def model_names() -> list[str]:
     return [f"{PREFIX}-auto", *(f"{PREFIX}-{spec}" for spec in all_specs())]
 
 
+def _text_of(message: Any) -> str:
+    """A message's text: string content, or the text parts of a list (other parts left out)."""
+    content = message.get("content")
+    if isinstance(content, list):
+        content = "\n".join(str(p.get("text", "")) for p in content
+                            if isinstance(p, dict) and p.get("type") in ("text", "input_text"))
+    return content.strip() if isinstance(content, str) else ""
+
+
 def question_of(messages: Sequence[Any]) -> str:
     """The text of the last user message (string content, or the text parts of a list).
 
@@ -63,14 +78,32 @@ def question_of(messages: Sequence[Any]) -> str:
     for message in reversed(list(messages)):
         if message.get("role") != "user":
             continue
-        content = message.get("content")
-        if isinstance(content, list):
-            content = "\n".join(str(p.get("text", "")) for p in content
-                                if isinstance(p, dict) and p.get("type") in ("text", "input_text"))
-        if not isinstance(content, str) or not content.strip():
+        text = _text_of(message)
+        if not text:
             raise InputError("the last user message has no text", argument="messages")
-        return content.strip()
+        return text
     raise InputError("no user message: the question is the last message with role 'user'", argument="messages")
+
+
+def conversation_of(messages: Sequence[Any]) -> tuple[str, list[dict[str, str]]]:
+    """The question (:func:`question_of`) and the turns before it, oldest first: each earlier user
+    message with the assistant's reply after it (``{"question", "answer"}``). System and tool
+    messages are not turns.
+
+    Raises:
+        InputError: as :func:`question_of`.
+    """
+    question = question_of(messages)
+    messages = list(messages)
+    last = max(i for i, m in enumerate(messages) if m.get("role") == "user")
+    turns: list[dict[str, str]] = []
+    for message in messages[:last]:
+        role, text = message.get("role"), _text_of(message)
+        if role == "user" and text:
+            turns.append({"question": text, "answer": ""})
+        elif role == "assistant" and text and turns and not turns[-1]["answer"]:
+            turns[-1]["answer"] = text
+    return question, turns
 
 
 def with_sources(answer: str, citations: Iterable[dict[str, Any]]) -> str:

@@ -14,6 +14,7 @@ from fastapi.responses import HTMLResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from ragnet._secrets import redact
+from ragnet.programs.conversation import MAX_TURNS
 from ragnet.serve import page
 from ragnet.serve.errors import ApiError
 from ragnet.serve.openai_api import model_names
@@ -24,6 +25,9 @@ __all__ = ["MAX_ONLY", "OPEN", "index_routes", "pages", "service"]
 #: The paths open without the API key: the page (which asks /health whether to show a key field).
 OPEN = ("/", "/health", "/static/app.js", "/static/style.css", "/favicon.ico")
 
+#: Characters of one earlier turn's question or answer (``/ask``'s ``history``).
+MAX_TURN_CHARS = 16_000
+
 pages = APIRouter()
 index_routes = APIRouter()
 
@@ -33,11 +37,22 @@ def service(request: Request) -> Service:
     return request.app.state.service
 
 
+class Turn(BaseModel):
+    """An earlier turn of the conversation ``/ask``'s question follows: what was asked, what was
+    answered, and the citations of that answer (the ``citations`` ``/ask`` returned, or their ids)."""
+
+    model_config = ConfigDict(extra="forbid")
+    question: str = Field(max_length=MAX_TURN_CHARS)
+    answer: str = Field(default="", max_length=MAX_TURN_CHARS)
+    citations: list[str | dict[str, Any]] = Field(default_factory=list, max_length=64)
+
+
 class AskRequest(BaseModel):
-    """``POST /ask``."""
+    """``POST /ask``; ``history``: the earlier turns, oldest first (a follow-up question)."""
 
     model_config = ConfigDict(extra="forbid")
     question: str
+    history: list[Turn] = Field(default_factory=list, max_length=MAX_TURNS)
     strategy: str | None = None
     budget: int | None = Field(default=None, ge=1)
     trace: bool = False
@@ -119,9 +134,11 @@ async def search(q: str = Query(..., description="the query"), k: int = Query(5,
 async def ask(body: AskRequest, request: Request, state: Service = Depends(service)) -> dict[str, Any]:
     question = state.check_question(body.question)
     # a client that leaves stops its question and frees the slot, as a streamed answer's does
-    result = await unless_gone(request, state.answer(question, body.strategy, body.budget, body.only))
+    history = [turn.model_dump() for turn in body.history]
+    result = await unless_gone(request, state.answer(question, body.strategy, body.budget, body.only, history))
     pred = result.prediction
-    out = {"answer": pred.answer, "confidence": pred.get("confidence"), "citations": cited(pred),
+    out = {"answer": pred.answer, "standalone_question": pred.get("standalone_question"),
+           "confidence": pred.get("confidence"), "citations": cited(pred),
            "evidence": list(pred.evidence or []),
            "strategy": result.spec, "budget": result.budget, "usage": dict(pred.usage),
            "index": result.generation, "queued_s": round(result.queued_s, 3)}

@@ -22,7 +22,7 @@ import logging
 import re
 import signal
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Sequence
 
 from ragnet._text import is_blank
 from ragnet.errors import LMUnavailableError
@@ -178,23 +178,23 @@ class Service:
         await self.answerer.check_scope(only)
 
     async def answer(self, question: str, strategy: str | None, budget: int | None,
-                     only: list[str] | None = None) -> Answer:
-        """The answer (over the files ``only`` names), or the ApiError of a busy server, a timeout
-        or a failed LM."""
+                     only: list[str] | None = None, history: Sequence[Any] = ()) -> Answer:
+        """The answer (over the files ``only`` names; a follow-up of the earlier turns ``history``),
+        or the ApiError of a busy server, a timeout or a failed LM."""
         await self.check_only(only)
         try:
-            result = await self.answerer.answer(question, strategy, budget, only=only)
+            result = await self.answerer.answer(question, strategy, budget, only=only, history=history)
         except (Busy, TimedOut, LMUnavailableError) as exc:
             raise _api_error(exc) from None
         return self._answered(result)
 
-    async def stream(self, question: str, strategy: str | None,
-                     only: list[str] | None = None) -> AsyncIterator[str | None | Answer]:
+    async def stream(self, question: str, strategy: str | None, only: list[str] | None = None,
+                     history: Sequence[Any] = ()) -> AsyncIterator[str | None | Answer]:
         """:meth:`ragnet.serve.answering.Answerer.stream` with its failures as ApiErrors; a busy
         server and a bad scope raise here, before the first item."""
         await self.check_only(only)
         try:
-            items = self.answerer.stream(question, strategy, only=only)
+            items = self.answerer.stream(question, strategy, only=only, history=history)
         except Busy as exc:
             raise _api_error(exc) from None
         return self._checked(items)

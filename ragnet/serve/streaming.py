@@ -29,7 +29,7 @@ import asyncio
 import functools
 import json
 import threading
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import dspy
 from dspy.streaming import StreamListener, StreamResponse
@@ -120,9 +120,10 @@ class _InThread:
 
 
 def stream_answer(program: Any, question: str, emit: Callable[[str], None], stop: threading.Event,
-                  poll: float = 0.05) -> Any:
+                  poll: float = 0.05, history: Sequence[Any] = ()) -> Any:
     """Run ``program`` on ``question`` in this thread (one with no event loop running), calling
-    ``emit`` with each new piece of the answer as the reader writes it.
+    ``emit`` with each new piece of the answer as the reader writes it. With ``history`` (earlier
+    turns), ``program`` is a :class:`ragnet.programs.conversation.FollowUp` and is asked with it.
 
     An answer step whose LM does not stream (:func:`streams`) answers whole, emitting nothing.
     Returns the program's prediction, or None when ``stop`` was set first: then the stream is
@@ -131,14 +132,15 @@ def stream_answer(program: Any, question: str, emit: Callable[[str], None], stop
     """
     with program.answer.settings():
         reader = dspy.settings.lm
+    inputs = {"question": question, **({"history": history} if history else {})}
     if not streams(reader):
-        return program(question=question)
+        return program(**inputs)
     listener = AnswerListener(program.answer)
     run = dspy.streamify(_InThread(program), stream_listeners=[listener], is_async_program=True)
 
     async def consume() -> Any:
         sent, prediction = "", None
-        async for value in run(question=question):  # read to its end, which comes right after the prediction
+        async for value in run(**inputs):  # read to its end, which comes right after the prediction
             if isinstance(value, dspy.Prediction):
                 prediction = value
             elif isinstance(value, StreamResponse):

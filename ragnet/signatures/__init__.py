@@ -22,6 +22,7 @@ Example:
 from __future__ import annotations
 
 from ragnet.signatures.answer import AnswerStep, GenerateAnswer
+from ragnet.signatures.condense import Condense, CondenseStep
 from ragnet.signatures.contextualize import Contextualize, ContextualizeStep, note_lines
 from ragnet.signatures.crop import CropChunk, CropStep, split_sentences, verbatim_spans
 from ragnet.signatures.delete import DeleteStep, SelectDeletions
@@ -50,12 +51,14 @@ SIGNATURES = {
     "delete": SelectDeletions,
     "answer": GenerateAnswer,
     "judge": JudgeAnswer,
+    "condense": Condense,
 }
 """Step name (as used in trace events) -> signature class."""
 
 STEP_MODULES: dict[str, type[Step]] = {
     cls.name: cls
-    for cls in (FilterStep, CropStep, SufficiencyStep, RewriteStep, ContextualizeStep, DeleteStep, AnswerStep, JudgeStep)
+    for cls in (FilterStep, CropStep, SufficiencyStep, RewriteStep, ContextualizeStep, DeleteStep, AnswerStep, JudgeStep,
+                CondenseStep)
 }
 """Step name -> its ``dspy.Module`` (each holds ``SIGNATURES[name]``). ``NextQueryStep``, the
 one-query form of the ``rewrite`` step for small step LMs, is not listed: it shares the name."""
@@ -67,6 +70,8 @@ __all__ = [
     "AnswerStep",
     "AssessSufficiency",
     "ChunkDecision",
+    "Condense",
+    "CondenseStep",
     "Contextualize",
     "ContextualizeStep",
     "CropChunk",

@@ -25,6 +25,7 @@ STEP_BY_FIELD = [
     ("relevant_text", "crop"),
     ("queries", "rewrite"),
     ("match", "judge"),
+    ("standalone_question", "condense"),
 ]
 
 DEFAULTS: dict[str, Callable[[str, int], dict[str, Any]]] = {
@@ -37,6 +38,7 @@ DEFAULTS: dict[str, Callable[[str, int], dict[str, Any]]] = {
     "rewrite": lambda p, n: {"queries": [{"query": f"sub-query {i} of call {n}", "probability": round(0.5 - i / 20, 2)}
                                          for i in range(5)]},
     "judge": lambda p, n: {"rationale": "", "match": True},
+    "condense": lambda p, n: {"standalone_question": f"standalone question {n}"},
 }
 
 

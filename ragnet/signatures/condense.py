@@ -1,0 +1,110 @@
+"""Condense: a follow-up question and the conversation before it, made one standalone question.
+
+A chat client sends the whole conversation; ragnet answers from the documents, so a follow-up
+such as "and its default?" must first name what "it" is. The step is shown the earlier turns
+(questions and answers, oldest first) and the follow-up, and writes the question a reader could
+answer with no conversation at all. Its validator refuses an empty rewrite and one that drops a
+term the follow-up itself asked about (the thing asked for must survive the rewrite); a refused or
+failed call falls back to :func:`joined_question`, which costs no LM call: the follow-up with the
+previous question beside it, so the reader still sees what it refers to.
+
+Example:
+    >>> import dspy
+    >>> from dspy.utils import DummyLM
+    >>> lm = DummyLM([{"standalone_question": "What is the long form of flex's -d option?"}])
+    >>> with dspy.context(lm=lm):
+    ...     out = CondenseStep()(question="And its long form?",
+    ...                          history="User: What does flex's -d option do?\\nAssistant: debug mode")
+    >>> out.standalone_question, out.fallback
+    ("What is the long form of flex's -d option?", False)
+    >>> joined_question("And its long form?", "What does flex's -d option do?")
+    "And its long form? (following: What does flex's -d option do?)"
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import dspy
+
+from ragnet.signatures.rewrite import _FUNCTION_WORDS, _key
+from ragnet.signatures.step import Step, StepOutputError
+
+__all__ = ["Condense", "CondenseStep", "asked_terms", "condense_validator", "joined_question"]
+
+#: Words of a follow-up that point back at the conversation, never a term the rewrite must keep.
+_POINTERS = frozenset("it its it's this that these those them they their there same one ones former latter "
+                      "about else also too again then so what's how's and".split())
+
+
+_POSSESSIVE = re.compile(r"['’]s\b")
+
+
+class Condense(dspy.Signature):
+    """Rewrite the follow-up question as one standalone question.
+
+    The conversation so far is shown, oldest turn first. The follow-up may point back at it ("it",
+    "that option", "and the default?"). Write the question the user is asking now, replacing every
+    such reference by the name it stands for (the program, file, option, function or setting the
+    conversation is about), so that it can be answered without the conversation. Keep what the
+    follow-up asks for; do not answer it, and do not ask the earlier questions again. If the
+    follow-up already stands alone, repeat it.
+    """
+
+    history: str = dspy.InputField(desc="the conversation so far, oldest turn first")
+    question: str = dspy.InputField(desc="the follow-up question")
+    standalone_question: str = dspy.OutputField(desc="one question that needs no conversation")
+
+
+def asked_terms(question: str) -> set[str]:
+    """The words of ``question`` that name what it asks for (function words and words that point
+    back at the conversation aside).
+
+    Example:
+        >>> sorted(asked_terms("And what is its long form?"))
+        ['form', 'long']
+    """
+    words = _key(_POSSESSIVE.sub("", question)).split()
+    return {w for w in words if w not in _FUNCTION_WORDS and w not in _POINTERS}
+
+
+def joined_question(question: str, previous: str) -> str:
+    """The follow-up with the previous question beside it: what the reader is asked when no
+    standalone rewrite was made (the step failed, or the rewrite was refused)."""
+    previous = " ".join(previous.split())
+    return f"{question} (following: {previous})" if previous else question
+
+
+def condense_validator(question: str) -> Callable[[dspy.Prediction], tuple[dspy.Prediction, list[str]]]:
+    """Refuse an empty rewrite, and one that keeps under half of the follow-up's own terms
+    (:func:`asked_terms`): a small LM asked to rewrite often restates the earlier question and
+    drops what the user asks now."""
+    asked = asked_terms(question)
+
+    def validate(pred: dspy.Prediction) -> tuple[dspy.Prediction, list[str]]:
+        text = " ".join(str(pred.standalone_question or "").split()).strip("\"'` ")
+        text = re.sub(r"^(?:standalone question|question)\s*:\s*", "", text, flags=re.I)
+        if not text:
+            raise StepOutputError("empty standalone question")
+        kept = asked & set(_key(text).split())
+        if asked and len(kept) * 2 < len(asked):
+            raise StepOutputError(f"the rewrite drops what the follow-up asks ({', '.join(sorted(asked - kept))})")
+        pred.standalone_question = text
+        return pred, []
+
+    return validate
+
+
+class CondenseStep(Step):
+    """Condense; returns ``standalone_question`` and ``fallback``. The fallback (no LM answer, or a
+    refused one) is :func:`joined_question` of the follow-up and the last earlier question."""
+
+    name = "condense"
+    signature = Condense
+    max_tokens = 96
+
+    def forward(self, question: str, history: str, previous_question: str = "") -> dspy.Prediction:
+        default: dict[str, Any] = {"standalone_question": joined_question(question, previous_question)}
+        return self.run(default=default, validate=condense_validator(question), history=history, question=question)
