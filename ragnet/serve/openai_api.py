@@ -6,18 +6,20 @@ The model names a strategy: ``ragnet`` or ``ragnet-auto`` is the server's defaul
 The question is the last user message; earlier turns are not read (ragnet answers each
 question from the documents, not from the conversation). The reply's message ends with a
 Sources list, and the response carries the structured ``citations`` (file, page, section,
-quoted sentences) beside ``choices``.
+quoted sentences, and the ``url`` that opens each at its place when the server sends its files)
+beside ``choices``.
 
 Example:
     >>> strategy_of("ragnet-oneshot:sentences"), strategy_of("ragnet"), strategy_of("gpt-4o")
     ('oneshot:sentences', 'auto', None)
     >>> question_of([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Who?"}])
     'Who?'
-    >>> print(with_sources("Paris.", [{"title": "France", "source": "France — atlas.pdf, p. 3"}]))
+    >>> print(with_sources("Paris.", [{"title": "France", "source": "France — atlas.pdf, p. 3",
+    ...                                  "url": "/files/atlas.pdf#page=3"}]))
     Paris.
     <BLANKLINE>
     Sources:
-    [1] France — atlas.pdf, p. 3
+    [1] France — atlas.pdf, p. 3 — /files/atlas.pdf#page=3
 """
 
 from __future__ import annotations
@@ -74,8 +76,10 @@ def question_of(messages: Sequence[Any]) -> str:
 
 
 def with_sources(answer: str, citations: Iterable[dict[str, Any]]) -> str:
-    """The answer, then a numbered Sources list (one line per cited passage)."""
-    lines = [f"[{i}] {c.get('source') or c.get('title') or c.get('id')}" for i, c in enumerate(citations, 1)]
+    """The answer, then a numbered Sources list (one line per cited passage, ending with the
+    relative link that opens it at its place where the server sends files)."""
+    lines = [f"[{i}] {c.get('source') or c.get('title') or c.get('id')}" + (f" — {c['url']}" if c.get("url") else "")
+             for i, c in enumerate(citations, 1)]
     return answer if not lines else f"{answer}\n\nSources:\n" + "\n".join(lines)
 
 
