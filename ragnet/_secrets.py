@@ -19,6 +19,10 @@ A URL's password (``https://user:password@host``), or its token when the userinf
 password (``https://token@host``), is remembered whatever its length and replaced where it
 stands in a URL, with or without its scheme (``failed to connect to user:***@127.0.0.1:1``).
 
+A file link's token (``?t=EXPIRY.SIGNATURE``, :mod:`ragnet.serve.links`) opens one file for an
+hour without the key: a credential too, so it reads ``t=***`` wherever redaction applies (the
+server's access log lines included), though no process remembers it.
+
 Values shorter than :data:`MIN_SECRET_CHARS` are not remembered (replacing every "k" of a file
 would destroy it); the command line is redacted whatever the value.
 
@@ -51,6 +55,7 @@ MIN_SECRET_CHARS = 8
 SECRET_OPTIONS = frozenset({"--api-key"})
 _URL_PASSWORD = re.compile(r"(?P<head>[a-zA-Z][\w+.-]*://[^/@:\s]*:)(?P<password>[^/@\s]+)(?P<tail>@)")
 _URL_TOKEN = re.compile(r"[a-zA-Z][\w+.-]*://(?P<token>[^/@:\s]+)@")
+_LINK_TOKEN = re.compile(r"(?P<head>[?&]t=)\d{1,12}\.[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])")
 
 _secrets: set[str] = set()
 _in_urls: dict[str, str] = {}  # ":password@" or "token@" -> the same with the secret replaced
@@ -81,7 +86,12 @@ def remember_url(url: object) -> None:
 
 def redact(text: str) -> str:
     """``text`` with every remembered secret replaced by :data:`REDACTED`, and every URL
-    password (``scheme://user:password@``) too, remembered or not."""
+    password (``scheme://user:password@``) and file link token (``?t=...``) too, remembered or not.
+
+    Example:
+        >>> redact("GET /files/sed.pdf?t=1767225600.AbCdEfGhIjKlMnOpQrStUvWxYz0123456789-_abcde HTTP/1.1")
+        'GET /files/sed.pdf?t=*** HTTP/1.1'
+    """
     if _secrets:
         for secret in sorted(_secrets, key=len, reverse=True):
             if secret in text:
@@ -92,6 +102,8 @@ def redact(text: str) -> str:
                 text = text.replace(needle, replacement)
     if "@" in text and "://" in text:
         text = _URL_PASSWORD.sub(lambda m: m.group("head") + REDACTED + m.group("tail"), text)
+    if "t=" in text:
+        text = _LINK_TOKEN.sub(lambda m: m.group("head") + REDACTED, text)
     return text
 
 
@@ -102,7 +114,18 @@ def _redact_record(record: logging.LogRecord) -> None:
         return
     clean = redact(message)
     if clean != message:
-        record.msg, record.args = clean, None
+        args = record.args
+        if isinstance(args, tuple) and args:
+            # each argument redacted in its place: a formatter that reads them (uvicorn's access lines) still can
+            record.args = tuple(redact(a) if isinstance(a, str) else a for a in args)
+            try:
+                kept = record.getMessage() == clean
+            except Exception:  # noqa: BLE001 - formatting with the redacted arguments failed: the plain text below
+                kept = False
+            if not kept:  # a secret the format itself holds, or one split across arguments
+                record.msg, record.args = clean, None
+        else:
+            record.msg, record.args = clean, None
     if record.exc_info and record.exc_info[1] is not None and not record.exc_text:
         text = logging.Formatter().formatException(record.exc_info)
         clean = redact(text)

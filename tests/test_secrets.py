@@ -60,3 +60,21 @@ def test_log_records_lose_the_secrets_they_quote(caplog):
         logging.getLogger("ragnet.test").exception("the call failed (%s)", key)
     assert key not in caplog.text and f"the call failed ({REDACTED})" in caplog.text
     assert f"Bearer {REDACTED}" in caplog.text  # the traceback too
+
+
+def test_a_redacted_record_keeps_its_arguments_for_formatters_that_read_them():
+    from uvicorn.logging import AccessFormatter
+
+    key = "access-line-key-0042"
+    remember(key)
+    redact_logs()
+    token = "1767225600." + "Ab1_" * 10 + "xyz"  # a file link's token (ragnet.serve.links)
+    access = logging.getLogger("uvicorn.access").makeRecord(
+        "uvicorn.access", logging.INFO, __file__, 1, '%s - "%s %s HTTP/%s" %d',
+        ("127.0.0.1:5000", "GET", f"/files/sed.pdf?t={token}&k={key}", "1.1", 200), None)
+    assert isinstance(access.args, tuple)  # uvicorn's formatter unpacks them: collapsed, it would fail
+    line = AccessFormatter("%(client_addr)s %(request_line)s %(status_code)s", use_colors=False).format(access)
+    assert line == f"127.0.0.1:5000 GET /files/sed.pdf?t={REDACTED}&k={REDACTED} HTTP/1.1 200 OK"
+    split = logging.getLogger("ragnet.test").makeRecord("ragnet.test", logging.INFO, __file__, 1,
+                                                        "%s%s", (key[:9], key[9:]), None)
+    assert split.getMessage() == REDACTED  # a secret split across arguments: the whole line, redacted

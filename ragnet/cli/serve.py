@@ -34,6 +34,10 @@ def serve(
                                      "POSTs from pages of other origins 403; '*' allows any."),
     read_timeout: float = typer.Option(10.0, help="Seconds a client has to send a request's headers, and again its "
                                                   "body; then the connection is closed."),
+    docs: Optional[List[Path]] = typer.Option(
+        None, "--docs", help="A folder the index was built from (repeatable; the paths given to `ragnet index`): its "
+                             "indexed files are served at /files/PATH, behind the key, and every citation links to its "
+                             "place (a PDF's page, the quoted sentence). Without it no file is served."),
 ) -> None:
     """Serve an index over HTTP: OpenAI-compatible /v1/chat/completions, /ask, /search, /health and a web page.
 
@@ -54,7 +58,7 @@ def serve(
     options = ServeOptions(index=index_dir, host=host, port=port, api_key=key, lm=lms, strategy=strategy,
                            timeout=timeout, concurrency=concurrency, queue=queue, max_body_bytes=max_body_bytes,
                            max_question_chars=max_question_chars, reload_every=reload_every,
-                           allowed_hosts=tuple(allowed_host or ()), read_timeout=read_timeout)
+                           allowed_hosts=tuple(allowed_host or ()), read_timeout=read_timeout, docs=tuple(docs or ()))
     sockets = bind(host, port)  # a port in use: one line and exit 2, before the index loads
     try:
         app = create_app(options)

@@ -10,6 +10,8 @@ and LM calls. Endpoints (:mod:`ragnet.serve.app`):
 * ``POST /ask`` (question, strategy, budget, trace), ``GET /search?q=&k=``, ``GET /health``,
   ``POST /reload``, and ``GET /``, a small page to ask and read the cited passages
   (:mod:`ragnet.serve.routes`).
+* ``GET /files/<path as indexed>``: the indexed files of the folders ``--docs`` names, where
+  every citation's ``url`` opens it at its page or quoted sentence (:mod:`ragnet.serve.files`).
 
 Safe by default: it binds 127.0.0.1, checks a Bearer key when one is set, limits body and
 question sizes, answers every bad request with one JSON error, and cuts a request at its

@@ -1,5 +1,5 @@
 """The HTTP application of ``ragnet serve`` (FastAPI on uvicorn): the routes of
-:mod:`ragnet.serve.routes` and :mod:`ragnet.serve.chat` over one
+:mod:`ragnet.serve.routes`, :mod:`ragnet.serve.chat` and :mod:`ragnet.serve.files` over one
 :class:`~ragnet.serve.service.Service`, behind the Host and Origin checks
 (:mod:`ragnet.serve.hosts`), the body limit and the API key, with every error one JSON object
 (:mod:`ragnet.serve.errors`) and every secret redacted from errors and log records.
@@ -39,7 +39,7 @@ def create_app(options: ServeOptions, *, lm: Any = None, reader: Any = None, hol
     from fastapi import FastAPI
 
     from ragnet._secrets import redact_logs, remember
-    from ragnet.serve import chat, routes
+    from ragnet.serve import chat, files, routes
     from ragnet.serve.errors import Guard, LimitBody, install_handlers
     from ragnet.serve.hosts import HostCheck, allowed_hosts
     from ragnet.serve.service import Service
@@ -56,11 +56,14 @@ def create_app(options: ServeOptions, *, lm: Any = None, reader: Any = None, hol
     app = FastAPI(title="ragnet", version="1", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
     app.state.service = state
     app.state.answerer, app.state.holder, app.state.options = state.answerer, state.holder, options
+    app.state.files = files.SourceFiles(options.docs)
     install_handlers(app)
     app.include_router(routes.pages)
     app.include_router(routes.index_routes)
     app.include_router(chat.router)
-    app.add_middleware(Guard, key=options.api_key, open=routes.OPEN)
+    app.include_router(files.router)
+    app.add_middleware(Guard, key=options.api_key, open=routes.OPEN,
+                       admit=state.links.admits if state.links is not None else None)  # a file link's token
     app.add_middleware(LimitBody, limit=options.max_body_bytes, read_timeout=options.read_timeout)
     app.add_middleware(HostCheck, allowed=allowed_hosts(options.host, options.allowed_hosts))  # last: runs first
     return app

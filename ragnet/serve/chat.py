@@ -79,12 +79,12 @@ async def chat(body: ChatRequest, request: Request, state: Service = Depends(ser
     if not body.stream:
         result = await unless_gone(request, state.answer(question, strategy, None, only, history))
         pred = result.prediction
-        citations = cited(pred)
+        citations = cited(pred, state.links)
         return openai_api.completion(body.model, openai_api.with_sources(pred.answer, citations), citations,
                                      pred.usage, {"ragnet": _about(result)})
     items = await state.stream(question, strategy, only, history)  # a bad spec or scope (400), a busy server (503): now
     writer = openai_api.chat_chunks(body.model, f"chatcmpl-{uuid.uuid4().hex}", int(time.time()))
-    return StreamingResponse(_events(items, writer), media_type="text/event-stream",
+    return StreamingResponse(_events(items, writer, state.links), media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
 
@@ -95,7 +95,8 @@ def _about(result: Answer, streamed: str | None = None) -> dict[str, Any]:
     return about if streamed is None else {**about, "streamed": streamed}
 
 
-async def _events(items: AsyncIterator[str | None | Answer], writer: openai_api.ChunkWriter) -> AsyncIterator[str]:
+async def _events(items: AsyncIterator[str | None | Answer], writer: openai_api.ChunkWriter,
+                  links: Any = None) -> AsyncIterator[str]:
     """The server-sent events of one streamed answer (see the module docs)."""
     yield writer.role()
     sent = ""
@@ -119,7 +120,7 @@ async def _events(items: AsyncIterator[str | None | Answer], writer: openai_api.
             yield writer.done()
             return
     pred = result.prediction
-    citations = cited(pred)
+    citations = cited(pred, links)
     message = openai_api.with_sources(pred.answer, citations)
     rest = message[len(sent):] if message.startswith(sent) else f"\n\n{message}"
     if rest:

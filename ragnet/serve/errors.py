@@ -5,10 +5,13 @@ route: the body size and the API key.
 ====  ===============================================================================
 400   malformed JSON, a bad strategy or budget, no user message, an empty question, a lone surrogate,
       ``only`` patterns too many or too long
-401   a key is required (``--api-key-env``) and the request has none or another
-403   a state-changing request (POST) from a page of another origin (:mod:`ragnet.serve.hosts`)
-404   no such route, or a model that names no ragnet strategy (``model_not_found``)
+401   a key is required (``--api-key-env``) and the request has none or another, or a file link expired
+403   a state-changing request (POST) from a page of another origin (:mod:`ragnet.serve.hosts`), or a file
+      link's token made for another file (:mod:`ragnet.serve.links`)
+404   no such route, a model that names no ragnet strategy (``model_not_found``), or a file the index
+      does not name (:mod:`ragnet.serve.files`)
 408   the request's headers or body did not arrive within ``--read-timeout`` (:mod:`ragnet.serve.listen`)
+410   a file the index names that is gone from the served folders, or changed since it was indexed
 413   the body is larger than ``--max-body-bytes`` or the question than ``--max-question-chars``
 421   a ``Host`` the server does not answer to (``--allowed-host``; :mod:`ragnet.serve.hosts`)
 422   a field of the wrong type, or a missing one
@@ -190,13 +193,17 @@ class LimitBody:
 class Guard:
     """ASGI middleware: refuse a request without the API key (but on the ``open`` paths: the page
     and ``/health``) with 401, and give every response the headers that keep a browser from
-    sniffing, caching or leaking it."""
+    sniffing, caching or leaking it.
+
+    ``admit`` (optional) judges a request without the key by another proof: True lets it in, an
+    ApiError refuses it with that error, None leaves it to the key (a file link's token,
+    :meth:`ragnet.serve.links.LinkSigner.admits`)."""
 
     HEADERS = ((b"x-content-type-options", b"nosniff"), (b"referrer-policy", b"no-referrer"),
                (b"cache-control", b"no-store"))
 
-    def __init__(self, app: Any, key: str | None, open: tuple[str, ...]) -> None:
-        self.app, self.key, self.open = app, key, open
+    def __init__(self, app: Any, key: str | None, open: tuple[str, ...], admit: Any = None) -> None:
+        self.app, self.key, self.open, self.admit = app, key, open, admit
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -204,6 +211,9 @@ class Guard:
         if scope["path"] not in self.open:
             authorization = dict(scope.get("headers") or []).get(b"authorization", b"").decode("latin-1")
             refused = check_key(authorization, self.key)
+            if refused is not None and self.admit is not None:
+                verdict = self.admit(scope)
+                refused = None if verdict is True else verdict if isinstance(verdict, ApiError) else refused
             if refused is not None:
                 return await send_json(send, refused.status, error_body(refused.message, refused.kind, refused.code),
                                        refused.headers)

@@ -8,7 +8,8 @@ conversation it follows (:func:`conversation_of`), which ragnet uses to make a f
 "and its default?" a standalone question before it searches the documents
 (:class:`ragnet.programs.conversation.FollowUp`). The reply's message ends with a
 Sources list, and the response carries the structured ``citations`` (file, page, section,
-quoted sentences) beside ``choices``.
+quoted sentences, and the ``url`` that opens each at its place when the server sends its files)
+beside ``choices``.
 
 Example:
     >>> strategy_of("ragnet-oneshot:sentences"), strategy_of("ragnet"), strategy_of("gpt-4o")
@@ -18,11 +19,12 @@ Example:
     >>> conversation_of([{"role": "user", "content": "What does -d do?"}, {"role": "assistant", "content": "Debug."},
     ...                  {"role": "user", "content": "And its long form?"}])
     ('And its long form?', [{'question': 'What does -d do?', 'answer': 'Debug.'}])
-    >>> print(with_sources("Paris.", [{"title": "France", "source": "France — atlas.pdf, p. 3"}]))
+    >>> print(with_sources("Paris.", [{"title": "France", "source": "France — atlas.pdf, p. 3",
+    ...                                  "url": "/files/atlas.pdf#page=3"}]))
     Paris.
     <BLANKLINE>
     Sources:
-    [1] France — atlas.pdf, p. 3
+    [1] France — atlas.pdf, p. 3 — /files/atlas.pdf#page=3
 """
 
 from __future__ import annotations
@@ -107,8 +109,10 @@ def conversation_of(messages: Sequence[Any]) -> tuple[str, list[dict[str, str]]]
 
 
 def with_sources(answer: str, citations: Iterable[dict[str, Any]]) -> str:
-    """The answer, then a numbered Sources list (one line per cited passage)."""
-    lines = [f"[{i}] {c.get('source') or c.get('title') or c.get('id')}" for i, c in enumerate(citations, 1)]
+    """The answer, then a numbered Sources list (one line per cited passage, ending with the
+    relative link that opens it at its place where the server sends files)."""
+    lines = [f"[{i}] {c.get('source') or c.get('title') or c.get('id')}" + (f" — {c['url']}" if c.get("url") else "")
+             for i, c in enumerate(citations, 1)]
     return answer if not lines else f"{answer}\n\nSources:\n" + "\n".join(lines)
 
 

@@ -12,6 +12,7 @@ Example:
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,8 @@ class ServeOptions:
         host: the address to bind; 127.0.0.1 (this machine only) unless given.
         port: the TCP port.
         api_key: when set, every request but ``GET /health`` and the page itself must carry
-            ``Authorization: Bearer <api_key>`` (``ragnet serve --api-key-env VAR`` reads it).
+            ``Authorization: Bearer <api_key>`` (``ragnet serve --api-key-env VAR`` reads it), or,
+            for a file under ``/files/``, the token of a link a reply gave (:mod:`ragnet.serve.links`).
         lm: the ragnet LM options (:class:`ragnet.lm.config.LMOptions`): step LM, reader, server.
         strategy: the strategy ``auto`` and a bare ``ragnet`` model mean (``auto``: ragnet's
             recommendation for the reader).
@@ -55,6 +57,10 @@ class ServeOptions:
             beside the bound address and localhost (:mod:`ragnet.serve.hosts`).
         read_timeout: seconds a client has to send a request's headers, and again its body; past
             them the connection is closed (an idle connection holds no descriptor for long).
+        docs: the folders the index was built from (``ragnet index``'s paths; a path or several):
+            ``GET /files/<path as indexed>`` sends the indexed files found in them, and every
+            citation links to its place there (:mod:`ragnet.serve.files`). Empty: no file is
+            sent and citations carry no link; serving the documents is a choice made here.
     """
 
     index: str | Path
@@ -72,6 +78,7 @@ class ServeOptions:
     reload_every: float = 2.0
     allowed_hosts: tuple[str, ...] = ()
     read_timeout: float = 10.0
+    docs: tuple[str | Path, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -87,5 +94,14 @@ class ServeOptions:
         _positive(self.read_timeout, "read-timeout", number=float, low=0.001)
         if isinstance(self.allowed_hosts, str) or not all(isinstance(h, str) and h.strip() for h in self.allowed_hosts):
             raise InputError(f"must be host names, got {self.allowed_hosts!r}", argument="allowed-host")
+        docs = (self.docs,) if isinstance(self.docs, (str, os.PathLike)) else self.docs
+        if not isinstance(docs, (tuple, list)):
+            raise InputError(f"must be a folder or a list of folders, got {docs!r}", argument="docs")
+        object.__setattr__(self, "docs", tuple(docs))
+        for folder in self.docs:
+            if not isinstance(folder, (str, os.PathLike)) or not Path(folder).is_dir():
+                shown = repr(os.fspath(folder)) if isinstance(folder, (str, os.PathLike)) else repr(folder)
+                raise InputError(f"must be the folder the index was built from, got {shown}: not a folder",
+                                 argument="docs")
         if self.api_key is not None and (not isinstance(self.api_key, str) or len(self.api_key) < 8):
             raise InputError("the API key must be a string of at least 8 characters", argument="api-key-env")

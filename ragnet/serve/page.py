@@ -3,7 +3,9 @@
 The HTML is fixed text: nothing a document, a question or an LM wrote is ever put into it by the
 server. ``/?q=QUESTION`` (and ``&strategy=SPEC``, ``&only=FILES``, comma-separated) asks on load: a link to an answer; the Files field asks some files alone (``/ask``'s ``only``). The script (``/static/app.js``) builds the answer with ``textContent`` and
 ``createElement`` only (no ``innerHTML``, ``insertAdjacentHTML``, ``document.write`` or
-``eval``), so a passage holding ``<script>`` or ``<img onerror=...>`` shows as the text it is; the
+``eval``), so a passage holding ``<script>`` or ``<img onerror=...>`` shows as the text it is (a
+citation's place is a link, its ``href`` set as a property and only to a ``/files/`` path the
+server gave, :mod:`ragnet.serve.files`); the
 page is sent with a Content-Security-Policy that allows only its own script and style files
 (no inline script, no other origin), as a second wall. That is the guarantee ``report.html``
 gives by rendering through autoescaped templates with no ``Markup``.
@@ -147,7 +149,12 @@ SCRIPT = r"""
     for (const cite of body.citations || []) {
       const item = document.createElement("li");
       item.appendChild(text("strong", cite.title || cite.doc_id));
-      item.appendChild(text("span", cite.source || cite.id, "where"));
+      const url = typeof cite.url === "string" && cite.url.startsWith("/files/") ? cite.url : null;
+      const where = text(url ? "a" : "span", cite.source || cite.id, "where");
+      if (url) {  // opens the file at the cited page or sentence; the link's own token, never the key
+        where.href = url; where.target = "_blank"; where.rel = "noopener noreferrer";
+      }
+      item.appendChild(where);
       for (const sentence of cite.sentences || []) item.appendChild(text("blockquote", sentence));
       list.appendChild(item);
     }

@@ -110,6 +110,7 @@ async def search(q: str = Query(..., description="the query"), k: int = Query(5,
                  only: list[str] | None = Query(None, description="files to search (repeatable)"),
                  state: Service = Depends(service)) -> dict[str, Any]:
     from ragnet.programs.citations import source_line
+    from ragnet.serve.links import file_url
 
     q = state.check_question(q)
     if k > state.options.max_k:
@@ -126,7 +127,8 @@ async def search(q: str = Query(..., description="the query"), k: int = Query(5,
         if isinstance(loc, dict):
             entry.update({key: v for key, v in loc.items() if key in ("file", "page", "page_end", "headings", "line")})
         entry["source"] = source_line(entry)
-        out.append(entry)
+        url = file_url(entry, state.links)
+        out.append(entry if url is None else {**entry, "url": url})
     return {"query": q, "k": k, "index": snap.generation, "hits": out}
 
 
@@ -138,7 +140,7 @@ async def ask(body: AskRequest, request: Request, state: Service = Depends(servi
     result = await unless_gone(request, state.answer(question, body.strategy, body.budget, body.only, history))
     pred = result.prediction
     out = {"answer": pred.answer, "standalone_question": pred.get("standalone_question"),
-           "confidence": pred.get("confidence"), "citations": cited(pred),
+           "confidence": pred.get("confidence"), "citations": cited(pred, state.links),
            "evidence": list(pred.evidence or []),
            "strategy": result.spec, "budget": result.budget, "usage": dict(pred.usage),
            "index": result.generation, "queued_s": round(result.queued_s, 3)}

@@ -41,11 +41,19 @@ _ABSOLUTE = re.compile(r"(?<![\w.:/~-])/[^\s'\"`:,;()\[\]]+")
 log = logging.getLogger("ragnet.serve")
 
 
-def cited(prediction: Any) -> list[dict[str, Any]]:
-    """A prediction's citations, each with its one-line ``source`` (title, file, page, section)."""
+def cited(prediction: Any, links: Any = None) -> list[dict[str, Any]]:
+    """A prediction's citations, each with its one-line ``source`` (title, file, page, section)
+    and, when the server sends its files (``links``, a :class:`ragnet.serve.links.LinkSigner`),
+    the ``url`` that opens it at its place (:func:`ragnet.serve.links.file_url`)."""
     from ragnet.programs.citations import source_line
+    from ragnet.serve.links import file_url
 
-    return [{**c, "source": source_line(c)} for c in (prediction.citations or [])]
+    out = []
+    for c in prediction.citations or []:
+        cite = {**c, "source": source_line(c)}
+        url = file_url(cite, links)
+        out.append(cite if url is None else {**cite, "url": url})
+    return out
 
 
 def _check_text(text: str, param: str) -> None:
@@ -119,10 +127,16 @@ class Service:
         options: the server's settings.
         answerer: answers questions over ``holder``'s index.
         holder: the index (:class:`ragnet.serve.state.IndexHolder`).
+
+    ``links`` signs the links citations give to their files (None: the server sends no files,
+    ``options.docs`` is empty).
     """
 
     def __init__(self, options: ServeOptions, answerer: Answerer, holder: Any) -> None:
+        from ragnet.serve.links import LinkSigner
+
         self.options, self.answerer, self.holder = options, answerer, holder
+        self.links = LinkSigner(options.api_key) if options.docs else None
         self.spec, self.budget = answerer.resolve(None, None)  # a bad --strategy fails here
 
     @classmethod

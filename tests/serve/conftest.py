@@ -11,12 +11,14 @@ import socket
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import dspy
 import pytest
 from dspy.lm15 import StreamDeltaEvent, StreamEndEvent, StreamStartEvent, TextDelta, Usage
 
 from ragnet.corpus.types import Document
+from tests.corpus.make_files import PAGES, docx_bytes, pdf_bytes
 from tests.programs.scripted import ProgramLM
 
 HOSTILE = 'The <script>alert("pwned")</script> tag and <img src=x onerror="alert(1)"> are shown as text.'
@@ -26,6 +28,14 @@ DOCS = [
     ("oslo", "Oslo", "Oslo is the capital of Norway. It lies at the head of the Oslofjord."),
     ("hostile", "<b>Markup</b> & co", HOSTILE),
 ]
+
+
+PDF = "guide/budget plan.pdf"  # a space: a link quotes it, the file route takes it back
+HOSTILE_HTML = """<!doctype html><html><head><title>Pump manual</title>
+<script>document.title = "pwned"; fetch("/ask", {method: "POST"});</script></head>
+<body><h1>Pump</h1><p>The pump runs at 50 rpm.</p><img src="x" onerror="document.title = 'pwned'"></body></html>
+"""
+SECRET = "The vault code is 4242."
 
 
 def free_port() -> int:
@@ -42,6 +52,25 @@ def serve_index(tmp_path_factory):
     return Index.build(docs, tmp_path_factory.mktemp("serve") / "idx", show_progress=False)
 
 
+@pytest.fixture(scope="session")
+def manuals(tmp_path_factory):
+    """A folder of manuals indexed by ``Index.sync`` (what ``ragnet index`` runs), a file outside
+    it, and the index."""
+    from ragnet.index import Index
+
+    root = tmp_path_factory.mktemp("files")
+    docs = root / "docs"
+    (docs / "guide").mkdir(parents=True)
+    (docs / PDF).write_bytes(pdf_bytes(PAGES))
+    (docs / "notes.md").write_text("# Notes\n\n## Rivers\n\nThe Seine runs through Paris. It is long.\n")
+    (docs / "pump.html").write_text(HOSTILE_HTML)
+    (docs / "handbook.docx").write_bytes(docx_bytes())
+    (root / "secret.md").write_text(SECRET)
+    index, _ = Index.sync([str(docs)], root / "idx", chunk_tokens=24, overlap=0, show_progress=False)
+    (docs / "later.md").write_text("Written after indexing: not indexed.")
+    return SimpleNamespace(root=root, docs=docs, index=index.path)
+
+
 @pytest.fixture
 def index_copy(serve_index, tmp_path) -> Path:
     target = tmp_path / "idx"
@@ -50,16 +79,16 @@ def index_copy(serve_index, tmp_path) -> Path:
 
 
 @contextlib.contextmanager
-def running(app):
+def running(app, **config):
     """Serve ``app`` on a free port in a thread, as ``ragnet serve`` does (its read timeout
-    included); yields its base URL."""
+    included; ``config``: more ``uvicorn.Config`` settings, e.g. ``log_level``); yields its base URL."""
     import uvicorn
 
     from ragnet.serve.listen import server_config
 
     port = free_port()
     options = getattr(getattr(app, "state", None), "options", None)
-    server = uvicorn.Server(server_config(app, "127.0.0.1", port, getattr(options, "read_timeout", 10.0)))
+    server = uvicorn.Server(server_config(app, "127.0.0.1", port, getattr(options, "read_timeout", 10.0), **config))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.time() + 30

@@ -301,8 +301,10 @@ def test_the_page_shows_documents_as_text(serve, serve_index):
     from ragnet.serve import page
 
     for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "Function(",
-                 "setAttribute(\"on", "href"):
+                 "setAttribute(\"on", "setAttribute(\"href", "location ="):
         assert sink not in page.SCRIPT, sink  # text goes in through textContent only
+    # one link target is set: a citation's url, and only when it is a /files/ path (never javascript:)
+    assert page.SCRIPT.count("href") == 1 and 'cite.url.startsWith("/files/") ? cite.url : null' in page.SCRIPT
     assert "<script>" not in page.PAGE and "style=" not in page.PAGE  # nothing inline: the CSP allows none
     # an answer no passage states word for word: the reader's cited chunks stay its citations
     lm = ProgramLM(answer=lambda prompt, n: {"answer": "yes", "evidence_ids": ["c1", "c2", "c3"]})

@@ -85,6 +85,14 @@ def test_serve_refuses_an_unset_key_variable_in_one_line(index_copy, monkeypatch
         "error: argument 'api-key-env': environment variable RAGNET_NO_SUCH_KEY is not set or empty"]
 
 
+def test_serve_refuses_docs_that_are_not_a_folder_in_one_line(index_copy, tmp_path):
+    result = CliRunner().invoke(app, ["serve", "--index", str(index_copy), "--docs", str(tmp_path / "nowhere")])
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines() == [
+        f"error: argument 'docs': must be the folder the index was built from, got {str(tmp_path / 'nowhere')!r}: "
+        "not a folder"]
+
+
 def test_the_openai_client_against_ragnet_serve_with_a_served_lm(serve_index, tmp_path):
     """The whole path without the local model: the openai client, the `ragnet serve` process, and
     its LM behind a real OpenAI-compatible HTTP server."""

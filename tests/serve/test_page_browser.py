@@ -1,5 +1,6 @@
 """The page in a real browser (headless Chromium, when installed): it asks, shows the answer and
-the cited passages, and a passage holding markup shows as text (no element is made from it)."""
+the cited passages, a passage holding markup shows as text (no element is made from it), each
+source links to its place in its file, and a hostile HTML manual opened there runs no script."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 from ragnet.serve import ServeOptions
 from tests.programs.scripted import SureProgramLM
-from tests.serve.conftest import running
+from tests.serve.conftest import DOCS, running
 
 BROWSERS = ("chromium-headless-shell", "chromium", "chromium-browser", "google-chrome")
 
@@ -61,3 +62,32 @@ def test_a_link_with_files_asks_those_files_alone(serve_index, dspy_state):
     assert '<p id="answer">a river</p>' in dom
     assert "rome.md" not in dom and ("oslo.md" in dom or "paris.md" in dom)
     assert "no indexed file matches 'lisbon.md'" in bad  # the server's refusal, shown as the status
+
+
+def test_a_source_is_a_link_to_its_place_in_the_file(serve_index, dspy_state, tmp_path):
+    from ragnet.serve import create_app
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name, _, text in DOCS:
+        (docs / f"{name}.md").write_text(text)
+    answer = lambda p, n: {"answer": "the Tiber", "evidence_ids": ["c1"]}  # noqa: E731
+    app = create_app(ServeOptions(index=serve_index.path, reload_every=0, docs=docs),
+                     lm=SureProgramLM(0.9, answer=answer).lm())
+    with running(app) as url:
+        dom = rendered(f"{url}/?q={quote('Which river runs through Rome?')}&strategy=basic", "--dump-dom")
+    link = ('<a class="where" href="/files/rome.md#:~:text=The%20Tiber%20river%20runs%20through%20Rome." '
+            'target="_blank" rel="noopener noreferrer">Rome — rome.md</a>')
+    assert link in dom
+
+
+def test_a_hostile_html_manual_runs_no_script_when_its_link_is_opened(manuals, dspy_state):
+    from ragnet.serve import create_app
+
+    app = create_app(ServeOptions(index=manuals.index, reload_every=0, docs=manuals.docs), lm=SureProgramLM(0.9).lm())
+    with running(app) as url:
+        served = rendered(f"{url}/files/pump.html", "--dump-dom")
+    from_disk = rendered((manuals.docs / "pump.html").as_uri(), "--dump-dom")  # the same file, no server headers
+    assert "<title>pwned</title>" in from_disk  # its scripts do run where nothing stops them
+    assert "<title>Pump manual</title>" in served and "The pump runs at 50 rpm." in served
+    assert "<title>pwned</title>" not in served  # neither its <script> nor its onerror ran
