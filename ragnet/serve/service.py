@@ -19,15 +19,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import re
 import signal
-from pathlib import Path
 from typing import Any, AsyncIterator
 
 from ragnet._text import is_blank
 from ragnet.errors import LMUnavailableError
 from ragnet.serve.answering import Answer, Answerer, Busy, TimedOut
-from ragnet.serve.errors import ApiError
+from ragnet.serve.errors import ApiError, public_error
 from ragnet.serve.options import ServeOptions
 
 __all__ = ["MAX_ONLY", "MAX_PATTERN_CHARS", "Service", "cited", "public_error", "unless_gone"]
@@ -36,7 +34,6 @@ __all__ = ["MAX_ONLY", "MAX_PATTERN_CHARS", "Service", "cited", "public_error", 
 MAX_ONLY = 32
 #: Longest ``only`` pattern (fnmatch's translation is quadratic in a pattern's length).
 MAX_PATTERN_CHARS = 512
-_ABSOLUTE = re.compile(r"(?<![\w.:/~-])/[^\s'\"`:,;()\[\]]+")
 
 log = logging.getLogger("ragnet.serve")
 
@@ -81,27 +78,6 @@ async def unless_gone(request: Any, work: Any) -> Any:
     with contextlib.suppress(asyncio.CancelledError, Exception):
         await task
     raise ApiError(499, "the client closed the request; the question was stopped", "client_closed")
-
-
-def public_error(text: str | None, root: Any) -> str | None:
-    """An error about the index folder ``root`` as any client may read it: the folder's path
-    written as its name, other absolute paths as their last part, secrets redacted.
-
-    Example:
-        >>> public_error("RagnetError: /srv/data/idx/chunks.npz: checksum mismatch (cache /home/me/.x/m.gguf)",
-        ...              "/srv/data/idx")
-        'RagnetError: idx/chunks.npz: checksum mismatch (cache m.gguf)'
-    """
-    from ragnet.serve.errors import public_text
-
-    if text is None:
-        return None
-    root = Path(root)
-    for form in sorted({str(root.absolute()), str(root.resolve()), str(root)}, key=len, reverse=True):
-        if form not in ("", ".", "/"):
-            text = text.replace(form, root.name or form)
-    text = _ABSOLUTE.sub(lambda m: Path(m.group(0)).name or "/", text)
-    return public_text(text)
 
 
 def _api_error(exc: Exception) -> ApiError:
