@@ -33,7 +33,8 @@ class ServeOptions:
     """Settings of one ``ragnet serve`` process.
 
     Attributes:
-        index: the index folder (``ragnet index``).
+        index: the index folder (``ragnet index``); with ``folder`` and no index, the folder's
+            in ``$RAGNET_HOME/served`` (:func:`ragnet.serve.folder.cache_index`).
         host: the address to bind; 127.0.0.1 (this machine only) unless given.
         port: the TCP port.
         api_key: when set, every request but ``GET /health`` and the page itself must carry
@@ -55,9 +56,14 @@ class ServeOptions:
             beside the bound address and localhost (:mod:`ragnet.serve.hosts`).
         read_timeout: seconds a client has to send a request's headers, and again its body; past
             them the connection is closed (an idle connection holds no descriptor for long).
+        folder: a folder of documents whose index the server builds, keeps in step with it and
+            swaps in after each change (:mod:`ragnet.serve.library`); None: serve ``index`` as it is.
+        watch: how ``folder`` is watched: ``auto`` (watchdog's events, else polling), ``watchdog``,
+            ``poll`` or ``off`` (:mod:`ragnet.serve.watch`).
+        watch_every: seconds between two looks at ``folder`` when polling.
     """
 
-    index: str | Path
+    index: str | Path | None = None
     host: str = "127.0.0.1"
     port: int = 8000
     api_key: str | None = None
@@ -73,8 +79,22 @@ class ServeOptions:
     allowed_hosts: tuple[str, ...] = ()
     read_timeout: float = 10.0
     extra: dict[str, Any] = field(default_factory=dict)
+    folder: str | Path | None = None
+    watch: str = "auto"
+    watch_every: float = 2.0
 
     def __post_init__(self) -> None:
+        from ragnet.serve.watch import MODES
+
+        if self.index is None:
+            if self.folder is None:
+                raise InputError("give the index to serve, or a folder of documents", argument="index")
+            from ragnet.serve.folder import cache_index
+
+            object.__setattr__(self, "index", cache_index(self.folder))
+        if self.watch not in MODES:
+            raise InputError(f"choose one of {', '.join(MODES)}, got {self.watch!r}", argument="watch")
+        _positive(self.watch_every, "watch-every", number=float, low=0.01)
         if isinstance(self.port, bool) or not isinstance(self.port, int) or not 1 <= self.port <= 65535:
             raise InputError(f"must be between 1 and 65535, got {self.port!r}", argument="port")
         _positive(self.timeout, "timeout", number=float, low=0.001)

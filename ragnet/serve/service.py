@@ -95,17 +95,27 @@ class Service:
         options: the server's settings.
         answerer: answers questions over ``holder``'s index.
         holder: the index (:class:`ragnet.serve.state.IndexHolder`).
+        library: the folder the index is kept in step with (:class:`ragnet.serve.library.Library`),
+            or None when the server answers from an index as it is.
     """
 
-    def __init__(self, options: ServeOptions, answerer: Answerer, holder: Any) -> None:
-        self.options, self.answerer, self.holder = options, answerer, holder
+    def __init__(self, options: ServeOptions, answerer: Answerer, holder: Any, library: Any = None) -> None:
+        self.options, self.answerer, self.holder, self.library = options, answerer, holder, library
         self.spec, self.budget = answerer.resolve(None, None)  # a bad --strategy fails here
 
     @classmethod
-    def create(cls, options: ServeOptions, *, lm: Any = None, reader: Any = None, holder: Any = None) -> "Service":
-        """Load the index and set the LMs up (see :func:`ragnet.serve.app.create_app`)."""
+    def create(cls, options: ServeOptions, *, lm: Any = None, reader: Any = None, holder: Any = None,
+               library: Any = None) -> "Service":
+        """Sync the folder (``options.folder``: its first sync unless ``library`` ran it), load the
+        index and set the LMs up (see :func:`ragnet.serve.app.create_app`)."""
         from ragnet.serve.state import IndexHolder
 
+        if library is None and options.folder is not None:
+            from ragnet.serve.library import Library
+
+            library = Library(options.folder, options.index)
+        if library is not None and library.seen is None:
+            library.open()
         holder = holder or IndexHolder(options.index)
         step_lm = lm
         if lm is None:
@@ -121,7 +131,7 @@ class Service:
         answerer = Answerer(holder, reader=reader, step_lm=step_lm, strategy=options.strategy,
                             concurrency=options.concurrency, queue=options.queue, timeout=options.timeout,
                             auto_for=auto_for)
-        return cls(options, answerer, holder)
+        return cls(options, answerer, holder, library)
 
     # -- requests ----------------------------------------------------------------------------
     def check_question(self, question: str) -> str:
@@ -195,8 +205,12 @@ class Service:
     # -- the index ---------------------------------------------------------------------------
     async def reload(self, force: bool) -> Any:
         """Load the index folder again (if it changed, or ``force``) and serve the new version;
-        on failure the current one keeps serving and the error is raised."""
+        on failure the current one keeps serving and the error is raised. Forced (``POST /reload``,
+        SIGHUP), a served folder is synced first (a failure is recorded in the library's status,
+        and the index as it is reloaded)."""
         holder = self.holder
+        if self.library is not None and force:
+            await asyncio.to_thread(self.library.sync)
         try:
             snap = await asyncio.to_thread(holder.reload, force)
             log.info("index %s: generation %d, %d chunks", holder.path, snap.generation, len(snap.index))
@@ -217,10 +231,37 @@ class Service:
         with contextlib.suppress(Exception):
             await self.reload(force=True)
 
+    def _folder_changed(self) -> None:
+        """After a change of the served folder (in the watch's thread, never the event loop):
+        sync its index, and swap a new version in at once (a request under way keeps its own)."""
+        report = self.library.sync()
+        if report is None or not report.written:
+            return
+        try:
+            snap = self.holder.reload()
+            log.info("folder %s: generation %d, %d chunks", self.library.folder, snap.generation, len(snap.index))
+        except Exception as exc:  # noqa: BLE001 - recorded by the holder; the current index keeps serving
+            log.warning("index %s could not be reloaded (%s); still serving generation %d", self.holder.path, exc,
+                        self.holder.current.generation)
+
+    def _start_watch(self) -> Any:
+        """The watch of the served folder (:mod:`ragnet.serve.watch`), started; None without one."""
+        from ragnet.serve.watch import FolderWatch
+
+        library = self.library
+        if library is None:
+            return None
+        watch = FolderWatch(library.folder, self._folder_changed, mode=self.options.watch,
+                            every=self.options.watch_every, ignore=[library.index])
+        library.watching = watch.start(library.seen)
+        return watch
+
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
-        """While the server runs: the index folder is watched (``reload_every``) and SIGHUP
-        reloads it; at the end the answerer stops taking questions."""
+        """While the server runs: the index folder is watched (``reload_every``), a served folder
+        too (a change syncs its index), and SIGHUP reloads it; at the end the answerer stops taking
+        questions."""
+        watch = self._start_watch()
         task = asyncio.create_task(self._watch())
         loop = asyncio.get_running_loop()
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # not the main thread: no signals
@@ -231,4 +272,6 @@ class Service:
             task.cancel()
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.remove_signal_handler(signal.SIGHUP)
+            if watch is not None:
+                await asyncio.to_thread(watch.stop)
             self.answerer.close()
