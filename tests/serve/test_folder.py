@@ -204,6 +204,20 @@ def test_post_reload_syncs_a_folder_the_server_does_not_watch(serve, docs):
         assert search(url, "fjords of Bergen")["hits"][0]["file"] == "bergen.md"
 
 
+def test_the_page_shows_the_library_and_file_names_as_text(serve, docs):
+    from tests.serve.test_page_browser import rendered
+
+    hostile = '<img src=x onerror="alert(1)">.md'
+    (docs / hostile).write_text("# Odd\n\nA file with an odd name.\n", encoding="utf-8")
+    (docs / "empty.md").write_text("", encoding="utf-8")
+    with serve(folder_options(docs, watch="off"), lm=ProgramLM().lm()) as (url, _):
+        dom = rendered(f"{url}/", "--dump-dom")
+    assert '<section id="library">' in dom and "docs · 4 files · updated " in dom
+    assert "&lt;img src=x onerror=\"alert(1)\"&gt;.md" in dom and "<img" not in dom  # a name is text
+    assert "added " in dom and "left out: empty.md (file is empty)" in dom
+    assert "<li>guides/oslo.md</li>" in dom and "4 files</summary>" in dom
+
+
 # -- the watch ---------------------------------------------------------------------------------
 @pytest.mark.parametrize("mode", ["watchdog", "poll"])
 def test_a_burst_of_writes_is_one_sync_and_what_is_no_document_wakes_nothing(tmp_path, mode):
