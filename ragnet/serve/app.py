@@ -26,8 +26,10 @@ from ragnet.serve.options import ServeOptions
 __all__ = ["create_app"]
 
 
-def create_app(options: ServeOptions, *, lm: Any = None, reader: Any = None, holder: Any = None) -> Any:
-    """The application: loads the index and sets the LMs up now (errors surface before binding).
+def create_app(options: ServeOptions, *, lm: Any = None, reader: Any = None, holder: Any = None,
+               library: Any = None) -> Any:
+    """The application: syncs a served folder, loads the index and sets the LMs up now (errors
+    surface before the server answers).
 
     Args:
         options: the server's settings.
@@ -35,6 +37,8 @@ def create_app(options: ServeOptions, *, lm: Any = None, reader: Any = None, hol
             (:class:`ragnet.lm.config.LMOptions`), configured as ``ragnet ask`` does.
         reader: the answer step's LM when ``lm`` is given (None: ``lm`` answers too).
         holder: an :class:`~ragnet.serve.state.IndexHolder` already made.
+        library: a :class:`~ragnet.serve.library.Library` of ``options.folder`` (its first sync
+            run or not); None: made here when ``options.folder`` is set.
     """
     from fastapi import FastAPI
 
@@ -46,7 +50,7 @@ def create_app(options: ServeOptions, *, lm: Any = None, reader: Any = None, hol
 
     remember(options.api_key)  # the server's own key: never in a reply or a log line
     redact_logs()
-    state = Service.create(options, lm=lm, reader=reader, holder=holder)
+    state = Service.create(options, lm=lm, reader=reader, holder=holder, library=library)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Any):
@@ -56,7 +60,7 @@ def create_app(options: ServeOptions, *, lm: Any = None, reader: Any = None, hol
     app = FastAPI(title="ragnet", version="1", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
     app.state.service = state
     app.state.answerer, app.state.holder, app.state.options = state.answerer, state.holder, options
-    app.state.files = files.SourceFiles(options.docs)
+    app.state.files = files.SourceFiles(options.served_docs())
     install_handlers(app)
     app.include_router(routes.pages)
     app.include_router(routes.index_routes)

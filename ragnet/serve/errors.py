@@ -22,7 +22,9 @@ route: the body size and the API key.
 
 Every message goes through :func:`public_text` on its way out: the secrets ragnet was given
 (the LM's key, a server URL's password, the server's own key) read ``***``
-(:func:`ragnet._secrets.redact`), whatever error text an LM or a library echoed them in.
+(:func:`ragnet._secrets.redact`), whatever error text an LM or a library echoed them in; an
+error about a folder of the server's (the index, a served folder) loses its absolute paths too
+(:func:`public_error`).
 
 Example:
     >>> error_body("the question is empty", "invalid_request_error", "empty_question", "question")["error"]["code"]
@@ -35,13 +37,17 @@ import asyncio
 import hmac
 import json
 import logging
+import re
+from pathlib import Path
 from typing import Any
 
 from ragnet.errors import InputError
 
-__all__ = ["ApiError", "Guard", "LimitBody", "check_key", "error_body", "install_handlers"]
+__all__ = ["ApiError", "Guard", "LimitBody", "check_key", "error_body", "install_handlers", "public_error",
+           "public_text"]
 
 log = logging.getLogger("ragnet.serve")
+_ABSOLUTE = re.compile(r"(?<![\w.:/~-])/[^\s'\"`:,;()\[\]]+")
 
 
 class ApiError(Exception):
@@ -65,6 +71,25 @@ def public_text(text: str) -> str:
     from ragnet._secrets import redact
 
     return redact(text).encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def public_error(text: str | None, root: Any) -> str | None:
+    """An error about the index folder ``root`` as any client may read it: the folder's path
+    written as its name, other absolute paths as their last part, secrets redacted.
+
+    Example:
+        >>> public_error("RagnetError: /srv/data/idx/chunks.npz: checksum mismatch (cache /home/me/.x/m.gguf)",
+        ...              "/srv/data/idx")
+        'RagnetError: idx/chunks.npz: checksum mismatch (cache m.gguf)'
+    """
+    if text is None:
+        return None
+    root = Path(root)
+    for form in sorted({str(root.absolute()), str(root.resolve()), str(root)}, key=len, reverse=True):
+        if form not in ("", ".", "/"):
+            text = text.replace(form, root.name or form)
+    text = _ABSOLUTE.sub(lambda m: Path(m.group(0)).name or "/", text)
+    return public_text(text)
 
 
 def error_body(message: str, kind: str, code: str, param: str | None = None) -> dict[str, Any]:

@@ -34,7 +34,8 @@ class ServeOptions:
     """Settings of one ``ragnet serve`` process.
 
     Attributes:
-        index: the index folder (``ragnet index``).
+        index: the index folder (``ragnet index``); with ``folder`` and no index, the folder's
+            in ``$RAGNET_HOME/served`` (:func:`ragnet.serve.folder.cache_index`).
         host: the address to bind; 127.0.0.1 (this machine only) unless given.
         port: the TCP port.
         api_key: when set, every request but ``GET /health`` and the page itself must carry
@@ -61,9 +62,14 @@ class ServeOptions:
             ``GET /files/<path as indexed>`` sends the indexed files found in them, and every
             citation links to its place there (:mod:`ragnet.serve.files`). Empty: no file is
             sent and citations carry no link; serving the documents is a choice made here.
+        folder: a folder of documents whose index the server builds, keeps in step with it and
+            swaps in after each change (:mod:`ragnet.serve.library`); None: serve ``index`` as it is.
+        watch: how ``folder`` is watched: ``auto`` (watchdog's events, else polling), ``watchdog``,
+            ``poll`` or ``off`` (:mod:`ragnet.serve.watch`).
+        watch_every: seconds between two looks at ``folder`` when polling.
     """
 
-    index: str | Path
+    index: str | Path | None = None
     host: str = "127.0.0.1"
     port: int = 8000
     api_key: str | None = None
@@ -80,8 +86,22 @@ class ServeOptions:
     read_timeout: float = 10.0
     docs: tuple[str | Path, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
+    folder: str | Path | None = None
+    watch: str = "auto"
+    watch_every: float = 2.0
 
     def __post_init__(self) -> None:
+        from ragnet.serve.watch import MODES
+
+        if self.index is None:
+            if self.folder is None:
+                raise InputError("give the index to serve, or a folder of documents", argument="index")
+            from ragnet.serve.folder import cache_index
+
+            object.__setattr__(self, "index", cache_index(self.folder))
+        if self.watch not in MODES:
+            raise InputError(f"choose one of {', '.join(MODES)}, got {self.watch!r}", argument="watch")
+        _positive(self.watch_every, "watch-every", number=float, low=0.01)
         if isinstance(self.port, bool) or not isinstance(self.port, int) or not 1 <= self.port <= 65535:
             raise InputError(f"must be between 1 and 65535, got {self.port!r}", argument="port")
         _positive(self.timeout, "timeout", number=float, low=0.001)
@@ -105,3 +125,11 @@ class ServeOptions:
                                  argument="docs")
         if self.api_key is not None and (not isinstance(self.api_key, str) or len(self.api_key) < 8):
             raise InputError("the API key must be a string of at least 8 characters", argument="api-key-env")
+
+
+    def served_docs(self) -> tuple[str | Path, ...]:
+        """The folders whose indexed files ``GET /files/...`` sends: ``docs``, and a served
+        ``folder`` (serving a folder serves its files, so its citations open)."""
+        if self.folder is None or any(Path(d).resolve() == Path(self.folder).resolve() for d in self.docs):
+            return self.docs
+        return (*self.docs, self.folder)

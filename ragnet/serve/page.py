@@ -1,7 +1,7 @@
 """The page ``GET /`` serves: ask a question, read the answer and the passages it cites.
 
 The HTML is fixed text: nothing a document, a question or an LM wrote is ever put into it by the
-server. ``/?q=QUESTION`` (and ``&strategy=SPEC``, ``&only=FILES``, comma-separated) asks on load: a link to an answer; the Files field asks some files alone (``/ask``'s ``only``). The script (``/static/app.js``) builds the answer with ``textContent`` and
+server. The Library section (``ragnet serve FOLDER``) shows the folder's files, the last update and what it changed, from ``GET /library``. ``/?q=QUESTION`` (and ``&strategy=SPEC``, ``&only=FILES``, comma-separated) asks on load: a link to an answer; the Files field asks some files alone (``/ask``'s ``only``). The script (``/static/app.js``) builds the answer with ``textContent`` and
 ``createElement`` only (no ``innerHTML``, ``insertAdjacentHTML``, ``document.write`` or
 ``eval``), so a passage holding ``<script>`` or ``<img onerror=...>`` shows as the text it is (a
 citation's place is a link, its ``href`` set as a property and only to a ``/files/`` path the
@@ -58,6 +58,12 @@ PAGE = """<!doctype html>
 <ol id="sources"></ol>
 <p class="usage" id="usage"></p>
 </section>
+<section id="library" hidden>
+<h2>Library</h2>
+<p class="usage" id="library-line"></p>
+<ul id="library-changes"></ul>
+<details><summary id="library-count">Files</summary><ul id="library-files"></ul></details>
+</section>
 </main>
 <script src="/static/app.js" defer></script>
 </body>
@@ -78,6 +84,7 @@ button:disabled { background: #8aa; cursor: wait; }
 .where { display: block; }
 blockquote { margin: .4rem 0 0; padding-left: .7rem; border-left: 3px solid #c8d6de; white-space: pre-wrap; }
 .error { color: #a02020; }
+#library ul { margin: .3rem 0; padding-left: 1.2rem; } #library summary { cursor: pointer; color: #5b5b57; }
 """
 
 SCRIPT = r"""
@@ -106,6 +113,41 @@ SCRIPT = r"""
       option.value = name; option.textContent = name;
       $("strategy").appendChild(option);
     }
+  }).catch(() => {});
+  // the served folder (ragnet serve FOLDER): its files, the last update and what it changed (GET /library)
+  const when = (iso) => iso ? new Date(iso).toLocaleString() : "not yet";
+  async function library() {
+    let reply = null, lib = null;
+    try {
+      reply = await fetch("/library", {headers: headers()});
+      if (reply.ok) lib = await reply.json();
+    } catch (err) { return; }
+    $("library").hidden = false;
+    $("library-changes").replaceChildren();
+    $("library-files").replaceChildren();
+    if (!lib || !lib.folder) {
+      $("library-line").textContent = reply.status === 401 ? "Give the API key to see the folder's files." : "";
+      $("library").hidden = reply.status !== 401;
+      return;
+    }
+    $("library-line").textContent = lib.folder + " · " + lib.files_total + " files · updated " + when(lib.updated_at) +
+      (lib.syncing ? " · updating…" : "") + (lib.watch && lib.watch !== "off" ? " · watched (" + lib.watch + ")" : "");
+    const changes = $("library-changes"), last = lib.last_update;
+    for (const kind of ["added", "updated", "removed"]) {
+      const names = last ? last[kind] : [];
+      if (names.length) changes.appendChild(text("li", kind + " " + when(last.at) + ": " + names.join(", ")));
+    }
+    for (const bad of lib.unreadable || []) changes.appendChild(text("li", "left out: " + bad.file + " (" + bad.reason + ")", "error"));
+    if (lib.error) changes.appendChild(text("li", "the last update failed: " + lib.error, "error"));
+    const shown = lib.files.length < lib.files_total ? " (the first " + lib.files.length + ")" : "";
+    $("library-count").textContent = lib.files_total + " files" + shown;
+    $("library-files").replaceChildren(...lib.files.map((name) => text("li", name)));
+  }
+  fetch("/health").then((r) => r.json()).then((info) => {
+    if (!info.library) return;  // an index served as it is: no folder to show
+    library();
+    setInterval(library, 5000);
+    $("key").addEventListener("change", library);
   }).catch(() => {});
   $("ask").addEventListener("submit", (event) => { event.preventDefault(); ask(); });
   const given = new URLSearchParams(window.location.search);  // /?q=...&strategy=...&only=...: a link that asks

@@ -80,7 +80,13 @@ def application(options: ServeOptions, *, replicas: int = 2, make_lm: Callable[[
 
     Raises:
         MissingDependencyError: Ray Serve is not installed.
+        InputError: ``options.folder`` is set: replicas serve an index; keep it in step with
+            ``ragnet index FOLDER --out INDEX`` (each replica picks the update up).
     """
+    if options.folder is not None:
+        raise InputError("Ray Serve replicas serve an index, not a folder: build it with `ragnet index FOLDER "
+                         "--out INDEX` (again after a change; each replica picks the update up) and give "
+                         "ServeOptions(index=INDEX)", argument="folder")
     if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 1:
         raise InputError(f"must be a positive number of replicas, got {replicas!r}", argument="replicas")
     serve = _serve()

@@ -1,6 +1,10 @@
 """The routes of ``ragnet serve`` but the chat completions (:mod:`ragnet.serve.chat`): the page,
-``/health``, ``/v1/models``, ``/reload``, ``/search`` and ``/ask``, as FastAPI routers that reach
-the server's :class:`~ragnet.serve.service.Service` through :func:`service`.
+``/health``, ``/v1/models``, ``/reload``, ``/library``, ``/search`` and ``/ask``, as FastAPI routers
+that reach the server's :class:`~ragnet.serve.service.Service` through :func:`service`.
+
+A served folder's file names are the folder owner's: ``/health`` (open to anyone) gives their
+count and the times of the last sync only, ``/library`` (behind the API key) the names, what
+the last update changed and the files left out with their reason.
 """
 
 from __future__ import annotations
@@ -80,9 +84,10 @@ async def health(state: Service = Depends(service)) -> dict[str, Any]:
     from ragnet.programs import STRATEGIES
 
     reload_error = public_error(state.holder.last_error, state.holder.path)  # open to all: no absolute path
+    library = state.library.summary() if state.library is not None else None  # counts only: no file name
     return {"status": "ok", "index": state.holder.current.describe(), "reload_error": reload_error,
             "auth": state.options.api_key is not None, "strategy": state.spec, "budget": state.budget,
-            "strategies": ["auto", *STRATEGIES], "queue": state.answerer.status()}
+            "strategies": ["auto", *STRATEGIES], "queue": state.answerer.status(), "library": library}
 
 
 # -- behind the key ---------------------------------------------------------------------------
@@ -102,6 +107,15 @@ async def reload(state: Service = Depends(service)) -> dict[str, Any]:
                             "still serving generation "
                             f"{state.holder.current.generation}", "reload_failed", "server_error") from None
     return {"status": "reloaded", "index": snap.describe()}
+
+
+@index_routes.get("/library")
+async def library(state: Service = Depends(service)) -> dict[str, Any]:
+    """The served folder: its files, the last update and what it changed, the files left out
+    (``{"folder": null}`` when the server answers from an index as it is)."""
+    if state.library is None:
+        return {"folder": None}
+    return state.library.status()
 
 
 @index_routes.get("/search")

@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import re
 import signal
 from pathlib import Path
 from typing import Any, AsyncIterator, Sequence
@@ -27,7 +26,7 @@ from typing import Any, AsyncIterator, Sequence
 from ragnet._text import is_blank
 from ragnet.errors import LMUnavailableError
 from ragnet.serve.answering import Answer, Answerer, Busy, TimedOut
-from ragnet.serve.errors import ApiError
+from ragnet.serve.errors import ApiError, public_error
 from ragnet.serve.options import ServeOptions
 
 __all__ = ["MAX_ONLY", "MAX_PATTERN_CHARS", "Service", "cited", "public_error", "unless_gone"]
@@ -36,7 +35,6 @@ __all__ = ["MAX_ONLY", "MAX_PATTERN_CHARS", "Service", "cited", "public_error", 
 MAX_ONLY = 32
 #: Longest ``only`` pattern (fnmatch's translation is quadratic in a pattern's length).
 MAX_PATTERN_CHARS = 512
-_ABSOLUTE = re.compile(r"(?<![\w.:/~-])/[^\s'\"`:,;()\[\]]+")
 
 log = logging.getLogger("ragnet.serve")
 
@@ -91,27 +89,6 @@ async def unless_gone(request: Any, work: Any) -> Any:
     raise ApiError(499, "the client closed the request; the question was stopped", "client_closed")
 
 
-def public_error(text: str | None, root: Any) -> str | None:
-    """An error about the index folder ``root`` as any client may read it: the folder's path
-    written as its name, other absolute paths as their last part, secrets redacted.
-
-    Example:
-        >>> public_error("RagnetError: /srv/data/idx/chunks.npz: checksum mismatch (cache /home/me/.x/m.gguf)",
-        ...              "/srv/data/idx")
-        'RagnetError: idx/chunks.npz: checksum mismatch (cache m.gguf)'
-    """
-    from ragnet.serve.errors import public_text
-
-    if text is None:
-        return None
-    root = Path(root)
-    for form in sorted({str(root.absolute()), str(root.resolve()), str(root)}, key=len, reverse=True):
-        if form not in ("", ".", "/"):
-            text = text.replace(form, root.name or form)
-    text = _ABSOLUTE.sub(lambda m: Path(m.group(0)).name or "/", text)
-    return public_text(text)
-
-
 def _api_error(exc: Exception) -> ApiError:
     if isinstance(exc, Busy):
         return ApiError(503, str(exc), "server_busy", "server_error", headers={"Retry-After": "5"})
@@ -127,23 +104,33 @@ class Service:
         options: the server's settings.
         answerer: answers questions over ``holder``'s index.
         holder: the index (:class:`ragnet.serve.state.IndexHolder`).
+        library: the folder the index is kept in step with (:class:`ragnet.serve.library.Library`),
+            or None when the server answers from an index as it is.
 
-    ``links`` signs the links citations give to their files (None: the server sends no files,
-    ``options.docs`` is empty).
+    ``links`` signs the links citations give to their files (None: the server sends no files:
+    ``options.docs`` is empty and no folder is served).
     """
 
-    def __init__(self, options: ServeOptions, answerer: Answerer, holder: Any) -> None:
+    def __init__(self, options: ServeOptions, answerer: Answerer, holder: Any, library: Any = None) -> None:
         from ragnet.serve.links import LinkSigner
 
-        self.options, self.answerer, self.holder = options, answerer, holder
-        self.links = LinkSigner(options.api_key) if options.docs else None
+        self.options, self.answerer, self.holder, self.library = options, answerer, holder, library
+        self.links = LinkSigner(options.api_key) if options.served_docs() else None
         self.spec, self.budget = answerer.resolve(None, None)  # a bad --strategy fails here
 
     @classmethod
-    def create(cls, options: ServeOptions, *, lm: Any = None, reader: Any = None, holder: Any = None) -> "Service":
-        """Load the index and set the LMs up (see :func:`ragnet.serve.app.create_app`)."""
+    def create(cls, options: ServeOptions, *, lm: Any = None, reader: Any = None, holder: Any = None,
+               library: Any = None) -> "Service":
+        """Sync the folder (``options.folder``: its first sync unless ``library`` ran it), load the
+        index and set the LMs up (see :func:`ragnet.serve.app.create_app`)."""
         from ragnet.serve.state import IndexHolder
 
+        if library is None and options.folder is not None:
+            from ragnet.serve.library import Library
+
+            library = Library(options.folder, options.index)
+        if library is not None and library.seen is None:
+            library.open()
         holder = holder or IndexHolder(options.index)
         step_lm = lm
         if lm is None:
@@ -159,7 +146,7 @@ class Service:
         answerer = Answerer(holder, reader=reader, step_lm=step_lm, strategy=options.strategy,
                             concurrency=options.concurrency, queue=options.queue, timeout=options.timeout,
                             auto_for=auto_for)
-        return cls(options, answerer, holder)
+        return cls(options, answerer, holder, library)
 
     # -- requests ----------------------------------------------------------------------------
     def check_question(self, question: str) -> str:
@@ -233,8 +220,12 @@ class Service:
     # -- the index ---------------------------------------------------------------------------
     async def reload(self, force: bool) -> Any:
         """Load the index folder again (if it changed, or ``force``) and serve the new version;
-        on failure the current one keeps serving and the error is raised."""
+        on failure the current one keeps serving and the error is raised. Forced (``POST /reload``,
+        SIGHUP), a served folder is synced first (a failure is recorded in the library's status,
+        and the index as it is reloaded)."""
         holder = self.holder
+        if self.library is not None and force:
+            await asyncio.to_thread(self.library.sync)
         try:
             snap = await asyncio.to_thread(holder.reload, force)
             log.info("index %s: generation %d, %d chunks", holder.path, snap.generation, len(snap.index))
@@ -255,10 +246,37 @@ class Service:
         with contextlib.suppress(Exception):
             await self.reload(force=True)
 
+    def _folder_changed(self) -> None:
+        """After a change of the served folder (in the watch's thread, never the event loop):
+        sync its index, and swap a new version in at once (a request under way keeps its own)."""
+        report = self.library.sync()
+        if report is None or not report.written:
+            return
+        try:
+            snap = self.holder.reload()
+            log.info("folder %s: generation %d, %d chunks", self.library.folder, snap.generation, len(snap.index))
+        except Exception as exc:  # noqa: BLE001 - recorded by the holder; the current index keeps serving
+            log.warning("index %s could not be reloaded (%s); still serving generation %d", self.holder.path, exc,
+                        self.holder.current.generation)
+
+    def _start_watch(self) -> Any:
+        """The watch of the served folder (:mod:`ragnet.serve.watch`), started; None without one."""
+        from ragnet.serve.watch import FolderWatch
+
+        library = self.library
+        if library is None:
+            return None
+        watch = FolderWatch(library.folder, self._folder_changed, mode=self.options.watch,
+                            every=self.options.watch_every, ignore=[library.index])
+        library.watching = watch.start(library.seen)
+        return watch
+
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
-        """While the server runs: the index folder is watched (``reload_every``) and SIGHUP
-        reloads it; at the end the answerer stops taking questions."""
+        """While the server runs: the index folder is watched (``reload_every``), a served folder
+        too (a change syncs its index), and SIGHUP reloads it; at the end the answerer stops taking
+        questions."""
+        watch = self._start_watch()
         task = asyncio.create_task(self._watch())
         loop = asyncio.get_running_loop()
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # not the main thread: no signals
@@ -269,4 +287,6 @@ class Service:
             task.cancel()
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.remove_signal_handler(signal.SIGHUP)
+            if watch is not None:
+                await asyncio.to_thread(watch.stop)
             self.answerer.close()
