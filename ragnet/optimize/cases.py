@@ -442,14 +442,13 @@ def load_followups(path: str | Path) -> list[FollowUpRecord]:
 
 def condense_cases(records: Iterable[FollowUpRecord], **_: Any) -> list[dspy.Example]:
     """Cases for the condense step: its inputs as :class:`ragnet.programs.conversation.FollowUp`
-    builds them (the history's text, the follow-up, the previous question), labelled with the
-    standalone question."""
+    builds them (the history's text and the follow-up), labelled with the standalone question."""
     from ragnet.programs.conversation import as_turns, history_text
 
     cases = []
     for rec in records:
         turns = as_turns(rec.history)
         cases.append(dspy.Example(id=rec.id, question=rec.question, history=history_text(turns),
-                                  previous_question=turns[-1].question, standalone_question=rec.standalone_question)
-                     .with_inputs("question", "history", "previous_question"))
+                                  standalone_question=rec.standalone_question)
+                     .with_inputs("question", "history"))
     return cases

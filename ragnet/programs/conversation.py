@@ -168,7 +168,7 @@ class FollowUp(dspy.Module):
 
     Args:
         program: a ragnet program (``ragnet.RAG(...)``, ``OneShotRAG(index)``, ...).
-        condense: whether the condense step rewrites the follow-up (False: the reader is asked
+        condense: whether the condense step rewrites the follow-up (False: the program is asked
             :func:`ragnet.signatures.condense.joined_question`, no LM call).
     """
 

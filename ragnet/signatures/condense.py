@@ -3,10 +3,11 @@
 A chat client sends the whole conversation; ragnet answers from the documents, so a follow-up
 such as "and its default?" must first name what "it" is. The step is shown the earlier turns
 (questions and answers, oldest first) and the follow-up, and writes the question a reader could
-answer with no conversation at all. Its validator refuses an empty rewrite and one that drops a
-term the follow-up itself asked about (the thing asked for must survive the rewrite); a refused or
-failed call falls back to :func:`joined_question`, which costs no LM call: the follow-up with the
-previous question beside it, so the reader still sees what it refers to.
+answer with no conversation at all. Its validator refuses an empty rewrite, one that drops a
+term the follow-up itself asked about (the thing asked for must survive the rewrite), and one that
+still points back ("it", "its", "they") where the follow-up did; a refused or failed call falls
+back to :func:`joined_question`, which costs no LM call: the follow-up with the previous question
+beside it, so the reader still sees what it refers to.
 
 Example:
     >>> import dspy
@@ -32,7 +33,7 @@ import dspy
 from ragnet.signatures.rewrite import _FUNCTION_WORDS, _key
 from ragnet.signatures.step import Step, StepOutputError
 
-__all__ = ["Condense", "CondenseStep", "asked_terms", "condense_validator", "joined_question"]
+__all__ = ["Condense", "CondenseStep", "asked_terms", "condense_validator", "joined_question", "points_back"]
 
 #: Words of a follow-up that point back at the conversation, never a term the rewrite must keep.
 _POINTERS = frozenset("it its it's this that these those them they their there same one ones former latter "
@@ -40,6 +41,7 @@ _POINTERS = frozenset("it its it's this that these those them they their there s
 
 
 _POSSESSIVE = re.compile(r"['’]s\b")
+_BACK = re.compile(r"\b(?:it|its|it['’]s|they|them|their)\b", re.I)
 
 
 class Condense(dspy.Signature):
@@ -70,18 +72,29 @@ def asked_terms(question: str) -> set[str]:
     return {w for w in words if w not in _FUNCTION_WORDS and w not in _POINTERS}
 
 
+def points_back(question: str) -> bool:
+    """Whether ``question`` refers to something it does not name ("it", "its", "they", "them").
+
+    Example:
+        >>> points_back("And its long form?"), points_back("What is the long form of -d?")
+        (True, False)
+    """
+    return bool(_BACK.search(question))
+
+
 def joined_question(question: str, previous: str) -> str:
     """The follow-up with the previous question beside it: what the reader is asked when no
-    standalone rewrite was made (the step failed, or the rewrite was refused)."""
+    standalone rewrite was made (the step is off or failed, or its rewrite was refused)."""
     previous = " ".join(previous.split())
     return f"{question} (following: {previous})" if previous else question
 
 
 def condense_validator(question: str) -> Callable[[dspy.Prediction], tuple[dspy.Prediction, list[str]]]:
-    """Refuse an empty rewrite, and one that keeps under half of the follow-up's own terms
-    (:func:`asked_terms`): a small LM asked to rewrite often restates the earlier question and
-    drops what the user asks now."""
-    asked = asked_terms(question)
+    """Refuse an empty rewrite, one that keeps under two thirds of the follow-up's own terms
+    (:func:`asked_terms`: a small LM asked to rewrite often restates the earlier question and drops
+    what the user asks now), and one that still points back where the follow-up did
+    (:func:`points_back`: nothing was resolved)."""
+    asked, pointed = asked_terms(question), points_back(question)
 
     def validate(pred: dspy.Prediction) -> tuple[dspy.Prediction, list[str]]:
         text = " ".join(str(pred.standalone_question or "").split()).strip("\"'` ")
@@ -89,8 +102,10 @@ def condense_validator(question: str) -> Callable[[dspy.Prediction], tuple[dspy.
         if not text:
             raise StepOutputError("empty standalone question")
         kept = asked & set(_key(text).split())
-        if asked and len(kept) * 2 < len(asked):
+        if asked and len(kept) * 3 < len(asked) * 2:
             raise StepOutputError(f"the rewrite drops what the follow-up asks ({', '.join(sorted(asked - kept))})")
+        if pointed and points_back(text):
+            raise StepOutputError("the rewrite still points back at the conversation (it, its, they)")
         pred.standalone_question = text
         return pred, []
 

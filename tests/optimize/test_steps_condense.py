@@ -56,8 +56,7 @@ def engine(monkeypatch, tmp_path):
 def test_condense_cases_read_a_followups_file_and_refuse_a_bad_line(tmp_path):
     cases = condense_cases(load_followups(_followups(tmp_path / "f.jsonl")))
     assert len(cases) == 20 and cases[0].history == "User: What does the flex -d option do?"
-    assert cases[0].previous_question == "What does the flex -d option do?"
-    assert set(cases[0].inputs().keys()) == {"question", "history", "previous_question"}
+    assert set(cases[0].inputs().keys()) == {"question", "history"}
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "x", "question": "q?", "history": [], "standalone_question": "s?"}\n')
     with pytest.raises(InputError, match="line 1"):

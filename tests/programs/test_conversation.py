@@ -9,7 +9,7 @@ import pytest
 from ragnet.errors import InputError
 from ragnet.programs import BasicRAG, OneShotRAG
 from ragnet.programs.conversation import FollowUp, Turn, as_turns, history_text, signals_search
-from ragnet.signatures.condense import asked_terms, joined_question
+from ragnet.signatures.condense import asked_terms, joined_question, points_back
 from tests.programs.scripted import ProgramLM
 
 EARLIER = [{"question": "What was the population of Aldermoor in 2021?", "answer": "437,000\n\nSources:\n[1] x"}]
@@ -36,13 +36,17 @@ def test_the_standalone_question_is_what_the_program_searches_and_the_reader_rea
     assert set(follow["carried"]) & set(search["retrieved"])  # the previous question's best chunk joined
 
 
-def test_a_rewrite_that_drops_what_the_follow_up_asks_falls_back_to_the_joined_question(yearbook_index, run_with):
-    # a small LM restating the earlier question: the follow-up's own terms (births, Brightwater) are gone
-    engine = ProgramLM(condense=lambda p, n: {"standalone_question": "What was the population of Aldermoor in 2021?"})
+@pytest.mark.parametrize("rewrite", [
+    "What was the population of Aldermoor in 2021?",  # restates the earlier question: births, Brightwater gone
+    "And births in Brightwater in its year?",  # still points back
+])
+def test_a_refused_rewrite_falls_back_to_the_joined_question(yearbook_index, run_with, rewrite):
+    engine = ProgramLM(condense=lambda p, n: {"standalone_question": rewrite})
+    question = "And births in Brightwater in its year?" if "its" in rewrite else "And births in Brightwater?"
     with run_with(engine):
-        pred = FollowUp(BasicRAG(yearbook_index, k=3))(question="And births in Brightwater?", history=EARLIER)
+        pred = FollowUp(BasicRAG(yearbook_index, k=3))(question=question, history=EARLIER)
     assert engine.steps() == ["condense", "condense", "answer"]  # refused, retried once, then the fallback
-    expected = joined_question("And births in Brightwater?", EARLIER[0]["question"])
+    expected = joined_question(question, EARLIER[0]["question"])
     assert pred.standalone_question == expected and _question_in(engine.calls[-1][1]) == expected
     assert any(e["step"] == "lm_step" and e["name"] == "condense" and e["outcome"] == "fallback" for e in pred.trace)
 
@@ -62,6 +66,20 @@ def test_condense_off_asks_the_joined_question_with_no_lm_call(yearbook_index, r
         pred = FollowUp(OneShotRAG(yearbook_index), condense=False)(question="And in 2022?", history=EARLIER)
     assert "condense" not in engine.steps()
     assert pred.standalone_question == "And in 2022? (following: What was the population of Aldermoor in 2021?)"
+    hits = [e["retrieved"] for e in pred.trace if e["step"] == "search"][0]
+    assert any("Aldermoor" in yearbook_index.chunk(h).title and "2022" in yearbook_index.chunk(h).title for h in hits)
+
+
+def test_a_follow_up_alone_is_searched_with_the_earlier_questions_terms(yearbook_index):
+    from ragnet.programs.conversation import _SIGNALS, FollowUpSignals
+
+    token = _SIGNALS.set(FollowUpSignals("aldermoor population", ()))
+    try:
+        hits = signals_search(yearbook_index, "And in 2022?", k=3)
+    finally:
+        _SIGNALS.reset(token)
+    assert hits[0].id in {h.id for h in yearbook_index.search("And in 2022? aldermoor population", k=3)}
+    assert any("Aldermoor" in h.title for h in hits)
 
 
 def test_cited_chunks_of_the_previous_answer_join_the_candidates(yearbook_index, run_with):
@@ -89,3 +107,4 @@ def test_turns_and_the_history_the_condense_step_reads():
     with pytest.raises(InputError, match="more than"):
         as_turns(["q?"] * 51)
     assert asked_terms("What about its default value?") == {"default", "value"}
+    assert points_back("What did they say?") and not points_back("What is the default?")
