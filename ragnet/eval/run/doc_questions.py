@@ -63,8 +63,8 @@ from ragnet.errors import InputError
 from ragnet.eval.run.question_splits import split_ids, split_of
 
 __all__ = ["DocQuestion", "GoldPlace", "PLACE_METRICS", "QUOTE_SHARE", "ROLES", "at_place", "check_places",
-           "doc_question", "load_doc_questions", "place_chunk_ids", "place_scores", "place_warning_lines",
-           "quote_shown"]
+           "doc_question", "load_doc_questions", "place_chunk_ids", "place_problem", "place_scores",
+           "place_warning_lines", "quote_shown"]
 
 #: What a gold place is to its question.
 ROLES = ("answer", "link")
@@ -282,6 +282,15 @@ def check_places(index: Any, questions: Sequence[DocQuestion], where: str | Path
         raise InputError(f"{len(errors)} gold place(s) match nothing in the documents folder: "
                          + "; ".join(errors[:5]) + more, path=where)
     return warnings
+
+
+def place_problem(index: Any, place: GoldPlace) -> str | None:
+    """Why no chunk of ``index`` lies at ``place`` (the file is not indexed, or the pages or
+    sections it has), as :func:`check_places` says it; None when some chunk does. For a writer
+    that checks one place at a time (``ragnet serve``'s marks)."""
+    if place_chunk_ids(index, place):
+        return None
+    return _what_the_file_has(place, _chunks_by_file(index))
 
 
 def place_warning_lines(warnings: Sequence[str], where: str | Path, shown: int = 5) -> list[str]:
