@@ -8,8 +8,11 @@ and LM calls. Endpoints (:mod:`ragnet.serve.app`):
   ``citations`` in the response and a Sources list in the message; ``stream: true`` sends the
   reader's tokens as it writes them, as server-sent events (:mod:`ragnet.serve.chat`).
 * ``POST /ask`` (question, strategy, budget, trace), ``GET /search?q=&k=``, ``GET /health``,
-  ``POST /reload``, and ``GET /``, a small page to ask and read the cited passages
-  (:mod:`ragnet.serve.routes`).
+  ``POST /reload``, and ``GET /``, a chat page: follow-ups, the reader's tokens as they come, the
+  cited passages (:mod:`ragnet.serve.routes`, :mod:`ragnet.serve.page`).
+* ``POST /feedback``: a person's mark of an answer (right or wrong, and the line that states it),
+  kept as a question row of ``INDEX/feedback.jsonl`` for ``ragnet eval --docs``
+  (:mod:`ragnet.serve.feedback`).
 * ``GET /files/<path as indexed>``: the indexed files of the folders ``--docs`` names, where
   every citation's ``url`` opens it at its page or quoted sentence (:mod:`ragnet.serve.files`).
 
