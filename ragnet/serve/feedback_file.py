@@ -83,13 +83,22 @@ class FeedbackFile:
     """
 
     def __init__(self, folder: str | Path, max_bytes: int = MAX_FEEDBACK_BYTES, wait: float = LOCK_WAIT_S) -> None:
-        from ragnet.index.manifest import through_link
-
-        self.folder = through_link(Path(folder))
-        self.path = self.folder / FEEDBACK_FILE
+        self.served = Path(folder)
         self.max_bytes, self.wait = max_bytes, wait
         with _LOCKS_GUARD:
-            self._lock = _LOCKS.setdefault(str(self.path.absolute()), threading.Lock())
+            self._lock = _LOCKS.setdefault(str(self.served.absolute()), threading.Lock())
+
+    @property
+    def folder(self) -> Path:
+        """The folder written: the served path, through a symbolic link as it points now (as
+        ``ragnet index`` writes it, and locks it)."""
+        from ragnet.index.manifest import through_link
+
+        return through_link(self.served)
+
+    @property
+    def path(self) -> Path:
+        return self.folder / FEEDBACK_FILE
 
     def add(self, row: dict[str, Any]) -> tuple[bool, int]:
         """Write ``row`` (a JSON object with an ``id``) into the file, replacing the row of the
@@ -100,22 +109,25 @@ class FeedbackFile:
             FeedbackFull: the file is at its bound.
         """
         line = json.dumps(row, ensure_ascii=False)
-        with self._lock, self._folder_lock():
-            kept, replaced = self._rows_but(str(row["id"]))
-            text = "".join(f"{r}\n" for r in kept) + line + "\n"
-            size = len(text.encode("utf-8"))
-            if size > self.max_bytes:
-                raise FeedbackFull(f"{FEEDBACK_FILE} would hold {size:,} bytes, more than the {self.max_bytes:,} "
-                                   f"a mark is added to; move it aside (to keep its marks, e.g. as "
-                                   f"feedback-1.jsonl) and new marks start a new file")
-            write_text(self.path, text)
+        with self._lock:
+            folder = self.folder
+            with self._folder_lock(folder):
+                kept, replaced = self._rows_but(folder / FEEDBACK_FILE, str(row["id"]))
+                text = "".join(f"{r}\n" for r in kept) + line + "\n"
+                size = len(text.encode("utf-8"))
+                if size > self.max_bytes:
+                    raise FeedbackFull(f"{FEEDBACK_FILE} would hold {size:,} bytes, more than the {self.max_bytes:,} "
+                                       "a mark is added to; move it aside (to keep its marks, e.g. as "
+                                       "feedback-1.jsonl) and new marks start a new file")
+                write_text(folder / FEEDBACK_FILE, text)
         return replaced, len(kept) + 1
 
-    def _rows_but(self, qid: str) -> tuple[list[str], bool]:
-        """The file's lines but the row whose id is ``qid`` (blank lines dropped; a line that is
-        not a JSON object is kept as it is, for whoever edited it to fix)."""
+    @staticmethod
+    def _rows_but(path: Path, qid: str) -> tuple[list[str], bool]:
+        """The lines of ``path`` but the row whose id is ``qid`` (blank lines dropped; a line that
+        is not a JSON object is kept as it is, for whoever edited it to fix)."""
         try:
-            lines = self.path.read_text(encoding="utf-8").splitlines()
+            lines = path.read_text(encoding="utf-8").splitlines()
         except FileNotFoundError:
             return [], False
         kept = []
@@ -131,13 +143,13 @@ class FeedbackFile:
         return kept, len(kept) < len([t for t in lines if t.strip()])
 
     @contextlib.contextmanager
-    def _folder_lock(self) -> Iterator[None]:
-        """The index folder's writer lock, tried until :attr:`wait` seconds have passed."""
+    def _folder_lock(self, folder: Path) -> Iterator[None]:
+        """The writer lock of the index folder ``folder``, tried until :attr:`wait` seconds have passed."""
         deadline = time.monotonic() + self.wait
         while True:
             held = False
             try:
-                with dir_lock(self.folder):
+                with dir_lock(folder):
                     held = True
                     yield
                 return
@@ -145,7 +157,7 @@ class FeedbackFile:
                 if held:  # the write's own error, not the lock's
                     raise
                 if time.monotonic() >= deadline:
-                    raise FeedbackBusy(f"the index folder {self.folder.name} is being written (an update?) "
+                    raise FeedbackBusy(f"the index folder {folder.name} is being written (an update?) "
                                        f"and stayed locked for {self.wait:g}s; the mark was not saved, "
                                        "send it again") from None
                 time.sleep(0.1)

@@ -271,3 +271,18 @@ def test_marks_survive_an_update_and_a_rebuild_of_the_index(serve, manuals, tmp_
     assert rebuilt.kept_files == [FEEDBACK_FILE] and [r["id"] for r in rows(index)] == [first.json()["id"],
                                                                                           second.json()["id"]]
     assert check_places(rebuilt, load_doc_questions(index / FEEDBACK_FILE), index / FEEDBACK_FILE) == []
+
+
+def test_an_index_served_through_a_link_is_written_and_locked_where_the_link_points(index, tmp_path):
+    served = tmp_path / "current"
+    served.symlink_to(index)
+    marks = FeedbackFile(served, wait=0.3)
+    assert marks.add({"id": "a", "question": "Which?", "answers": ["a"]}) == (False, 1)
+    assert served.is_symlink() and len(rows(index)) == 1  # the link stays a link, as `ragnet index` leaves it
+    holder = hold_the_index_lock(index, 1.0)  # `ragnet index current` locks the folder the link points to
+    try:
+        with pytest.raises(FeedbackBusy):
+            marks.add({"id": "b", "question": "Which?", "answers": ["b"]})
+    finally:
+        holder.wait(30)
+    assert len(rows(index)) == 1
