@@ -6,9 +6,12 @@ the tests need no browser download: they use the Chromium the system has (Debian
 from __future__ import annotations
 
 import base64
+import contextlib
 import itertools
 import json
+import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -46,9 +49,12 @@ class Chromium:
         from websockets.sync.client import connect
 
         self.profile = tempfile.mkdtemp(prefix="ragnet-chromium-")
+        # a session of its own: the browser and every process it starts (a wrapper script runs the
+        # real binary as its child) end together at the exit
         self.proc = subprocess.Popen([browser_path(), *FLAGS, f"--user-data-dir={self.profile}",
                                       f"--window-size={self.width},{self.height}", "about:blank"],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                     start_new_session=True)
         deadline = time.time() + 60
         url = None
         while url is None:
@@ -75,14 +81,32 @@ class Chromium:
     def __exit__(self, *exc: Any) -> None:
         ws = getattr(self, "ws", None)
         if ws is not None:
+            with contextlib.suppress(Exception):
+                self.send("Browser.close", session=False, timeout=5)
             ws.close()
-        self.proc.terminate()
+        for sig in (signal.SIGTERM, signal.SIGKILL):  # the browser's process group: the one this started
+            if self._group_gone(0) or self._group_gone(sig) or self._wait_group(10):
+                break
+        self.proc.wait(10)
+        self.proc.stderr.close()
+        shutil.rmtree(self.profile, ignore_errors=True)  # its profile, once nothing writes to it
+
+    def _group_gone(self, sig: int) -> bool:
+        """Send ``sig`` to the browser's process group (0: none, a check); whether it has no process left."""
         try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(10)
-        shutil.rmtree(self.profile, ignore_errors=True)
+            os.killpg(self.proc.pid, sig)
+        except ProcessLookupError:
+            return True
+        self.proc.poll()  # reap the group leader
+        return False
+
+    def _wait_group(self, seconds: float) -> bool:
+        deadline = time.time() + seconds
+        while time.time() < deadline:
+            if self._group_gone(0):
+                return True
+            time.sleep(0.05)
+        return False
 
     # -- the protocol -----------------------------------------------------------------------
     def send(self, method: str, session: bool | str = True, timeout: float = 60, **params: Any) -> dict[str, Any]:
@@ -182,9 +206,15 @@ class Chromium:
                 tabs[info["targetId"]] = info.get("url", "")
         return tabs
 
-    def text_of(self, target: str) -> str:
-        """The text of another tab's page."""
+    def text_of(self, target: str, timeout: float = 30) -> str:
+        """The text of another tab's page, once it has loaded ("" if it shows none by ``timeout``)."""
         session = self.send("Target.attachToTarget", targetId=target, flatten=True, session=False)["sessionId"]
-        result = self.send("Runtime.evaluate", session=session, expression="document.body.innerText",
-                           returnByValue=True)
-        return result["result"].get("value") or ""
+        deadline = time.time() + timeout
+        while True:
+            result = self.send("Runtime.evaluate", session=session, returnByValue=True,
+                               expression="document.readyState === 'complete' && document.body ? "
+                                          "document.body.innerText : ''")
+            shown = result.get("result", {}).get("value") or ""
+            if shown or time.time() > deadline:
+                return shown
+            time.sleep(0.05)
