@@ -66,6 +66,7 @@ SCRIPT = r"""
     for (const turn of turns) {
       if (!turn.done && !turn.error) turn.error = "interrupted: the page was left before the answer ended";
       turn.marking = null;
+      delete turn.streaming;
     }
   }
 
@@ -91,12 +92,18 @@ SCRIPT = r"""
     const request = {model: model(), stream: true, messages: messages(question)};
     const only = $("only").value.split(",").map((p) => p.trim()).filter((p) => p);  // the files asked
     if (only.length) request.ragnet = {only: only};
-    const turn = {question: question, answer: "", citations: [], strategy: $("strategy").value};
+    const turn = {question: question, answer: "", citations: [], strategy: $("strategy").value, streaming: true};
     turns.push(turn);
     $("question").value = "";
-    const view = draw().lastChild;
-    const shown = view.querySelector(".answer");
-    shown.classList.add("streaming");
+    $("turns").appendChild(turnView(turn, turns.length - 1));  // the other turns as they are (a mark form open)
+    drawn();
+    const paint = () => {  // the turn's element now: marking another turn meanwhile draws the list anew
+      const item = $("turns").children[turns.indexOf(turn)];
+      if (!item) return;  // a new conversation was started
+      const following = window.innerHeight + window.scrollY >= document.body.scrollHeight - 80;
+      item.querySelector(".answer").textContent = turn.answer;
+      if (following) item.scrollIntoView({block: "end"});
+    };
     running = new AbortController();
     busy(true);
     const started = performance.now();
@@ -111,21 +118,21 @@ SCRIPT = r"""
         if (choice.delta && choice.delta.content) {
           raw += choice.delta.content;
           const cut = raw.indexOf(SOURCES);  // the Sources list the message ends with: shown as links below
-          shown.textContent = cut >= 0 ? raw.slice(0, cut) : raw;
-          view.scrollIntoView({block: "end"});
+          turn.answer = cut >= 0 ? raw.slice(0, cut) : raw;
+          paint();
         }
         if (choice.finish_reason) finish(turn, data, raw);
       });
       if (!turn.done) throw new Error("the answer stopped before its end");
       turn.seconds = (performance.now() - started) / 1000;
     } catch (err) {
-      turn.answer = shown.textContent;
       turn.error = err.name === "AbortError" ? "stopped" : err.message;
     } finally {
+      delete turn.streaming;
       running = null;
       busy(false);
       save();
-      draw();
+      redraw(turn);
       $("question").focus();
     }
   }
@@ -171,11 +178,17 @@ SCRIPT = r"""
 
   // -- the conversation -----------------------------------------------------------------------
   function draw() {
-    const list = $("turns");
-    list.replaceChildren(...turns.map(turnView));
+    $("turns").replaceChildren(...turns.map(turnView));
+    drawn();
+  }
+  function drawn() {
     $("empty").hidden = turns.length > 0;
     $("new").disabled = turns.length === 0;
-    return list;
+  }
+  function redraw(turn) {  // one turn anew, the others as they are
+    const i = turns.indexOf(turn);
+    const item = $("turns").children[i];
+    if (i >= 0 && item) item.replaceWith(turnView(turn, i));
   }
   function turnView(turn, i) {
     const item = document.createElement("li");
@@ -184,7 +197,7 @@ SCRIPT = r"""
     if (turn.standalone && !same(turn.standalone, turn.question)) {
       item.appendChild(text("p", "asked as: " + turn.standalone, "standalone"));
     }
-    item.appendChild(text("div", turn.answer, "answer"));
+    item.appendChild(text("div", turn.answer, turn.streaming ? "answer streaming" : "answer"));
     if (turn.error) item.appendChild(text("p", turn.error, "error"));
     if (!turn.done) return item;
     item.appendChild(usage(turn));
@@ -221,7 +234,7 @@ SCRIPT = r"""
   function markLine(turn) {
     const line = document.createElement("div");
     line.className = "mark";
-    const open = (kind) => () => { turn.marking = kind; draw(); };
+    const open = (kind) => () => { turn.marking = kind; redraw(turn); };
     if (turn.mark) {
       const where = turn.mark.quote ? " · line: “" + turn.mark.quote + "”" : " · no line";
       line.appendChild(text("span", "Marked " + turn.mark.marked + where + " · saved to feedback.jsonl", "saved"));
@@ -279,7 +292,7 @@ SCRIPT = r"""
     lines.appendChild(pasteFields(cited));
     lines.appendChild(choice(name, "none", false, "No line (the mark names no place)"));
     form.appendChild(lines);
-    form.appendChild(button("Cancel", "quiet", () => { turn.marking = null; draw(); }));
+    form.appendChild(button("Cancel", "quiet", () => { turn.marking = null; redraw(turn); }));
     const send = text("button", "Save mark");
     send.type = "submit";
     form.appendChild(send);
@@ -347,7 +360,7 @@ SCRIPT = r"""
                    id: body.id, warnings: body.warnings || []};
       turn.marking = null;
       save();
-      draw();
+      redraw(turn);
     } catch (err) {
       status.className = "form-status error";
       status.textContent = err.message;

@@ -54,7 +54,7 @@ def chat_server(manuals, dspy_state, tmp_path):
 
     @contextlib.contextmanager
     def make(**kw):
-        engine = StreamingLM(delay=0.03, condense=standalone, answer=answer)
+        engine = StreamingLM(delay=0.05, condense=standalone, answer=answer)
         app = create_app(ServeOptions(index=index, reload_every=0, timeout=30, docs=(manuals.docs,), **kw),
                          lm=engine.lm())
         with running(app) as url:
@@ -111,7 +111,15 @@ def test_a_person_asks_follows_up_opens_a_source_and_marks_the_answers(chat_serv
         opened_by_page = wait_for_tab(tab)
         assert httpx.get(link).content == (manuals.docs / PDF).read_bytes()
 
-        ask(tab, "And the schools?", 2)
+        tab.type("#question", "And the schools?")
+        tab.press("Enter")
+        tab.wait("(document.querySelector('.answer.streaming') || {}).textContent")
+        # turn one marked while turn two streams: its form stays as typed in when the answer ends
+        tab.click("#turns .turn:nth-child(1) button.right")
+        tab.type(".mark-form input[name=right_answer]", "30 million")
+        during = tab.js("!!document.querySelector('.answer.streaming')")
+        tab.wait(f"{DONE} === 2")
+        assert during and tab.js("document.querySelector('.mark-form input[name=right_answer]').value") == "30 million"
         [condensed] = [prompt for step, prompt in engine.calls if step == "condense"]
         history = condensed.rsplit("## history ## ]]", 1)[-1]
         assert "User: How much did hospitals receive?" in history  # the first turn went with the follow-up
@@ -119,10 +127,8 @@ def test_a_person_asks_follows_up_opens_a_source_and_marks_the_answers(chat_serv
         assert texts(tab, "#turns .standalone") == [f"asked as: {SCHOOLS}"]
         assert texts(tab, "#turns .answer")[1] == "The schools hired 200 teachers."
 
-        # turn one: right, its first cited line as it is, the short answer typed
-        tab.click("#turns .turn:nth-child(1) button.right")
-        tab.wait("document.querySelector('.mark-form input[type=radio]:checked')")
-        tab.type(".mark-form input[name=right_answer]", "30 million")
+        # turn one: right, its first cited line as it is, the short answer typed above
+        assert tab.js("document.querySelector('.mark-form input[type=radio]:checked').value") == "0:0"
         tab.click(".mark-form button", "Save mark")
         tab.wait("document.querySelector('#turns .turn:nth-child(1) .saved')")
         # turn two: right, a line picked among the cited ones
