@@ -9,14 +9,18 @@ and LM calls. Endpoints (:mod:`ragnet.serve.app`):
   reader's tokens as it writes them, as server-sent events (:mod:`ragnet.serve.chat`).
 * ``POST /ask`` (question, strategy, budget, trace), ``GET /search?q=&k=``, ``GET /health``,
   ``POST /reload``, ``GET /library`` (a served folder's files and last update), and ``GET /``, a
-  small page to ask and read the cited passages (:mod:`ragnet.serve.routes`).
+  chat page: follow-ups, the reader's tokens as they come, the cited passages
+  (:mod:`ragnet.serve.routes`, :mod:`ragnet.serve.page`).
+* ``POST /feedback``: a person's mark of an answer (right or wrong, and the line that states it),
+  kept as a question row of ``INDEX/feedback.jsonl`` for ``ragnet eval --docs``
+  (:mod:`ragnet.serve.feedback`).
+* ``GET /files/<path as indexed>``: the indexed files of the folders ``--docs`` names (and of a
+  served folder), where every citation's ``url`` opens it at its page or quoted sentence
+  (:mod:`ragnet.serve.files`).
 
 It serves an index, or a folder of documents (``ServeOptions(folder=...)``, ``ragnet serve
 ~/manuals``): indexed in a cache folder (:mod:`ragnet.serve.folder`), watched
 (:mod:`ragnet.serve.watch`) and synced after each change (:mod:`ragnet.serve.library`).
-* ``GET /files/<path as indexed>``: the indexed files of the folders ``--docs`` names (and of a
-  served folder), where every citation's ``url`` opens it at its page or quoted sentence
-  (:mod:`ragnet.serve.files`).
 
 Safe by default: it binds 127.0.0.1, checks a Bearer key when one is set, limits body and
 question sizes, answers every bad request with one JSON error, and cuts a request at its

@@ -1,8 +1,8 @@
 """The HTTP application of ``ragnet serve`` (FastAPI on uvicorn): the routes of
-:mod:`ragnet.serve.routes`, :mod:`ragnet.serve.chat` and :mod:`ragnet.serve.files` over one
-:class:`~ragnet.serve.service.Service`, behind the Host and Origin checks
-(:mod:`ragnet.serve.hosts`), the body limit and the API key, with every error one JSON object
-(:mod:`ragnet.serve.errors`) and every secret redacted from errors and log records.
+:mod:`ragnet.serve.routes`, :mod:`ragnet.serve.chat`, :mod:`ragnet.serve.files` and
+:mod:`ragnet.serve.feedback` over one :class:`~ragnet.serve.service.Service`, behind the Host and
+Origin checks (:mod:`ragnet.serve.hosts`), the body limit and the API key, with every error one
+JSON object (:mod:`ragnet.serve.errors`) and every secret redacted from errors and log records.
 
 Example:
     >>> import dspy
@@ -43,8 +43,9 @@ def create_app(options: ServeOptions, *, lm: Any = None, reader: Any = None, hol
     from fastapi import FastAPI
 
     from ragnet._secrets import redact_logs, remember
-    from ragnet.serve import chat, files, routes
+    from ragnet.serve import chat, feedback, files, routes
     from ragnet.serve.errors import Guard, LimitBody, install_handlers
+    from ragnet.serve.feedback_file import FeedbackFile
     from ragnet.serve.hosts import HostCheck, allowed_hosts
     from ragnet.serve.service import Service
 
@@ -61,10 +62,12 @@ def create_app(options: ServeOptions, *, lm: Any = None, reader: Any = None, hol
     app.state.service = state
     app.state.answerer, app.state.holder, app.state.options = state.answerer, state.holder, options
     app.state.files = files.SourceFiles(options.served_docs())
+    app.state.marks = FeedbackFile(state.holder.path)  # the marks of POST /feedback, in the index folder
     install_handlers(app)
     app.include_router(routes.pages)
     app.include_router(routes.index_routes)
     app.include_router(chat.router)
+    app.include_router(feedback.router)
     app.include_router(files.router)
     app.add_middleware(Guard, key=options.api_key, open=routes.OPEN,
                        admit=state.links.admits if state.links is not None else None)  # a file link's token

@@ -4,10 +4,12 @@ Without ``stream`` the reply is one ``chat.completion`` (:func:`ragnet.serve.ope
 With ``stream: true`` it is server-sent ``chat.completion.chunk`` events: the role, then the
 answer as the reader writes it (its tokens, read off the answer step by
 :mod:`ragnet.serve.streaming`), then the Sources list, then a last chunk with ``finish_reason``,
-the ``citations``, the usage and ``ragnet.streamed``, then ``[DONE]``. ``streamed`` says how the
-answer came: ``"tokens"`` as the reader generated it, or ``"whole"`` in one chunk once it was
-done (an answer from the LM cache, or an LM that does not stream). A comment line every 10
-seconds without text keeps proxies from closing a stream whose answer is slow to start.
+the ``citations``, the usage and ``ragnet`` (the strategy, the ``standalone_question`` a
+follow-up was answered as, the ``answer`` without its Sources list, and ``streamed``), then
+``[DONE]``. ``streamed`` says how the answer came: ``"tokens"`` as the reader generated it, or
+``"whole"`` in one chunk once it was done (an answer from the LM cache, or an LM that does not
+stream). A comment line every 10 seconds without text keeps proxies from closing a stream whose
+answer is slow to start.
 
 The answer step can retry a reply it could not read; then what was streamed is not the answer,
 and the final answer follows it after a blank line. A failure after the stream started is an
@@ -91,7 +93,8 @@ async def chat(body: ChatRequest, request: Request, state: Service = Depends(ser
 def _about(result: Answer, streamed: str | None = None) -> dict[str, Any]:
     about = {"strategy": result.spec, "budget": result.budget, "index": result.generation,
              "confidence": result.prediction.get("confidence"),
-             "standalone_question": result.prediction.get("standalone_question")}
+             "standalone_question": result.prediction.get("standalone_question"),
+             "answer": result.prediction.answer}  # without Sources: what a chat page keeps as the turn's answer
     return about if streamed is None else {**about, "streamed": streamed}
 
 

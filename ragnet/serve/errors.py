@@ -4,7 +4,8 @@ route: the body size and the API key.
 
 ====  ===============================================================================
 400   malformed JSON, a bad strategy or budget, no user message, an empty question, a lone surrogate,
-      ``only`` patterns too many or too long
+      ``only`` patterns too many or too long, a mark whose place the index does not have or a wrong
+      mark without the right answer (:mod:`ragnet.serve.feedback`)
 401   a key is required (``--api-key-env``) and the request has none or another, or a file link expired
 403   a state-changing request (POST) from a page of another origin (:mod:`ragnet.serve.hosts`), or a file
       link's token made for another file (:mod:`ragnet.serve.links`)
@@ -16,8 +17,10 @@ route: the body size and the API key.
 421   a ``Host`` the server does not answer to (``--allowed-host``; :mod:`ragnet.serve.hosts`)
 422   a field of the wrong type, or a missing one
 499   the client left before its answer (the question is stopped, its slot freed; sent to nobody)
-503   every slot and the queue are busy (``Retry-After``), or the LM failed to answer
+503   every slot and the queue are busy (``Retry-After``), the LM failed to answer, or a mark found
+      the index folder locked by an update for too long (``Retry-After``)
 504   no answer within ``--timeout`` (the question is stopped, its slot freed)
+507   ``feedback.jsonl`` is at its bound, or the disk is full
 ====  ===============================================================================
 
 Every message goes through :func:`public_text` on its way out: the secrets ragnet was given

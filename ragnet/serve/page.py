@@ -1,14 +1,21 @@
-"""The page ``GET /`` serves: ask a question, read the answer and the passages it cites.
+"""The page ``GET /`` serves: a chat over the documents. Ask, read the answer as the reader writes
+it, open the sources at their place, ask a follow-up, mark an answer right or wrong and pick the
+line that states it (the script: :mod:`ragnet.serve.page_script`).
 
 The HTML is fixed text: nothing a document, a question or an LM wrote is ever put into it by the
-server. The Library section (``ragnet serve FOLDER``) shows the folder's files, the last update and what it changed, from ``GET /library``. ``/?q=QUESTION`` (and ``&strategy=SPEC``, ``&only=FILES``, comma-separated) asks on load: a link to an answer; the Files field asks some files alone (``/ask``'s ``only``). The script (``/static/app.js``) builds the answer with ``textContent`` and
+server. The Library section (``ragnet serve FOLDER``) shows the folder's files, the last update
+and what it changed, from ``GET /library``. ``/?q=QUESTION`` (and ``&strategy=SPEC``,
+``&only=FILES``, comma-separated) asks on load:
+a link to an answer; the Files field asks some files alone (the chat request's ``ragnet.only``).
+The script (``/static/app.js``) builds the conversation with ``textContent`` and
 ``createElement`` only (no ``innerHTML``, ``insertAdjacentHTML``, ``document.write`` or
 ``eval``), so a passage holding ``<script>`` or ``<img onerror=...>`` shows as the text it is (a
 citation's place is a link, its ``href`` set as a property and only to a ``/files/`` path the
-server gave, :mod:`ragnet.serve.files`); the
-page is sent with a Content-Security-Policy that allows only its own script and style files
-(no inline script, no other origin), as a second wall. That is the guarantee ``report.html``
-gives by rendering through autoescaped templates with no ``Markup``.
+server gave, :mod:`ragnet.serve.files`); the page is sent with a Content-Security-Policy that
+allows only its own script and style files (no inline script or style, no other origin), as a
+second wall. That is the guarantee ``report.html`` gives by rendering through autoescaped
+templates with no ``Markup``. The page is a ``<main>`` of ``<section>`` blocks (the conversation)
+and the question form at its foot, so another block is one more section.
 
 Example:
     >>> "innerHTML" in SCRIPT or "eval(" in SCRIPT
@@ -19,9 +26,7 @@ Example:
 
 from __future__ import annotations
 
-import json
-
-from ragnet.signatures.answer_confidence import LOW_CONFIDENCE, LOW_NOTE
+from ragnet.serve.page_script import SCRIPT
 
 __all__ = ["CSP", "PAGE", "SCRIPT", "STYLE"]
 
@@ -39,31 +44,33 @@ PAGE = """<!doctype html>
 </head>
 <body>
 <main>
-<h1>ragnet</h1>
-<p class="sub" id="index-line">Question answering over your documents.</p>
-<form id="ask">
-<textarea id="question" rows="3" placeholder="Ask a question about the documents" required></textarea>
-<div class="row">
-<label>Strategy <select id="strategy"><option value="auto">auto</option></select></label>
-<label>Files <input id="only" placeholder="all (or guide.pdf, gnu/*)" autocomplete="off"></label>
-<label id="key-label" hidden>API key <input id="key" type="password" autocomplete="off"></label>
-<button type="submit" id="go">Ask</button>
-<span id="status" role="status"></span>
-</div>
-</form>
-<section id="result" hidden>
-<h2>Answer</h2>
-<p id="answer"></p>
-<h2>Sources</h2>
-<ol id="sources"></ol>
-<p class="usage" id="usage"></p>
-</section>
+<header>
+<div><h1>ragnet</h1>
+<p class="sub" id="index-line">Question answering over your documents.</p></div>
+<button type="button" id="new" class="quiet" disabled>New conversation</button>
+</header>
 <section id="library" hidden>
 <h2>Library</h2>
 <p class="usage" id="library-line"></p>
 <ul id="library-changes"></ul>
 <details><summary id="library-count">Files</summary><ul id="library-files"></ul></details>
 </section>
+<section id="chat" aria-label="Conversation">
+<p class="sub" id="empty">Ask a question about the documents; ask a follow-up and the conversation is kept.
+Mark an answer right or wrong and pick the line that states it: marks go to feedback.jsonl in the index folder.</p>
+<ol id="turns" aria-live="polite"></ol>
+</section>
+<form id="ask">
+<textarea id="question" rows="2" placeholder="Ask a question (Enter sends, Shift+Enter is a new line)" required></textarea>
+<div class="row">
+<label>Strategy <select id="strategy"><option value="auto">auto</option></select></label>
+<label>Files <input id="only" placeholder="all (or guide.pdf, gnu/*)" autocomplete="off"></label>
+<label id="key-label" hidden>API key <input id="key" type="password" autocomplete="off"></label>
+<button type="submit" id="go">Ask</button>
+<button type="button" id="stop" class="quiet" hidden>Stop</button>
+<span id="status" role="status"></span>
+</div>
+</form>
 </main>
 <script src="/static/app.js" defer></script>
 </body>
@@ -72,141 +79,43 @@ PAGE = """<!doctype html>
 
 STYLE = """
 body { font: 16px/1.5 system-ui, sans-serif; margin: 0; background: #f7f7f5; color: #1d1d1b; }
-main { max-width: 52rem; margin: 2rem auto; padding: 0 1rem; }
-h1 { margin: 0; } h2 { font-size: 1.05rem; margin: 1.5rem 0 .5rem; }
-.sub, .usage, .where { color: #5b5b57; font-size: .9rem; }
-textarea { width: 100%; box-sizing: border-box; font: inherit; padding: .6rem; border: 1px solid #bbb; border-radius: 6px; }
+main { max-width: 52rem; margin: 0 auto; padding: 1.5rem 1rem 0; min-height: 100vh; display: flex; flex-direction: column; }
+header { display: flex; justify-content: space-between; align-items: flex-start; gap: 1rem; }
+h1 { margin: 0; }
+section { flex: 1; }
+.sub, .usage, .where, .standalone, small { color: #5b5b57; font-size: .9rem; }
+textarea, input, select { font: inherit; padding: .35rem .5rem; border: 1px solid #bbb; border-radius: 6px; background: #fff; }
+textarea { width: 100%; box-sizing: border-box; padding: .6rem; resize: vertical; }
 .row { display: flex; gap: 1rem; align-items: center; margin-top: .5rem; flex-wrap: wrap; }
 button { font: inherit; padding: .4rem 1.2rem; border-radius: 6px; border: 0; background: #28536b; color: #fff; cursor: pointer; }
-button:disabled { background: #8aa; cursor: wait; }
-#answer { font-size: 1.15rem; white-space: pre-wrap; background: #fff; padding: .8rem; border-radius: 6px; }
-#sources li { background: #fff; margin: .5rem 0; padding: .6rem .8rem; border-radius: 6px; }
+button:disabled { background: #8aa; cursor: default; }
+button.quiet { background: #fff; color: #28536b; border: 1px solid #9bb4c2; padding: .25rem .9rem; }
+button.quiet:disabled { color: #9aa; border-color: #ccd; }
+#ask { position: sticky; bottom: 0; background: #f7f7f5; padding: .8rem 0 1rem; border-top: 1px solid #e2e2dc; }
+#turns { list-style: none; padding: 0; margin: 1rem 0; }
+.turn { margin: 0 0 1.6rem; }
+.question { background: #28536b; color: #fff; padding: .5rem .8rem; border-radius: 10px 10px 2px 10px; margin: 0 0 .4rem auto; width: fit-content; max-width: 85%; white-space: pre-wrap; }
+.standalone { text-align: right; margin: -.2rem 0 .4rem; font-style: italic; }
+.answer { font-size: 1.1rem; white-space: pre-wrap; background: #fff; padding: .7rem .9rem; border-radius: 10px 10px 10px 2px; min-height: 1.5em; }
+.answer.streaming::after { content: "▍"; color: #28536b; }
+.usage { margin: .3rem 0; }
+.sources { padding-left: 1.4rem; margin: .3rem 0; }
+.sources li { background: #fff; margin: .4rem 0; padding: .4rem .7rem; border-radius: 6px; font-size: .95rem; }
 .where { display: block; }
-blockquote { margin: .4rem 0 0; padding-left: .7rem; border-left: 3px solid #c8d6de; white-space: pre-wrap; }
-.error { color: #a02020; }
-#library ul { margin: .3rem 0; padding-left: 1.2rem; } #library summary { cursor: pointer; color: #5b5b57; }
+blockquote { margin: .3rem 0 0; padding-left: .7rem; border-left: 3px solid #c8d6de; white-space: pre-wrap; }
+.mark { display: flex; gap: .6rem; align-items: center; flex-wrap: wrap; margin: .4rem 0; font-size: .95rem; }
+.saved { color: #2d6a3e; } .warning { color: #8a5a00; }
+.mark-form { background: #fff; border: 1px solid #d6dfe4; border-radius: 8px; padding: .6rem .8rem; margin: .4rem 0; }
+.mark-form .kind { margin: 0 0 .4rem; font-weight: 600; }
+.field { display: block; margin-bottom: .5rem; } .field input { width: 60%; }
+.lines { border: 0; padding: 0; margin: 0 0 .6rem; }
+.lines legend { font-weight: 600; padding: 0; margin-bottom: .2rem; }
+.line { display: flex; gap: .5rem; align-items: baseline; margin: .2rem 0; cursor: pointer; }
+.line small { margin-left: auto; white-space: nowrap; padding-left: .5rem; }
+.paste { margin: 0 0 .3rem 1.6rem; display: flex; flex-direction: column; gap: .3rem; }
+.elsewhere { display: flex; gap: .5rem; } .elsewhere input[name=page] { width: 6rem; }
+.mark-form button { margin-right: .5rem; }
+.error, .form-status.error { color: #a02020; }
+[hidden] { display: none !important; }
+#library { flex: 0; } #library ul { margin: .3rem 0; padding-left: 1.2rem; } #library summary { cursor: pointer; color: #5b5b57; }
 """
-
-SCRIPT = r"""
-"use strict";
-(function () {
-  const $ = (id) => document.getElementById(id);
-  const text = (tag, value, cls) => {
-    const el = document.createElement(tag);
-    el.textContent = value == null ? "" : String(value);
-    if (cls) el.className = cls;
-    return el;
-  };
-  const headers = () => {
-    const h = {"Content-Type": "application/json"};
-    const key = $("key").value;
-    if (key) h["Authorization"] = "Bearer " + key;
-    return h;
-  };
-  fetch("/health").then((r) => r.json()).then((info) => {
-    if (info.auth) $("key-label").hidden = false;
-    if (info.index) $("index-line").textContent =
-      info.index.chunks + " passages of " + info.index.documents + " documents, answered by strategy " + info.strategy;
-    for (const name of info.strategies || []) {
-      if (name === "auto") continue;
-      const option = document.createElement("option");
-      option.value = name; option.textContent = name;
-      $("strategy").appendChild(option);
-    }
-  }).catch(() => {});
-  // the served folder (ragnet serve FOLDER): its files, the last update and what it changed (GET /library)
-  const when = (iso) => iso ? new Date(iso).toLocaleString() : "not yet";
-  async function library() {
-    let reply = null, lib = null;
-    try {
-      reply = await fetch("/library", {headers: headers()});
-      if (reply.ok) lib = await reply.json();
-    } catch (err) { return; }
-    $("library").hidden = false;
-    $("library-changes").replaceChildren();
-    $("library-files").replaceChildren();
-    if (!lib || !lib.folder) {
-      $("library-line").textContent = reply.status === 401 ? "Give the API key to see the folder's files." : "";
-      $("library").hidden = reply.status !== 401;
-      return;
-    }
-    $("library-line").textContent = lib.folder + " · " + lib.files_total + " files · updated " + when(lib.updated_at) +
-      (lib.syncing ? " · updating…" : "") + (lib.watch && lib.watch !== "off" ? " · watched (" + lib.watch + ")" : "");
-    const changes = $("library-changes"), last = lib.last_update;
-    for (const kind of ["added", "updated", "removed"]) {
-      const names = last ? last[kind] : [];
-      if (names.length) changes.appendChild(text("li", kind + " " + when(last.at) + ": " + names.join(", ")));
-    }
-    for (const bad of lib.unreadable || []) changes.appendChild(text("li", "left out: " + bad.file + " (" + bad.reason + ")", "error"));
-    if (lib.error) changes.appendChild(text("li", "the last update failed: " + lib.error, "error"));
-    const shown = lib.files.length < lib.files_total ? " (the first " + lib.files.length + ")" : "";
-    $("library-count").textContent = lib.files_total + " files" + shown;
-    $("library-files").replaceChildren(...lib.files.map((name) => text("li", name)));
-  }
-  fetch("/health").then((r) => r.json()).then((info) => {
-    if (!info.library) return;  // an index served as it is: no folder to show
-    library();
-    setInterval(library, 5000);
-    $("key").addEventListener("change", library);
-  }).catch(() => {});
-  $("ask").addEventListener("submit", (event) => { event.preventDefault(); ask(); });
-  const given = new URLSearchParams(window.location.search);  // /?q=...&strategy=...&only=...: a link that asks
-  if (given.get("q")) {
-    $("question").value = given.get("q");
-    if (given.get("only")) $("only").value = given.get("only");
-    if (given.get("strategy")) {
-      const option = document.createElement("option");
-      option.value = given.get("strategy"); option.textContent = given.get("strategy");
-      $("strategy").appendChild(option);
-      $("strategy").value = given.get("strategy");
-    }
-    ask();
-  }
-  async function ask() {
-    const question = $("question").value.trim();
-    if (!question) return;
-    $("go").disabled = true;
-    $("status").className = "";
-    $("status").textContent = "answering…";
-    try {
-      const request = {question: question, strategy: $("strategy").value};
-      const only = $("only").value.split(",").map((p) => p.trim()).filter((p) => p);  // the files asked
-      if (only.length) request.only = only;
-      const reply = await fetch("/ask", {method: "POST", headers: headers(), body: JSON.stringify(request)});
-      const body = await reply.json();
-      if (!reply.ok) throw new Error((body.error && body.error.message) || ("HTTP " + reply.status));
-      show(body);
-      $("status").textContent = "";
-    } catch (err) {
-      $("status").className = "error";
-      $("status").textContent = err.message;
-    } finally {
-      $("go").disabled = false;
-    }
-  }
-  function show(body) {
-    $("answer").textContent = body.answer;
-    const list = $("sources");
-    list.replaceChildren();
-    for (const cite of body.citations || []) {
-      const item = document.createElement("li");
-      item.appendChild(text("strong", cite.title || cite.doc_id));
-      const url = typeof cite.url === "string" && cite.url.startsWith("/files/") ? cite.url : null;
-      const where = text(url ? "a" : "span", cite.source || cite.id, "where");
-      if (url) {  // opens the file at the cited page or sentence; the link's own token, never the key
-        where.href = url; where.target = "_blank"; where.rel = "noopener noreferrer";
-      }
-      item.appendChild(where);
-      for (const sentence of cite.sentences || []) item.appendChild(text("blockquote", sentence));
-      list.appendChild(item);
-    }
-    if (!list.children.length) list.appendChild(text("li", "The answer cites no passage."));
-    const u = body.usage || {};
-    const sure = body.confidence != null ? "confidence " + body.confidence.toFixed(2) + " · " : "";
-    const low = body.confidence != null && body.confidence < LOW_CONFIDENCE ? LOW_NOTE + " · " : "";
-    $("usage").textContent = sure + low + body.strategy + " · " + (u.lm_calls || 0) + " LM calls · " +
-      (u.seconds != null ? u.seconds.toFixed(1) + " s" : "");
-    $("result").hidden = false;
-  }
-})();
-""".replace("LOW_CONFIDENCE", repr(LOW_CONFIDENCE)).replace("LOW_NOTE", json.dumps(LOW_NOTE))

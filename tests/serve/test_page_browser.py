@@ -1,10 +1,10 @@
-"""The page in a real browser (headless Chromium, when installed): it asks, shows the answer and
-the cited passages, a passage holding markup shows as text (no element is made from it), each
-source links to its place in its file, and a hostile HTML manual opened there runs no script."""
+"""The page in a real browser (headless Chromium, when installed): a link's question is asked on
+load, the answer and the cited passages are shown, a passage holding markup shows as text (no
+element is made from it), each source links to its place in its file, and a hostile HTML manual
+opened there runs no script. The chat itself: ``test_chat_browser.py``."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from urllib.parse import quote
 
@@ -12,21 +12,20 @@ import pytest
 
 from ragnet.serve import ServeOptions
 from tests.programs.scripted import SureProgramLM
+from tests.serve.chromium import Chromium, browser_path
 from tests.serve.conftest import DOCS, running
 
-BROWSERS = ("chromium-headless-shell", "chromium", "chromium-browser", "google-chrome")
-
-
-def browser() -> str:
-    for name in BROWSERS:
-        found = shutil.which(name) or (f"/usr/lib/chromium/{name}" if shutil.os.path.exists(f"/usr/lib/chromium/{name}") else None)
-        if found:
-            return found
-    pytest.skip("no headless Chromium (apt-get install chromium-headless-shell)")
+def answered(url: str) -> str:
+    """The page's DOM once the question its link asks is answered (or refused)."""
+    with Chromium() as tab:
+        tab.goto(url)
+        tab.wait("document.querySelector('#turns .usage') || document.querySelector('#turns .error')")
+        assert tab.errors() == []
+        return tab.js("document.documentElement.outerHTML")
 
 
 def rendered(url: str, *extra: str) -> str:
-    run = subprocess.run([browser(), "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=20000",
+    run = subprocess.run([browser_path(), "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=20000",
                           *extra, url], capture_output=True, text=True, timeout=120)
     return run.stdout
 
@@ -41,8 +40,8 @@ def test_the_page_asks_and_shows_passages_as_text(serve_index, dspy_state, tmp_p
     app = create_app(ServeOptions(index=serve_index.path, reload_every=0), lm=SureProgramLM(sure, answer=answer).lm())
     with running(app) as url:
         page = f"{url}/?q={quote('script tag onerror alert')}&strategy=basic"
-        dom = rendered(page, "--dump-dom")
-    assert '<p id="answer">yes</p>' in dom
+        dom = answered(page)
+    assert '<div class="answer">yes</div>' in dom
     assert "&lt;script&gt;alert(\"pwned\")&lt;/script&gt;" in dom  # the passage, as text
     assert "&lt;b&gt;Markup&lt;/b&gt; &amp; co" in dom  # its title too
     assert dom.count("<script") == 1 and "<img" not in dom and "<b>" not in dom  # no element made from a document
@@ -56,10 +55,9 @@ def test_a_link_with_files_asks_those_files_alone(serve_index, dspy_state):
     answer = lambda p, n: {"answer": "a river", "evidence_ids": ["c1"]}  # noqa: E731
     app = create_app(ServeOptions(index=serve_index.path, reload_every=0), lm=SureProgramLM(0.9, answer=answer).lm())
     with running(app) as url:
-        dom = rendered(f"{url}/?q={quote('Which river runs through Rome?')}&strategy=basic&only=oslo.md,%20paris.md",
-                       "--dump-dom")
-        bad = rendered(f"{url}/?q={quote('Which river?')}&strategy=basic&only=lisbon.md", "--dump-dom")
-    assert '<p id="answer">a river</p>' in dom
+        dom = answered(f"{url}/?q={quote('Which river runs through Rome?')}&strategy=basic&only=oslo.md,%20paris.md")
+        bad = answered(f"{url}/?q={quote('Which river?')}&strategy=basic&only=lisbon.md")
+    assert '<div class="answer">a river</div>' in dom
     assert "rome.md" not in dom and ("oslo.md" in dom or "paris.md" in dom)
     assert "no indexed file matches 'lisbon.md'" in bad  # the server's refusal, shown as the status
 
@@ -75,7 +73,7 @@ def test_a_source_is_a_link_to_its_place_in_the_file(serve_index, dspy_state, tm
     app = create_app(ServeOptions(index=serve_index.path, reload_every=0, docs=docs),
                      lm=SureProgramLM(0.9, answer=answer).lm())
     with running(app) as url:
-        dom = rendered(f"{url}/?q={quote('Which river runs through Rome?')}&strategy=basic", "--dump-dom")
+        dom = answered(f"{url}/?q={quote('Which river runs through Rome?')}&strategy=basic")
     link = ('<a class="where" href="/files/rome.md#:~:text=The%20Tiber%20river%20runs%20through%20Rome." '
             'target="_blank" rel="noopener noreferrer">Rome — rome.md</a>')
     assert link in dom

@@ -63,7 +63,8 @@ from ragnet.errors import InputError
 from ragnet.eval.run.question_splits import split_ids, split_of
 
 __all__ = ["DocQuestion", "GoldPlace", "PLACE_METRICS", "QUOTE_SHARE", "ROLES", "at_place", "check_places",
-           "load_doc_questions", "place_chunk_ids", "place_scores", "place_warning_lines", "quote_shown"]
+           "doc_question", "load_doc_questions", "place_chunk_ids", "place_problem", "place_scores",
+           "place_warning_lines", "quote_shown"]
 
 #: What a gold place is to its question.
 ROLES = ("answer", "link")
@@ -168,6 +169,39 @@ def _place(item: Any, where: Path, line: int, i: int) -> GoldPlace:
                      quote=quote, role=role)
 
 
+def doc_question(rec: Mapping[str, Any], where: str | Path, line: int | None = None) -> DocQuestion:
+    """One record of a questions file over documents (see the module docstring), read as
+    :func:`load_doc_questions` reads each line: a writer of such a file (``ragnet serve``'s
+    marks) checks its row with it before the row is written.
+
+    Raises:
+        InputError: a missing or malformed field (naming ``where`` and ``line``).
+
+    Example:
+        >>> doc_question({"id": 7, "question": "Which port?", "answers": "8000",
+        ...               "gold": [{"file": "./guide.md", "section": "Serving"}]}, "marks.jsonl").places
+        (GoldPlace(file='guide.md', page=None, section=('Serving',), quote='', role='answer'),)
+    """
+    where = Path(where)
+    for key in ("id", "question", "answers"):
+        if key not in rec:
+            raise InputError(f"record has no {key!r} field", path=where, line=line)
+    question, answers = rec["question"], rec["answers"]
+    check_record_question(question, where, line)
+    answers = [answers] if isinstance(answers, str) else answers
+    if not isinstance(answers, list) or not answers or not all(isinstance(a, (str, int, float)) for a in answers):
+        raise InputError("'answers' must be a non-empty list of strings", path=where, line=line)
+    gold = rec.get("gold") or []
+    if not isinstance(gold, list):
+        raise InputError("'gold' must be a list of places", path=where, line=line)
+    qid = str(rec["id"])
+    kind = rec.get("kind", rec.get("type"))
+    return DocQuestion(id=qid, question=question.strip(), answers=[str(a) for a in answers],
+                       places=tuple(_place(item, where, line, i) for i, item in enumerate(gold)),
+                       type=str(kind) if kind is not None else None, level=rec.get("level"),
+                       line=line, split=split_of(qid))
+
+
 def load_doc_questions(path: str | Path, *, ids: Sequence[str] | None = None, limit: int | None = None,
                        split: str = "all") -> list[DocQuestion]:
     """The questions of a questions file over documents (see the module docstring), in file order.
@@ -194,27 +228,11 @@ def load_doc_questions(path: str | Path, *, ids: Sequence[str] | None = None, li
     for lineno, line in enumerate(lines, 1):
         if not line.strip():
             continue
-        rec = parse_jsonl_record(line, where, lineno)
-        for key in ("id", "question", "answers"):
-            if key not in rec:
-                raise InputError(f"record has no {key!r} field", path=where, line=lineno)
-        question, answers = rec["question"], rec["answers"]
-        check_record_question(question, where, lineno)
-        answers = [answers] if isinstance(answers, str) else answers
-        if not isinstance(answers, list) or not answers or not all(isinstance(a, (str, int, float)) for a in answers):
-            raise InputError("'answers' must be a non-empty list of strings", path=where, line=lineno)
-        gold = rec.get("gold") or []
-        if not isinstance(gold, list):
-            raise InputError("'gold' must be a list of places", path=where, line=lineno)
-        qid = str(rec["id"])
-        if qid in seen:
-            raise InputError(f"duplicate question id {qid!r} (first on line {seen[qid]})", path=where, line=lineno)
-        seen[qid] = lineno
-        kind = rec.get("kind", rec.get("type"))
-        out.append(DocQuestion(id=qid, question=question.strip(), answers=[str(a) for a in answers],
-                               places=tuple(_place(item, where, lineno, i) for i, item in enumerate(gold)),
-                               type=str(kind) if kind is not None else None, level=rec.get("level"),
-                               line=lineno, split=split_of(qid)))
+        q = doc_question(parse_jsonl_record(line, where, lineno), where, lineno)
+        if q.id in seen:
+            raise InputError(f"duplicate question id {q.id!r} (first on line {seen[q.id]})", path=where, line=lineno)
+        seen[q.id] = lineno
+        out.append(q)
     if split != "all":
         keep = set(split_ids([q.id for q in out], split))
         out = [q for q in out if q.id in keep]
@@ -264,6 +282,15 @@ def check_places(index: Any, questions: Sequence[DocQuestion], where: str | Path
         raise InputError(f"{len(errors)} gold place(s) match nothing in the documents folder: "
                          + "; ".join(errors[:5]) + more, path=where)
     return warnings
+
+
+def place_problem(index: Any, place: GoldPlace) -> str | None:
+    """Why no chunk of ``index`` lies at ``place`` (the file is not indexed, or the pages or
+    sections it has), as :func:`check_places` says it; None when some chunk does. For a writer
+    that checks one place at a time (``ragnet serve``'s marks)."""
+    if place_chunk_ids(index, place):
+        return None
+    return _what_the_file_has(place, _chunks_by_file(index))
 
 
 def place_warning_lines(warnings: Sequence[str], where: str | Path, shown: int = 5) -> list[str]:
