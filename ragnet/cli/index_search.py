@@ -85,19 +85,19 @@ def search(
     query: str = typer.Argument(..., help="The search query."),
     index_dir: Path = typer.Option(..., "--index", "-i", help="Index directory built by `ragnet index`."),
     k: int = typer.Option(5, "-k", help="Number of chunks to return."),
-    lam: float = typer.Option(0.4, "--lam", help="Hybrid weight: lam*BM25 + (1-lam)*cosine (0 = dense only, 1 = BM25 only)."),
+    bm25_weight: float = typer.Option(0.4, "--bm25-weight", "--lam", help="Hybrid weight: w*BM25 + (1-w)*cosine (0 = dense only, 1 = BM25 only); --lam is its old name."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
     only: Optional[List[str]] = typer.Option(None, "--only", help=ONLY_HELP),
 ) -> None:
     """Hybrid search over an index."""
     if k < 1:
         raise InputError("must be at least 1", argument="k")
-    if not 0.0 <= lam <= 1.0:
-        raise InputError("must be between 0 and 1", argument="lam")
+    if not 0.0 <= bm25_weight <= 1.0:
+        raise InputError("must be between 0 and 1", argument="bm25-weight")
     from ragnet.index import Index
 
     index = Index.load(index_dir)
-    hits = (index.scoped(*only) if only else index).search(query, k=k, bm25_weight=lam)
+    hits = (index.scoped(*only) if only else index).search(query, k=k, bm25_weight=bm25_weight)
     if as_json:
         typer.echo(printable_json([h.to_dict() for h in hits], indent=2))
         return

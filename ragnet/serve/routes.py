@@ -120,7 +120,8 @@ async def library(state: Service = Depends(service)) -> dict[str, Any]:
 
 @index_routes.get("/search")
 async def search(q: str = Query(..., description="the query"), k: int = Query(5, ge=1),
-                 lam: float = Query(0.4, ge=0.0, le=1.0),
+                 bm25_weight: float | None = Query(None, ge=0.0, le=1.0, description="BM25's share of the hybrid score"),
+                 lam: float | None = Query(None, ge=0.0, le=1.0, deprecated=True, description="bm25_weight's old name"),
                  only: list[str] | None = Query(None, description="files to search (repeatable)"),
                  state: Service = Depends(service)) -> dict[str, Any]:
     from ragnet.programs.citations import source_line
@@ -132,7 +133,10 @@ async def search(q: str = Query(..., description="the query"), k: int = Query(5,
     snap = state.holder.current
     await state.check_only(only)  # bounded, and compiled in a thread
     index = await asyncio.to_thread(state.answerer.scope, snap, only)
-    hits = await asyncio.to_thread(index.search, q, k, (), lam)
+    if bm25_weight is not None and lam is not None:
+        raise ApiError(400, "give bm25_weight or its old name lam, not both", "conflicting_parameters", param="lam")
+    weight = next((w for w in (bm25_weight, lam) if w is not None), 0.4)
+    hits = await asyncio.to_thread(index.search, q, k, (), weight)
     out = []
     for h in hits:
         loc = h.metadata.get("location") if isinstance(h.metadata, dict) else None

@@ -185,3 +185,13 @@ def test_the_confidence_line_flags_a_low_confidence(capsys, confidence, low):
     out = capsys.readouterr().out
     assert f"confidence: {confidence:.2f} (the reader's probability of this answer" in out
     assert ("low: check the cited lines" in out) is low
+
+
+def test_search_takes_bm25_weight_and_its_old_name_lam(index):
+    runs = {name: runner.invoke(app, ["search", "capital of France", "--index", str(index.path), "-k", "3", name,
+                                      "1.0", "--json"]) for name in ("--bm25-weight", "--lam")}
+    assert all(r.exit_code == 0 for r in runs.values()), [r.output for r in runs.values()]
+    ids = {name: [h["id"] for h in json.loads(r.stdout)] for name, r in runs.items()}
+    assert ids["--bm25-weight"] == ids["--lam"] and ids["--bm25-weight"][0] == "paris#0"
+    bad = runner.invoke(app, ["search", "x", "--index", str(index.path), "--bm25-weight", "2"])
+    assert bad.exit_code == 2 and "bm25-weight" in bad.output

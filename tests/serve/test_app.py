@@ -40,6 +40,10 @@ def test_health_models_page_and_search(serve, serve_index):
         found = httpx.get(f"{url}/search", params={"q": "river through Rome", "k": 2}).json()
         assert found["hits"][0]["id"] == "rome#0" and found["hits"][0]["file"] == "rome.md"
         assert found["hits"][0]["source"] == "Rome — rome.md"
+        by_name = {name: httpx.get(f"{url}/search", params={"q": "river through Rome", "k": 4, name: 1.0}).json()
+                   for name in ("bm25_weight", "lam")}  # lam: bm25_weight's old name, still read
+        assert [h["id"] for h in by_name["bm25_weight"]["hits"]] == [h["id"] for h in by_name["lam"]["hits"]]
+        assert by_name["bm25_weight"]["hits"][0]["dense_score"] is not None
 
 
 def test_ask_answers_with_citations_and_trace(serve, serve_index):
@@ -155,6 +159,7 @@ def test_streaming_events_in_order(serve, serve_index):
      400, "invalid_value"),
     ("POST", "/v1/chat/completions", {"model": "ragnet-auto", "messages": []}, 422, "invalid_field"),
     ("GET", "/search?q=paris&k=500", None, 400, "k_too_large"),
+    ("GET", "/search?q=paris&bm25_weight=0.5&lam=0.5", None, 400, "conflicting_parameters"),
     ("GET", "/search", None, 422, "invalid_field"),
     ("GET", "/nowhere", None, 404, "not_found"),
     ("GET", "/ask", None, 405, "method_not_allowed"),
