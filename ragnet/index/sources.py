@@ -139,6 +139,10 @@ class Sources:
                 records[doc.id] = DocRecord(hashes.get(doc.id) or document_hash(doc), first[doc.id], count[doc.id])
         return cls(records, dict(files or {}))
 
+    def file_hashes(self) -> dict[str, str]:
+        """Each recorded file (by its key) and the SHA-256 its bytes had when indexed."""
+        return {key: record.sha256 for key, record in self.files.items()}
+
     def save(self, folder: str | os.PathLike) -> Path:
         """Write ``sources.json`` into ``folder`` (an index being written, before its checksums)."""
         path = Path(folder) / SOURCES

@@ -19,7 +19,6 @@ the Prediction, so each program holds only its own control flow.
 
 from __future__ import annotations
 
-import copy
 import time
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Iterable, Mapping, TypeVar
@@ -155,7 +154,7 @@ class RAGProgram(dspy.Module):
         if current is None:
             raise InputError(f"{type(self).__name__} has no {name} step; its steps: {', '.join(self.steps())}",
                              argument="step")
-        current.predict = copy.deepcopy(step.predict if isinstance(step, Step) else step)
+        current.install(step)
 
     def ran_as(self) -> str:
         """What runs, as ``ask`` prints it and every prediction's ``strategy`` records it: the spec

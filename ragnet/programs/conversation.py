@@ -31,7 +31,6 @@ Example:
 from __future__ import annotations
 
 import contextvars
-import copy
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -186,7 +185,7 @@ class FollowUp(dspy.Module):
         if name != "condense":
             self.program.set_step(name, step)
             return
-        self.condense.predict = copy.deepcopy(step.predict if isinstance(step, CondenseStep) else step)
+        self.condense.install(step)
 
     @property
     def answer(self) -> Any:

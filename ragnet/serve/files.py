@@ -114,7 +114,7 @@ class SourceFiles:
         path = getattr(index, "path", None)
         sources = Sources.load(path) if path is not None else None
         if sources is not None and sources.files:
-            files: dict[str, str | None] = {key: record.sha256 for key, record in sources.files.items()}
+            files: dict[str, str | None] = dict(sources.file_hashes())
         else:  # an index built in Python: the files its chunks were read from, if it says
             from ragnet.corpus.locations import file_key
 

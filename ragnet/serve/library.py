@@ -79,7 +79,7 @@ def _file_hashes(index: Path) -> dict[str, str]:
     with contextlib.suppress(Exception):  # no index yet, or one that records no files
         sources = Sources.load(index)
         if sources is not None:
-            return {key: record.sha256 for key, record in sources.files.items()}
+            return sources.file_hashes()
     return {}
 
 

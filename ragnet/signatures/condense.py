@@ -30,7 +30,7 @@ from typing import Any
 
 import dspy
 
-from ragnet.signatures.rewrite import _FUNCTION_WORDS, _key
+from ragnet.signatures.rewrite import _key, _terms
 from ragnet.signatures.step import Step, StepOutputError
 
 __all__ = ["Condense", "CondenseStep", "asked_terms", "condense_validator", "joined_question", "points_back"]
@@ -68,8 +68,7 @@ def asked_terms(question: str) -> set[str]:
         >>> sorted(asked_terms("And what is its long form?"))
         ['form', 'long']
     """
-    words = _key(_POSSESSIVE.sub("", question)).split()
-    return {w for w in words if w not in _FUNCTION_WORDS and w not in _POINTERS}
+    return _terms(_POSSESSIVE.sub("", question)) - _POINTERS
 
 
 def points_back(question: str) -> bool:

@@ -527,6 +527,11 @@ class Step(dspy.Module):
         cap = max_tokens if max_tokens is not None else type(self).max_tokens
         self.predict = dspy.Predict(signature, max_tokens=cap) if cap else dspy.Predict(signature)
 
+    def install(self, compiled: "Step | dspy.Predict") -> None:
+        """Take a copy of ``compiled``'s predictor (a compiled step, or its ``dspy.Predict``):
+        demos, instructions and settings; this step keeps its switch and retries."""
+        self.predict = copy.deepcopy(compiled.predict if isinstance(compiled, Step) else compiled)
+
     def run(self, *, default: Mapping[str, Any], validate: Validator | None = None,
             on_refused: Callable[[list[str]], Any] | None = None, **inputs: Any) -> dspy.Prediction:
         """Call the predictor through :func:`run_step` (retries, salvage, validation, fallback)."""

@@ -26,6 +26,7 @@ import numpy as np
 import pytest
 from dspy.lm15 import Message, Response, TextPart, Usage
 
+import ragnet.lm.config
 from ragnet.corpus.types import Chunk
 from ragnet.eval.run.datasets import QARecord
 from tests.programs.scripted import ProgramLM, _format, _text
@@ -208,3 +209,16 @@ def scripted():
             yield engine
 
     return make
+
+
+@contextlib.contextmanager
+def every_lm_is(lm: ProgramLM, monkeypatch, tmp_path):
+    """Every LM spec the CLI resolves becomes ``lm``'s engine, its cache under ``tmp_path``;
+    DSPy's LM is restored after. For the ``engine`` fixtures of tests that run ``ragnet optimize``."""
+    monkeypatch.setattr(ragnet.lm.config, "make_lm", lambda spec=None, **kwargs: lm.lm())
+    monkeypatch.setenv("RAGNET_CACHE_DIR", str(tmp_path / "cache"))
+    saved = dspy.settings.lm
+    try:
+        yield lm
+    finally:
+        dspy.configure(lm=saved)

@@ -6,13 +6,11 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 
-import dspy
 import pytest
 from typer.testing import CliRunner
 
-import ragnet.lm.config
 from ragnet.cli import app
-from tests.optimize.conftest import FakeIndex, OptimizeLM, demo_dependent_sufficiency, make_records
+from tests.optimize.conftest import every_lm_is, FakeIndex, OptimizeLM, demo_dependent_sufficiency, make_records
 
 runner = CliRunner()
 
@@ -34,12 +32,8 @@ def dataset(tmp_path):
 @pytest.fixture
 def engine(monkeypatch, tmp_path):
     """Every LM spec the CLI resolves becomes the scripted engine; DSPy settings restored after."""
-    lm = OptimizeLM(sufficiency=demo_dependent_sufficiency)
-    monkeypatch.setattr(ragnet.lm.config, "make_lm", lambda spec=None, **kwargs: lm.lm())
-    monkeypatch.setenv("RAGNET_CACHE_DIR", str(tmp_path / "cache"))
-    saved = dspy.settings.lm
-    yield lm
-    dspy.configure(lm=saved)
+    with every_lm_is(OptimizeLM(sufficiency=demo_dependent_sufficiency), monkeypatch, tmp_path) as lm:
+        yield lm
 
 
 def _optimize(root, out, *extra):

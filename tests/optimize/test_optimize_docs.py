@@ -9,13 +9,11 @@ from __future__ import annotations
 import json
 import re
 
-import dspy
 import pytest
 from typer.testing import CliRunner
 
-import ragnet.lm.config
 from ragnet.cli import app
-from tests.optimize.conftest import OptimizeLM, _field, _last_user, _n_demos
+from tests.optimize.conftest import every_lm_is, OptimizeLM, _field, _last_user, _n_demos
 
 runner = CliRunner()
 TOPICS = ["retries", "timeouts", "workers", "log days", "cache size", "port", "batch size", "threads",
@@ -55,13 +53,9 @@ short_once_taught.wants_request = True
 
 @pytest.fixture
 def engine(monkeypatch, tmp_path):
-    lm = OptimizeLM(answer=short_once_taught)
-    monkeypatch.setattr(ragnet.lm.config, "make_lm", lambda spec=None, **kwargs: lm.lm())
-    monkeypatch.setenv("RAGNET_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("RAGNET_HOME", str(tmp_path / "home"))
-    saved = dspy.settings.lm
-    yield lm
-    dspy.configure(lm=saved)
+    with every_lm_is(OptimizeLM(answer=short_once_taught), monkeypatch, tmp_path) as lm:
+        yield lm
 
 
 def test_the_answer_step_compiles_on_the_gold_quotes_of_your_questions(folder, engine, tmp_path):

@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import json
 
-import dspy
 import pytest
 from typer.testing import CliRunner
 
-import ragnet.lm.config
 from ragnet.cli import app
 from ragnet.errors import InputError
 from ragnet.optimize.cases import condense_cases, load_followups
-from tests.optimize.conftest import OptimizeLM, _field
+from tests.optimize.conftest import every_lm_is, OptimizeLM, _field
 
 runner = CliRunner()
 SUBJECTS = ["flex -d option", "grep -c option", "sed -n option", "wget --spider option", "find -xdev option",
@@ -45,12 +43,8 @@ def _condense(prompt: str, n: int) -> dict:
 
 @pytest.fixture
 def engine(monkeypatch, tmp_path):
-    lm = OptimizeLM(condense=_condense)
-    monkeypatch.setattr(ragnet.lm.config, "make_lm", lambda spec=None, **kwargs: lm.lm())
-    monkeypatch.setenv("RAGNET_CACHE_DIR", str(tmp_path / "cache"))
-    saved = dspy.settings.lm
-    yield lm
-    dspy.configure(lm=saved)
+    with every_lm_is(OptimizeLM(condense=_condense), monkeypatch, tmp_path) as lm:
+        yield lm
 
 
 def test_condense_cases_read_a_followups_file_and_refuse_a_bad_line(tmp_path):
